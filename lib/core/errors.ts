@@ -1,0 +1,71 @@
+/** Base of every Baton error. `retryable` says whether spending retry budget on it can help. */
+export class BatonError extends Error {
+  readonly retryable: boolean;
+  constructor(message: string, options?: ErrorOptions & { retryable?: boolean }) {
+    super(message, options);
+    this.name = 'BatonError';
+    this.retryable = options?.retryable ?? false;
+  }
+}
+
+/** Input that can never succeed (schema, unknown agent, too large): fail at once, never retry. */
+export class InvalidInputError extends BatonError {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, { ...options, retryable: false });
+    this.name = 'InvalidInputError';
+  }
+}
+
+/** A ticket id reused with a different input. */
+export class TicketConflictError extends InvalidInputError {
+  constructor(readonly ticketId: string) {
+    super(`ticket ${ticketId} was already submitted with a different input`);
+    this.name = 'TicketConflictError';
+  }
+}
+
+/** Stored state failed validation: it is treated as untrusted input, never repaired silently. */
+export class CorruptStateError extends BatonError {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, { ...options, retryable: false });
+    this.name = 'CorruptStateError';
+  }
+}
+
+/** Another owner holds the lease (or took it over): the caller must stop writing. */
+export class LeaseLostError extends BatonError {
+  constructor(
+    message: string,
+    readonly holder?: { owner?: string | undefined; until?: number | undefined; epoch: number },
+  ) {
+    super(message);
+    this.name = 'LeaseLostError';
+  }
+}
+
+/** A journal seq already holds an entry written by someone else: the writer is stale. */
+export class SeqTakenError extends LeaseLostError {
+  constructor(readonly seq: number) {
+    super(`journal seq ${seq} is already written by another owner`);
+    this.name = 'SeqTakenError';
+  }
+}
+
+/** A payload over the hard cap: deterministic, never retried. */
+export class PayloadTooLargeError extends InvalidInputError {
+  constructor(what: string, bytes: number, capBytes: number) {
+    super(`${what} is ${bytes} bytes, over the hard cap of ${capBytes} bytes`);
+    this.name = 'PayloadTooLargeError';
+  }
+}
+
+/** An error raised by a model or tool; `retryable` decides whether the retry policy applies. */
+export class StepError extends BatonError {
+  constructor(message: string, options?: ErrorOptions & { retryable?: boolean }) {
+    super(message, options);
+    this.name = 'StepError';
+  }
+}
+
+export const errorMessage = (error: unknown): string =>
+  error instanceof Error ? `${error.name}: ${error.message}` : String(error);

@@ -1,0 +1,92 @@
+import { z } from 'zod';
+import { type EntryKind, KickReason, OutcomeStatus } from './vocabulary.ts';
+
+/**
+ * The journal: the append-only, seq-numbered record of a session. It is the checkpoint, the
+ * transcript and the event stream at once. Every entry read back is validated here.
+ */
+
+export const ToolCall = z.object({ id: z.string().min(1), name: z.string().min(1), input: z.unknown() });
+export type ToolCall = z.infer<typeof ToolCall>;
+
+const usage = z.object({ inputTokens: z.number().int().nonnegative(), outputTokens: z.number().int().nonnegative() });
+
+export const EntryData = {
+  leg: z.object({
+    owner: z.string(),
+    reason: z.enum(Object.values(KickReason) as [KickReason, ...KickReason[]]),
+    traceparent: z.string(),
+  }),
+  input: z.object({ input: z.unknown() }),
+  model: z.object({
+    text: z.string().optional(),
+    toolCalls: z.array(ToolCall),
+    stopReason: z.string(),
+    usage,
+  }),
+  intent: z.object({ callId: z.string(), tool: z.string(), idempotencyKey: z.string() }),
+  tool: z.object({
+    callId: z.string(),
+    tool: z.string(),
+    ok: z.boolean(),
+    output: z.unknown().optional(),
+    error: z.string().optional(),
+  }),
+  /** A retryable model or tool error; the attempt history of the retry policy. */
+  error: z.object({
+    source: z.string(),
+    message: z.string(),
+    attempt: z.number().int().positive(),
+    retryAt: z.number().int().optional(),
+  }),
+  message: z.object({ text: z.string() }),
+  reconciled: z.object({
+    callId: z.string(),
+    verdict: z.enum(['done', 'notDone', 'unknown']),
+    output: z.unknown().optional(),
+  }),
+  outcome: z.object({
+    status: z.enum(Object.values(OutcomeStatus) as [OutcomeStatus, ...OutcomeStatus[]]),
+    output: z.unknown().optional(),
+    error: z.string().optional(),
+  }),
+  published: z.object({}),
+} satisfies Record<EntryKind, z.ZodType>;
+
+export type EntryDataOf<K extends EntryKind> = z.infer<(typeof EntryData)[K]>;
+
+interface EntryBase {
+  readonly seq: number;
+  readonly epoch: number;
+  readonly writeId: string;
+  readonly at: number;
+  readonly turnId?: string | undefined;
+}
+
+/** A journal entry, discriminated by kind. */
+export type JournalEntry = {
+  [K in EntryKind]: EntryBase & { readonly kind: K; readonly data: EntryDataOf<K> };
+}[EntryKind];
+
+/** An entry before the store assigns nothing: the writer picks the seq (next after what it read). */
+export type NewEntry = JournalEntry;
+
+const entryBase = {
+  seq: z.number().int().positive(),
+  epoch: z.number().int().positive(),
+  writeId: z.string().min(1),
+  at: z.number().int(),
+  turnId: z.string().optional(),
+};
+
+export const JournalEntrySchema = z.discriminatedUnion(
+  'kind',
+  (Object.keys(EntryData) as EntryKind[]).map((kind) =>
+    z.object({ ...entryBase, kind: z.literal(kind), data: EntryData[kind] }),
+  ) as unknown as [z.ZodObject, ...z.ZodObject[]],
+);
+
+/** Validates an entry read back from storage: stored state is untrusted input. */
+export function parseEntry(raw: unknown): JournalEntry {
+  return JournalEntrySchema.parse(raw) as unknown as JournalEntry;
+}

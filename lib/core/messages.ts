@@ -1,0 +1,72 @@
+import { z } from 'zod';
+import { NAME_PATTERN } from './ids.ts';
+import { KickReason, OutcomeStatus } from './vocabulary.ts';
+
+/** Queue message contracts. Each carries `v`; a consumer refuses versions it does not know. */
+
+const name = (what: string) => z.string().regex(NAME_PATTERN, `${what} must match ${NAME_PATTERN}`);
+
+/** A large ticket input lives in the payload bucket; the ticket carries only its key. */
+export const BlobRef = z.object({ $blob: z.string().min(1).max(1024) }).strict();
+export type BlobRef = z.infer<typeof BlobRef>;
+
+export const Ticket = z
+  .object({
+    v: z.literal(1).default(1),
+    ticketId: z.string().min(1).max(128),
+    agent: name('agent'),
+    tenant: name('tenant').optional(),
+    input: z.unknown().refine((value) => value !== undefined, 'input is required'),
+  })
+  .strict();
+export type Ticket = z.infer<typeof Ticket>;
+
+export const SessionRef = z.object({ tenant: name('tenant'), agent: name('agent'), id: z.string().min(1).max(64) });
+
+export const Kick = z
+  .object({
+    v: z.literal(1),
+    session: SessionRef,
+    reason: z.enum(Object.values(KickReason) as [KickReason, ...KickReason[]]),
+    fromEpoch: z.number().int().nonnegative().optional(),
+    turnId: z.string().optional(),
+    /** Delays past SQS's 15-minute cap are chained: a kick early for its time is re-sent. */
+    notBefore: z.number().int().optional(),
+  })
+  .strict();
+export type Kick = z.infer<typeof Kick>;
+
+export const Usage = z.object({
+  inputTokens: z.number().int().nonnegative(),
+  outputTokens: z.number().int().nonnegative(),
+});
+export type Usage = z.infer<typeof Usage>;
+
+export const Result = z
+  .object({
+    v: z.literal(1),
+    ticketId: z.string(),
+    tenant: z.string(),
+    agent: z.string(),
+    sessionId: z.string(),
+    turnId: z.string(),
+    status: z.enum(Object.values(OutcomeStatus) as [OutcomeStatus, ...OutcomeStatus[]]),
+    output: z.unknown().optional(),
+    error: z.string().optional(),
+    legs: z.number().int().nonnegative(),
+    steps: z.number().int().nonnegative(),
+    usage: Usage,
+  })
+  .strict();
+export type Result = z.infer<typeof Result>;
+
+/** Message attribute names Baton uses (SQS allows 10; Baton keeps to three). */
+export const ATTR_TRACEPARENT = 'traceparent';
+export const ATTR_RESULT_ID = 'baton-result-id';
+
+/** Formats zod issues as one line that names each offending field. */
+export function describeIssues(error: z.ZodError): string {
+  return error.issues
+    .map((issue) => `${issue.path.length ? issue.path.join('.') : '(root)'}: ${issue.message}`)
+    .join('; ');
+}

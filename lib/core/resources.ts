@@ -1,0 +1,59 @@
+/**
+ * The one definition of Baton's AWS resources. The CDK stack (infra/) and the embedded local
+ * stack (lib/local) both build from it, so local and cloud cannot drift. Pure data: it imports
+ * nothing, which is why infra/ may import it without pulling in the runtime.
+ */
+
+/** The session table: one table, pk/sk strings, TTL on `ttl`. */
+export const SESSION_TABLE = {
+  partitionKey: 'pk',
+  sortKey: 'sk',
+  ttlAttribute: 'ttl',
+  indexes: {
+    /** Sparse: only sessions that hold a lease or have pending work carry `sweepShard`/`sweepAt`. */
+    sweep: { name: 'sweep', partitionKey: 'sweepShard', partitionKeyType: 'S', sortKey: 'sweepAt', sortKeyType: 'N' },
+    /** Session records only (the META item carries `sid`): the CLI finds a session by its id. */
+    bySessionId: { name: 'bySessionId', partitionKey: 'sid', partitionKeyType: 'S' },
+  },
+} as const;
+
+export interface QueueDefinition {
+  /** Logical name; the physical name gets a prefix (the stack or the local stack). */
+  readonly name: string;
+  readonly dlq?: { readonly name: string; readonly maxReceiveCount: number };
+  /** True for queues a Lambda function consumes: visibility timeout derives from its timeout. */
+  readonly consumed: boolean;
+}
+
+export const QUEUES = {
+  tickets: { name: 'tickets', dlq: { name: 'tickets-dlq', maxReceiveCount: 5 }, consumed: true },
+  work: { name: 'work', dlq: { name: 'work-dlq', maxReceiveCount: 5 }, consumed: true },
+  results: { name: 'results', consumed: false },
+} as const satisfies Record<string, QueueDefinition>;
+
+/** DLQs keep failures for the longest SQS allows, so an operator has time to look. */
+export const DLQ_RETENTION_SECONDS = 14 * 24 * 3600;
+
+/**
+ * AWS's guidance for SQS event sources: visibility timeout at least 6× the function timeout,
+ * so a batch retried by Lambda's poller is not redelivered while still in flight.
+ */
+export const VISIBILITY_TIMEOUT_FACTOR = 6;
+
+export const visibilityTimeoutSeconds = (functionTimeoutSeconds: number): number =>
+  Math.ceil(functionTimeoutSeconds * VISIBILITY_TIMEOUT_FACTOR);
+
+/** Environment variable names the functions read (set by CDK in the cloud, by `baton dev` locally). */
+export const ENV = {
+  table: 'BATON_TABLE',
+  ticketsQueueUrl: 'BATON_TICKETS_QUEUE_URL',
+  workQueueUrl: 'BATON_WORK_QUEUE_URL',
+  resultsQueueUrl: 'BATON_RESULTS_QUEUE_URL',
+  bucket: 'BATON_BUCKET',
+  leaseTtlMs: 'BATON_LEASE_TTL_MS',
+  reserveMs: 'BATON_RESERVE_MS',
+  sweepIntervalMs: 'BATON_SWEEP_INTERVAL_MS',
+  sweepWindowMs: 'BATON_SWEEP_WINDOW_MS',
+  retentionDays: 'BATON_RETENTION_DAYS',
+  maxRecoveries: 'BATON_MAX_RECOVERIES',
+} as const;

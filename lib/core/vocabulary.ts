@@ -1,0 +1,52 @@
+/** Session states. A one-shot session ends completed/failed/cancelled; a conversation returns to idle. */
+export const SessionState = {
+  queued: 'queued',
+  running: 'running',
+  waiting: 'waiting',
+  idle: 'idle',
+  completed: 'completed',
+  failed: 'failed',
+  cancelled: 'cancelled',
+} as const;
+export type SessionState = (typeof SessionState)[keyof typeof SessionState];
+
+export const TERMINAL_SESSION_STATES: readonly SessionState[] = ['completed', 'failed', 'cancelled'];
+
+/** Terminal result of a turn. */
+export const OutcomeStatus = {
+  completed: 'completed',
+  failed: 'failed',
+  cancelled: 'cancelled',
+  superseded: 'superseded',
+} as const;
+export type OutcomeStatus = (typeof OutcomeStatus)[keyof typeof OutcomeStatus];
+
+/** Why a kick was sent; a leg marker records the reason its leg started. */
+export const KickReason = {
+  first: 'first',
+  continuation: 'continuation',
+  recovery: 'recovery',
+  retry: 'retry',
+  wake: 'wake',
+  cancel: 'cancel',
+} as const;
+export type KickReason = (typeof KickReason)[keyof typeof KickReason];
+
+/** Journal entry kinds. The kind, never stored text, decides the role a transcript message gets. */
+export const EntryKind = {
+  leg: 'leg',
+  input: 'input',
+  model: 'model',
+  intent: 'intent',
+  tool: 'tool',
+  error: 'error',
+  message: 'message',
+  reconciled: 'reconciled',
+  outcome: 'outcome',
+  published: 'published',
+} as const;
+export type EntryKind = (typeof EntryKind)[keyof typeof EntryKind];
+
+/** Declared side-effect kind of a tool. */
+export const ToolEffect = { pure: 'pure', idempotent: 'idempotent', once: 'once' } as const;
+export type ToolEffect = (typeof ToolEffect)[keyof typeof ToolEffect];

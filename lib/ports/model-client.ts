@@ -1,0 +1,45 @@
+import type { ToolCall } from '../core/journal.ts';
+import type { Usage } from '../core/messages.ts';
+
+/** A transcript message. Roles come from journal entry kinds, never from stored text. */
+export type ChatMessage =
+  | { readonly role: 'user'; readonly content: readonly UserContent[] }
+  | { readonly role: 'assistant'; readonly content: readonly AssistantContent[] };
+
+export type UserContent =
+  | { readonly type: 'text'; readonly text: string }
+  | { readonly type: 'toolResult'; readonly toolCallId: string; readonly ok: boolean; readonly output: unknown };
+
+export type AssistantContent =
+  | { readonly type: 'text'; readonly text: string }
+  | { readonly type: 'toolUse'; readonly toolCallId: string; readonly name: string; readonly input: unknown };
+
+export interface ToolSpec {
+  readonly name: string;
+  readonly description: string;
+  /** JSON Schema of the tool's input. */
+  readonly inputSchema: Record<string, unknown>;
+}
+
+export interface ModelRequest {
+  /** Always from code (the agent definition), never from stored state. */
+  readonly system: string;
+  readonly messages: readonly ChatMessage[];
+  readonly tools: readonly ToolSpec[];
+}
+
+export interface ModelResponse {
+  readonly text?: string | undefined;
+  readonly toolCalls: readonly ToolCall[];
+  /** end_turn · tool_use · max_tokens · stop_sequence · guardrail_intervened · content_filtered … */
+  readonly stopReason: string;
+  readonly usage: Usage;
+}
+
+/** A model. Errors it throws are StepErrors whose `retryable` the retry policy honours. */
+export interface ModelClient {
+  readonly id: string;
+  /** Upper bound of one call, used by the budget check before the call starts. */
+  readonly maxDurationMs: number;
+  converse(request: ModelRequest, signal: AbortSignal): Promise<ModelResponse>;
+}

@@ -1,0 +1,24 @@
+import type { Kick, Result, Ticket } from '../core/messages.ts';
+import type { TraceContext } from '../core/trace-context.ts';
+
+export interface SendOptions {
+  /** The session's trace context, sent as `traceparent` (and as the X-Ray header). */
+  readonly trace?: TraceContext | undefined;
+  /** Up to 900 s (SQS's cap); longer delays are chained by the runtime. */
+  readonly delaySeconds?: number | undefined;
+}
+
+/** The work queue: kicks that say "make progress on session X". */
+export interface WorkQueue {
+  sendKick(kick: Kick, options?: SendOptions): Promise<void>;
+}
+
+/** The results queue: outcomes, at least once, recognisable by session and turn. */
+export interface ResultPublisher {
+  publish(result: Result, options?: SendOptions): Promise<void>;
+}
+
+/** The tickets queue, as a producer (CLI, client) sees it. */
+export interface TicketQueue {
+  submit(ticket: Ticket, options?: SendOptions): Promise<void>;
+}

@@ -1,0 +1,147 @@
+import type { SessionKey } from '../core/ids.ts';
+import type { JournalEntry } from '../core/journal.ts';
+import type { OutcomeStatus, SessionState } from '../core/vocabulary.ts';
+
+/** The session record (sk META): state, lease and the counters that drive wake-ups. */
+export interface SessionRecord {
+  readonly key: SessionKey;
+  readonly ticketId: string;
+  readonly state: SessionState;
+  /** Lease holder; absent when the lease is free. */
+  readonly owner?: string | undefined;
+  /** Lease expiry (epoch ms); absent when the lease is free. */
+  readonly until?: number | undefined;
+  /** Fencing token: incremented by every acquire. */
+  readonly epoch: number;
+  /** Bumped by every external event (turn, inbox message, child outcome, approval, cancel). */
+  readonly pendingVersion: number;
+  /** The pendingVersion the last owner had handled when it released. */
+  readonly seenVersion: number;
+  readonly activeTurnId?: string | undefined;
+  readonly cancelRequested: boolean;
+  /** Consecutive recoveries with no journal progress (a crash loop when it passes its cap). */
+  readonly recoveries: number;
+  readonly legs: number;
+  /** One W3C trace id for the whole session. */
+  readonly traceId: string;
+  /** Present only while the sweeper should look at this session. */
+  readonly sweepAt?: number | undefined;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}
+
+export interface NewSession {
+  readonly key: SessionKey;
+  readonly ticketId: string;
+  readonly activeTurnId: string;
+  readonly traceId: string;
+  readonly now: number;
+  /** When the sweeper should kick it if no kick arrives first. */
+  readonly sweepAt: number;
+  readonly ttlSeconds?: number | undefined;
+}
+
+/** A turn: one input of a session, write-once outcome. */
+export interface TurnRecord {
+  readonly turnId: string;
+  readonly ticketId: string;
+  readonly input: unknown;
+  readonly inputHash: string;
+  readonly createdAt: number;
+  readonly outcome?: TurnOutcome | undefined;
+}
+
+export interface TurnOutcome {
+  readonly status: OutcomeStatus;
+  readonly output?: unknown;
+  readonly error?: string | undefined;
+  readonly at: number;
+}
+
+export interface AcquireRequest {
+  readonly owner: string;
+  readonly until: number;
+  readonly now: number;
+  /** The epoch read just before: the acquire is a compare-and-set on it. */
+  readonly expectEpoch: number;
+  /** The holder seen (for a continuation or a recovery), or undefined when the lease was free. */
+  readonly expectOwner?: string | undefined;
+  /** Taking over an expired lease: counts a recovery and requires `until < now`. */
+  readonly recovery: boolean;
+}
+
+export type AcquireResult =
+  | { readonly ok: true; readonly record: SessionRecord }
+  | { readonly ok: false; readonly current: SessionRecord | undefined };
+
+export interface RenewRequest {
+  readonly owner: string;
+  readonly epoch: number;
+  readonly until: number;
+  /** The leg has appended progress since it acquired: clears the crash-loop counter. */
+  readonly progressed: boolean;
+}
+
+export interface ReleaseRequest {
+  readonly owner: string;
+  readonly epoch: number;
+  readonly state: SessionState;
+  /** Release only if no event arrived since the owner last looked (no lost wake-up). */
+  readonly expectPendingVersion?: number | undefined;
+  /** Recorded as seenVersion. */
+  readonly seenVersion: number;
+  /** Keep the sweeper watching (a yield, a wait with a timer) or stop (terminal, idle). */
+  readonly sweepAt?: number | undefined;
+  readonly progressed: boolean;
+  readonly ttlSeconds?: number | undefined;
+}
+
+export type ReleaseResult = { readonly ok: true } | { readonly ok: false; readonly current: SessionRecord | undefined };
+
+export interface BumpRequest {
+  readonly now: number;
+  readonly cancel?: boolean | undefined;
+  /** When the sweeper should look if no kick arrives (kept if already earlier). */
+  readonly sweepAt: number;
+}
+
+export type BumpResult =
+  | { readonly ok: true; readonly record: SessionRecord }
+  | { readonly ok: false; readonly reason: 'not-found' | 'finished'; readonly current?: SessionRecord | undefined };
+
+/**
+ * Durable session state: records, turns, the journal. Every write that an owner makes is fenced
+ * (session record by epoch and owner, journal entries by seq) and recognises its own retried write.
+ */
+export interface SessionStore {
+  /** Conditional create; an existing session is returned unchanged. */
+  createSession(session: NewSession): Promise<{ created: boolean; record: SessionRecord }>;
+  getSession(key: SessionKey): Promise<SessionRecord | undefined>;
+
+  /** Conditional create; an existing turn is returned unchanged (the caller compares hashes). */
+  putTurn(key: SessionKey, turn: TurnRecord, ttlSeconds?: number): Promise<{ created: boolean; turn: TurnRecord }>;
+  getTurn(key: SessionKey, turnId: string): Promise<TurnRecord | undefined>;
+  /** Write-once: a second outcome is ignored and the first returned. */
+  setTurnOutcome(key: SessionKey, turnId: string, outcome: TurnOutcome): Promise<TurnOutcome>;
+
+  acquire(key: SessionKey, request: AcquireRequest): Promise<AcquireResult>;
+  /** Extends the lease; throws LeaseLostError when the condition fails. Returns the fresh record. */
+  renew(key: SessionKey, request: RenewRequest): Promise<SessionRecord>;
+  release(key: SessionKey, request: ReleaseRequest): Promise<ReleaseResult>;
+  /** Records an external event: pendingVersion + 1 (and cancelRequested). */
+  bump(key: SessionKey, request: BumpRequest): Promise<BumpResult>;
+
+  /** Appends at entry.seq, conditional on the seq being free; throws SeqTakenError otherwise. */
+  append(key: SessionKey, entry: JournalEntry, ttlSeconds?: number): Promise<void>;
+  /** Entries with seq > afterSeq, in order, validated. */
+  readJournal(key: SessionKey, afterSeq?: number): Promise<JournalEntry[]>;
+
+  /** Sessions whose sweepAt has passed, from one shard of the sparse sweep index. */
+  findDue(shard: number, now: number, limit: number): Promise<SessionKey[]>;
+  /** Finds a session by its id alone (the CLI knows only the id). */
+  findSession(sessionId: string): Promise<SessionRecord | undefined>;
+  listSessions(options?: { state?: SessionState | undefined; limit?: number | undefined }): Promise<SessionRecord[]>;
+}
+
+/** Number of shards of the sweep index; a session's shard is derived from its id. */
+export const SWEEP_SHARDS = 4;
