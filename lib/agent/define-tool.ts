@@ -1,0 +1,68 @@
+import { z } from 'zod';
+import { InvalidInputError } from '../core/errors.ts';
+import type { ToolEffect } from '../core/vocabulary.ts';
+import type { RetryPolicy } from './retry-policy.ts';
+
+/** What a tool's run function receives beside its input. */
+export interface ToolContext {
+  /** Aborts when the lease is lost, the turn is cancelled or the budget runs out. */
+  readonly signal: AbortSignal;
+  /** Stable across re-runs of the same call: (tenant, agent, session, model seq, tool call id). */
+  readonly idempotencyKey: string;
+  readonly sessionId: string;
+  readonly log: (message: string, fields?: Record<string, unknown>) => void;
+  /** Reports progress; the lease is renewed on a heartbeat regardless. */
+  readonly progress: (note: string) => void;
+}
+
+/** A once-only tool's answer to "did the interrupted call happen?" */
+export type ReconcileVerdict =
+  | { readonly verdict: 'done'; readonly output: unknown }
+  /** Only when the downstream will refuse this key from now on: the call may run again. */
+  | { readonly verdict: 'notDone' }
+  | { readonly verdict: 'unknown' };
+
+export interface ToolDefinition<I = unknown, O = unknown> {
+  readonly name: string;
+  readonly description: string;
+  readonly input: z.ZodType<I>;
+  /** pure: no side effect. idempotent: safe to repeat with the same key. once: a watermark guards it. */
+  readonly effect: ToolEffect;
+  readonly maxDurationMs: number;
+  readonly retry?: Partial<RetryPolicy> | undefined;
+  run(input: I, ctx: ToolContext): Promise<O>;
+  reconcile?: ((idempotencyKey: string, input: I) => Promise<ReconcileVerdict>) | undefined;
+}
+
+/** A tool of any input and output type, as an agent lists them. */
+// biome-ignore lint/suspicious/noExplicitAny: tool inputs are checked at run time by each tool's own schema
+export type AnyTool = ToolDefinition<any, any>;
+
+export const DEFAULT_TOOL_MAX_DURATION_MS = 30_000;
+
+const TOOL_NAME = /^[a-zA-Z][a-zA-Z0-9_-]{0,63}$/;
+
+/**
+ * Declares a tool: its input schema, its side-effect kind and how long it may take.
+ * @example
+ * defineTool({ name: 'lookupOrder', description: 'Reads an order', input: z.object({ orderId: z.string() }),
+ *   effect: 'pure', maxDurationMs: 5_000, run: async ({ orderId }) => db.get(orderId) })
+ */
+export function defineTool<I, O>(
+  definition: Omit<ToolDefinition<I, O>, 'maxDurationMs'> & { maxDurationMs?: number },
+): ToolDefinition<I, O> {
+  if (!TOOL_NAME.test(definition.name))
+    throw new InvalidInputError(`tool name "${definition.name}" must match ${TOOL_NAME}`);
+  const maxDurationMs = definition.maxDurationMs ?? DEFAULT_TOOL_MAX_DURATION_MS;
+  if (!(maxDurationMs > 0)) throw new InvalidInputError(`tool ${definition.name}: maxDurationMs must be positive`);
+  return { ...definition, maxDurationMs };
+}
+
+/** The JSON Schema of a tool's input, as models want it. */
+export function toolInputSchema(tool: AnyTool): Record<string, unknown> {
+  const { $schema: _ignored, ...schema } = z.toJSONSchema(tool.input, { unrepresentable: 'any' }) as Record<
+    string,
+    unknown
+  >;
+  return schema;
+}

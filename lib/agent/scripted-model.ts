@@ -1,0 +1,82 @@
+import { StepError } from '../core/errors.ts';
+import type { ToolCall } from '../core/journal.ts';
+import type { ChatMessage, ModelClient, ModelRequest, ModelResponse } from '../ports/model-client.ts';
+
+/** What a script answers: tool calls to make, or the final text. */
+export type ScriptReply =
+  | { readonly toolCalls: readonly ToolCall[]; readonly text?: string }
+  | { readonly final: string };
+
+export interface ScriptedModelOptions {
+  readonly id?: string;
+  /** Simulated latency of one call (honours the abort signal). */
+  readonly latencyMs?: number;
+  readonly maxDurationMs?: number;
+  /** Decides the reply from the transcript alone: deterministic, so a resume sees the same answers. */
+  readonly script: (transcript: readonly ChatMessage[], request: ModelRequest) => ScriptReply;
+}
+
+/** Counts of what the transcript holds, for scripts that advance by phase. */
+export const transcriptStats = (messages: readonly ChatMessage[]) => {
+  let toolResults = 0;
+  let modelTurns = 0;
+  for (const message of messages) {
+    if (message.role === 'assistant') modelTurns++;
+    else toolResults += message.content.filter((c) => c.type === 'toolResult').length;
+  }
+  return { toolResults, modelTurns };
+};
+
+/** Tool results in the transcript, by tool call id. */
+export function toolResults(messages: readonly ChatMessage[]): Map<string, { ok: boolean; output: unknown }> {
+  const results = new Map<string, { ok: boolean; output: unknown }>();
+  for (const message of messages) {
+    if (message.role !== 'user') continue;
+    for (const c of message.content)
+      if (c.type === 'toolResult') results.set(c.toolCallId, { ok: c.ok, output: c.output });
+  }
+  return results;
+}
+
+/** Rough token estimate for the scripted model's usage figures (4 characters a token). */
+const estimateTokens = (text: string): number => Math.ceil(text.length / 4);
+
+/**
+ * A deterministic model for tests, examples and benchmarks: a script decides tool calls and the
+ * final answer from the transcript.
+ */
+export function scriptedModel(options: ScriptedModelOptions): ModelClient {
+  const latencyMs = options.latencyMs ?? 0;
+  return {
+    id: options.id ?? 'scripted',
+    maxDurationMs: options.maxDurationMs ?? Math.max(1_000, latencyMs * 2),
+    async converse(request, signal): Promise<ModelResponse> {
+      if (latencyMs > 0) await abortableDelay(latencyMs, signal);
+      signal.throwIfAborted();
+      const reply = options.script(request.messages, request);
+      const usage = {
+        inputTokens: estimateTokens(JSON.stringify(request.messages)),
+        outputTokens: estimateTokens(JSON.stringify(reply)),
+      };
+      if ('final' in reply) return { text: reply.final, toolCalls: [], stopReason: 'end_turn', usage };
+      if (reply.toolCalls.length === 0)
+        throw new StepError('scripted model replied with neither tool calls nor a final answer');
+      return { text: reply.text, toolCalls: reply.toolCalls, stopReason: 'tool_use', usage };
+    },
+  };
+}
+
+function abortableDelay(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}

@@ -1,0 +1,56 @@
+import type { JournalEntry } from '../core/journal.ts';
+import type { AssistantContent, ChatMessage, UserContent } from '../ports/model-client.ts';
+
+/**
+ * Builds the model's transcript from the journal. Roles come from the entry kind alone, never
+ * from stored text, so a tampered payload cannot speak as the system or the assistant.
+ */
+export function buildTranscript(entries: readonly JournalEntry[]): ChatMessage[] {
+  const messages: ChatMessage[] = [];
+  const pushUser = (content: UserContent) => {
+    const last = messages.at(-1);
+    if (last?.role === 'user') messages[messages.length - 1] = { role: 'user', content: [...last.content, content] };
+    else messages.push({ role: 'user', content: [content] });
+  };
+  const pushAssistant = (content: AssistantContent[]) => {
+    const last = messages.at(-1);
+    if (last?.role === 'assistant')
+      messages[messages.length - 1] = { role: 'assistant', content: [...last.content, ...content] };
+    else messages.push({ role: 'assistant', content });
+  };
+  for (const entry of entries) {
+    switch (entry.kind) {
+      case 'input':
+        pushUser({ type: 'text', text: asText(entry.data.input) });
+        break;
+      case 'message':
+        pushUser({ type: 'text', text: entry.data.text });
+        break;
+      case 'model': {
+        const content: AssistantContent[] = [];
+        if (entry.data.text) content.push({ type: 'text', text: entry.data.text });
+        for (const call of entry.data.toolCalls)
+          content.push({ type: 'toolUse', toolCallId: call.id, name: call.name, input: call.input });
+        if (content.length > 0) pushAssistant(content);
+        break;
+      }
+      case 'tool':
+        pushUser({
+          type: 'toolResult',
+          toolCallId: entry.data.callId,
+          ok: entry.data.ok,
+          output: entry.data.ok ? entry.data.output : { error: entry.data.error },
+        });
+        break;
+      case 'reconciled':
+        if (entry.data.verdict === 'done')
+          pushUser({ type: 'toolResult', toolCallId: entry.data.callId, ok: true, output: entry.data.output });
+        break;
+      default:
+        break;
+    }
+  }
+  return messages;
+}
+
+export const asText = (input: unknown): string => (typeof input === 'string' ? input : JSON.stringify(input));

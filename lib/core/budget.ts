@@ -1,0 +1,30 @@
+/**
+ * Budget math: what is left of an invocation's time, minus a reserve to checkpoint and hand off.
+ * Temporal's lambda worker does the same: work time = remaining − reserve, refuse below a minimum.
+ */
+
+/** Time kept back at the end of an invocation to append, send the continuation and release. */
+export const DEFAULT_RESERVE_MS = 5_000;
+
+/** Fixed cost of a leg (acquire, read, marker, release) the definition check accounts for. */
+export const LEG_OVERHEAD_MS = 1_000;
+
+/** Clock skew tolerated between invocations when a lease is judged. */
+export const MAX_CLOCK_SKEW_MS = 1_000;
+
+export const budgetMs = (remainingMs: number, reserveMs: number): number => Math.max(0, remainingMs - reserveMs);
+
+/** A step whose declared maximum does not fit in what is left must continue elsewhere. */
+export const stepFits = (maxDurationMs: number, remainingMs: number, reserveMs: number): boolean =>
+  maxDurationMs <= budgetMs(remainingMs, reserveMs);
+
+/** Could a step of this size ever fit in one invocation? Checked at definition and deploy time. */
+export const stepCanEverFit = (maxDurationMs: number, timeoutMs: number, reserveMs: number): boolean =>
+  maxDurationMs <= timeoutMs - reserveMs - LEG_OVERHEAD_MS;
+
+/**
+ * A once-only call starts only when the lease, just renewed, outlives the call: otherwise a
+ * recovery could start while it still runs, and the side effect could happen twice.
+ */
+export const onceOnlyFitsLease = (leaseUntil: number, now: number, maxDurationMs: number): boolean =>
+  leaseUntil - now >= maxDurationMs + MAX_CLOCK_SKEW_MS;

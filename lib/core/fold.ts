@@ -1,0 +1,172 @@
+import { CorruptStateError } from './errors.ts';
+import type { JournalEntry, ToolCall } from './journal.ts';
+import type { Usage } from './messages.ts';
+import type { OutcomeStatus } from './vocabulary.ts';
+
+/**
+ * The journal fold: derived state up to the last entry, and the next action as a pure function
+ * of it. A resume continues from here; nothing already journaled runs again.
+ */
+
+export interface PendingCall {
+  readonly call: ToolCall;
+  /** Seq of the model entry that requested the call: part of its idempotency key. */
+  readonly modelSeq: number;
+  /** Seq of its watermark, when a once-only call was started. */
+  readonly intentSeq?: number | undefined;
+}
+
+export interface SessionView {
+  readonly lastSeq: number;
+  /** Epoch of the latest leg marker: entries after it must carry at least this epoch. */
+  readonly legEpoch: number;
+  readonly legs: number;
+  /** Model calls and tool results journaled: the atomic units of progress. */
+  readonly steps: number;
+  readonly usage: Usage;
+  /** The turn whose input was journaled last. */
+  readonly turnId?: string | undefined;
+  /** Tool calls of the last model entry that have no result yet, in call order. */
+  readonly pendingCalls: readonly PendingCall[];
+  /** Final text when the last model entry asked for no tool: the turn is ready to finish. */
+  readonly finalText?: string | undefined;
+  /** Consecutive journaled errors since the last success, and when the next attempt is due. */
+  readonly failedAttempts: number;
+  readonly retryAt?: number | undefined;
+  readonly lastError?: string | undefined;
+  readonly outcome?:
+    | { readonly status: OutcomeStatus; readonly output?: unknown; readonly error?: string | undefined }
+    | undefined;
+  readonly published: boolean;
+  /** A once-only call whose fate is unknown: the session waits for a human. */
+  readonly parkedCallId?: string | undefined;
+}
+
+export const EMPTY_VIEW: SessionView = {
+  lastSeq: 0,
+  legEpoch: 0,
+  legs: 0,
+  steps: 0,
+  usage: { inputTokens: 0, outputTokens: 0 },
+  pendingCalls: [],
+  failedAttempts: 0,
+  published: false,
+};
+
+/** Applies one entry. Throws CorruptStateError on a gap or an entry from a fenced-off epoch. */
+export function applyEntry(view: SessionView, entry: JournalEntry): SessionView {
+  if (entry.seq !== view.lastSeq + 1) {
+    throw new CorruptStateError(`journal gap: seq ${entry.seq} follows seq ${view.lastSeq}`);
+  }
+  if (entry.epoch < view.legEpoch) {
+    throw new CorruptStateError(
+      `journal seq ${entry.seq} was written by epoch ${entry.epoch} after the leg marker of epoch ${view.legEpoch}`,
+    );
+  }
+  const next = { ...view, lastSeq: entry.seq };
+  switch (entry.kind) {
+    case 'leg':
+      return { ...next, legEpoch: entry.epoch, legs: view.legs + 1 };
+    case 'input':
+      // A new turn: per-turn state starts over; the transcript keeps everything before it.
+      return {
+        ...next,
+        turnId: entry.turnId,
+        pendingCalls: [],
+        finalText: undefined,
+        failedAttempts: 0,
+        retryAt: undefined,
+        lastError: undefined,
+        outcome: undefined,
+        published: false,
+        parkedCallId: undefined,
+      };
+    case 'model':
+      return {
+        ...next,
+        steps: view.steps + 1,
+        usage: {
+          inputTokens: view.usage.inputTokens + entry.data.usage.inputTokens,
+          outputTokens: view.usage.outputTokens + entry.data.usage.outputTokens,
+        },
+        pendingCalls: entry.data.toolCalls.map((call) => ({ call, modelSeq: entry.seq })),
+        finalText: entry.data.toolCalls.length === 0 ? (entry.data.text ?? '') : undefined,
+        failedAttempts: 0,
+        retryAt: undefined,
+      };
+    case 'intent':
+      return {
+        ...next,
+        pendingCalls: view.pendingCalls.map((p) =>
+          p.call.id === entry.data.callId ? { ...p, intentSeq: entry.seq } : p,
+        ),
+      };
+    case 'tool':
+      return {
+        ...next,
+        steps: view.steps + 1,
+        pendingCalls: view.pendingCalls.filter((p) => p.call.id !== entry.data.callId),
+      };
+    case 'reconciled':
+      // done settles the call like a result; notDone lets it run again with the same key;
+      // unknown parks the session until a human decides.
+      if (entry.data.verdict === 'done') {
+        return {
+          ...next,
+          steps: view.steps + 1,
+          pendingCalls: view.pendingCalls.filter((p) => p.call.id !== entry.data.callId),
+        };
+      }
+      if (entry.data.verdict === 'notDone') {
+        return {
+          ...next,
+          pendingCalls: view.pendingCalls.map((p) =>
+            p.call.id === entry.data.callId ? { call: p.call, modelSeq: p.modelSeq } : p,
+          ),
+        };
+      }
+      return { ...next, parkedCallId: entry.data.callId };
+    case 'error':
+      return {
+        ...next,
+        failedAttempts: entry.data.attempt,
+        retryAt: entry.data.retryAt,
+        lastError: entry.data.message,
+      };
+    case 'message':
+      return next;
+    case 'outcome':
+      return { ...next, outcome: entry.data };
+    case 'published':
+      return { ...next, published: true };
+  }
+}
+
+export function foldJournal(entries: readonly JournalEntry[], from: SessionView = EMPTY_VIEW): SessionView {
+  return entries.reduce(applyEntry, from);
+}
+
+export type NextAction =
+  | { readonly kind: 'start-turn' }
+  | { readonly kind: 'model' }
+  | { readonly kind: 'tools'; readonly calls: readonly PendingCall[] }
+  | { readonly kind: 'reconcile'; readonly call: PendingCall }
+  | { readonly kind: 'wait-retry'; readonly retryAt: number }
+  | { readonly kind: 'finish'; readonly text: string }
+  | { readonly kind: 'publish' }
+  | { readonly kind: 'parked'; readonly callId: string }
+  | { readonly kind: 'done' };
+
+/** What to do next, given the view and the turn the session record says is active. */
+export function nextAction(view: SessionView, activeTurnId: string | undefined, now: number): NextAction {
+  if (activeTurnId !== undefined && view.turnId !== activeTurnId) return { kind: 'start-turn' };
+  if (view.outcome) return view.published ? { kind: 'done' } : { kind: 'publish' };
+  if (view.parkedCallId !== undefined) return { kind: 'parked', callId: view.parkedCallId };
+  if (view.retryAt !== undefined && view.retryAt > now) return { kind: 'wait-retry', retryAt: view.retryAt };
+  // A watermark without a result: the call may have run. Never repeat it blindly.
+  const interrupted = view.pendingCalls.find((p) => p.intentSeq !== undefined);
+  if (interrupted) return { kind: 'reconcile', call: interrupted };
+  if (view.pendingCalls.length > 0) return { kind: 'tools', calls: view.pendingCalls };
+  if (view.finalText !== undefined) return { kind: 'finish', text: view.finalText };
+  return { kind: 'model' };
+}

@@ -1,0 +1,53 @@
+import type { Kick } from './messages.ts';
+import type { SessionState } from './vocabulary.ts';
+import { TERMINAL_SESSION_STATES } from './vocabulary.ts';
+
+/** Lease math. The store enforces the conditions; this decides which acquire to attempt. */
+
+export const DEFAULT_LEASE_TTL_MS = 30_000;
+
+/** Renew three times per TTL, so one lost renewal never loses the lease. */
+export const renewIntervalMs = (ttlMs: number): number => Math.floor(ttlMs / 3);
+
+/** The fields of a session record that the acquire decision reads. */
+export interface LeaseState {
+  readonly state: SessionState;
+  readonly owner?: string | undefined;
+  readonly until?: number | undefined;
+  readonly epoch: number;
+  readonly pendingVersion: number;
+  readonly seenVersion: number;
+  readonly cancelRequested: boolean;
+  readonly sweepAt?: number | undefined;
+}
+
+export type AcquirePlan =
+  | { readonly kind: 'acquire'; readonly recovery: boolean; readonly expectOwner?: string | undefined }
+  | { readonly kind: 'drop'; readonly why: 'finished' | 'held' | 'no-work' };
+
+/** Is there something for a new owner to do? */
+export function hasWork(lease: LeaseState, kick: Pick<Kick, 'reason'>, now: number): boolean {
+  if (TERMINAL_SESSION_STATES.includes(lease.state)) return false;
+  if (lease.state === 'queued' || lease.state === 'running') return true;
+  if (lease.cancelRequested || lease.pendingVersion > lease.seenVersion) return true;
+  // A waiting session with a timer (a retry backoff) wakes when the timer is due.
+  return lease.state === 'waiting' && lease.sweepAt !== undefined && lease.sweepAt <= now && kick.reason !== 'first';
+}
+
+/**
+ * Decides how to acquire for a kick: take a free lease when there is work; take over an expired
+ * one (a recovery); take over from a predecessor that yielded to this continuation. Anything
+ * else is dropped: the holder will see the new pendingVersion.
+ */
+export function planAcquire(lease: LeaseState, kick: Pick<Kick, 'reason' | 'fromEpoch'>, now: number): AcquirePlan {
+  if (TERMINAL_SESSION_STATES.includes(lease.state)) return { kind: 'drop', why: 'finished' };
+  if (lease.owner === undefined) {
+    return hasWork(lease, kick, now) ? { kind: 'acquire', recovery: false } : { kind: 'drop', why: 'no-work' };
+  }
+  if (lease.until !== undefined && lease.until < now)
+    return { kind: 'acquire', recovery: true, expectOwner: lease.owner };
+  if (kick.reason === 'continuation' && kick.fromEpoch === lease.epoch) {
+    return { kind: 'acquire', recovery: false, expectOwner: lease.owner };
+  }
+  return { kind: 'drop', why: 'held' };
+}

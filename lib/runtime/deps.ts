@@ -1,0 +1,75 @@
+import type { AgentRegistry } from '../agent/define-agent.ts';
+import type { BlobStore } from '../ports/blob-store.ts';
+import type { Clock } from '../ports/clock.ts';
+import type { ResultPublisher, TicketQueue, WorkQueue } from '../ports/queues.ts';
+import type { SessionStore } from '../ports/session-store.ts';
+import type { FailpointHook } from './failpoints.ts';
+
+/** The structured logger the runtime writes through (Powertools in Lambda, memory in tests). */
+export interface RuntimeLogger {
+  debug(message: string, fields?: Record<string, unknown>): void;
+  info(message: string, fields?: Record<string, unknown>): void;
+  warn(message: string, fields?: Record<string, unknown>): void;
+  error(message: string, fields?: Record<string, unknown>): void;
+  child(fields: Record<string, unknown>): RuntimeLogger;
+}
+
+export interface RuntimeMetrics {
+  count(name: string, value?: number, dimensions?: Record<string, string>): void;
+  duration(name: string, ms: number): void;
+  bytes(name: string, n: number): void;
+}
+
+export interface RuntimeTracer {
+  annotateLeg(annotations: {
+    session: string;
+    turn?: string | undefined;
+    tenant: string;
+    agent: string;
+    traceId: string;
+    epoch: number;
+  }): void;
+}
+
+/** The slice of lib/telemetry the runtime needs. */
+export interface RuntimeTelemetry {
+  readonly logger: RuntimeLogger;
+  readonly metrics: RuntimeMetrics;
+  readonly tracer: RuntimeTracer;
+}
+
+/** Tunables, every one a duration or count that tests shorten. */
+export interface RuntimeConfig {
+  readonly leaseTtlMs: number;
+  readonly reserveMs: number;
+  /** Finished sessions expire after this many days (DynamoDB TTL). */
+  readonly retentionDays: number;
+  /** How long after an event the sweeper looks, if no kick made progress first. */
+  readonly sweepGraceMs: number;
+}
+
+export const DEFAULT_RUNTIME_CONFIG: RuntimeConfig = {
+  leaseTtlMs: 30_000,
+  reserveMs: 5_000,
+  retentionDays: 30,
+  sweepGraceMs: 30_000,
+};
+
+/** Everything the runtime talks to, injected (Temporal's WorkerDeps pattern). */
+export interface RuntimeDeps {
+  readonly store: SessionStore;
+  readonly workQueue: WorkQueue;
+  readonly results: ResultPublisher;
+  readonly tickets?: TicketQueue | undefined;
+  readonly blobs?: BlobStore | undefined;
+  readonly clock: Clock;
+  readonly agents: AgentRegistry;
+  readonly telemetry: RuntimeTelemetry;
+  readonly failpoint: FailpointHook;
+  readonly config: RuntimeConfig;
+  /** In [0, 1): jitter for retry backoff. */
+  readonly random: () => number;
+}
+
+export const ttlSeconds = (config: RuntimeConfig, now: number): number =>
+  Math.floor(now / 1000) + config.retentionDays * 24 * 3600;

@@ -1,0 +1,98 @@
+import { MAX_CLOCK_SKEW_MS } from '../core/budget.ts';
+import { LeaseLostError } from '../core/errors.ts';
+import { renewIntervalMs } from '../core/lease.ts';
+import type { Clock } from '../ports/clock.ts';
+import type { SessionRecord } from '../ports/session-store.ts';
+
+/** How soon a renewal that failed on a throttle or a 5xx is tried again. */
+const RENEW_RETRY_MS = 250;
+
+export interface HeartbeatOptions {
+  readonly ttlMs: number;
+  readonly clock: Clock;
+  /** One renewal: extends the lease to `until`; throws LeaseLostError when the condition fails. */
+  readonly renew: (until: number) => Promise<SessionRecord>;
+  /** Every fresh record (it carries cancelRequested and pendingVersion). */
+  readonly onRenewed: (record: SessionRecord) => void;
+  /** The lease is gone (a failed condition, or no good renewal for a TTL): stop writing. */
+  readonly onLost: (error: Error) => void;
+}
+
+/**
+ * Renews the lease every TTL/3 while a leg works. Only a failed condition loses the lease;
+ * throttles and 5xx are retried until lastGoodRenew + TTL − skew. `stop()` awaits the request in
+ * flight, so nothing the leg started outlives it.
+ */
+export class Heartbeat {
+  #timer: NodeJS.Timeout | undefined;
+  #inFlight: Promise<void> | undefined;
+  #stopped = false;
+  #lastGood: number;
+  #until: number;
+
+  constructor(
+    private readonly options: HeartbeatOptions,
+    until: number,
+  ) {
+    this.#lastGood = options.clock.now();
+    this.#until = until;
+  }
+
+  /** Lease expiry as of the last good renewal. */
+  get until(): number {
+    return this.#until;
+  }
+
+  start(): void {
+    this.#schedule(renewIntervalMs(this.options.ttlMs));
+  }
+
+  /** Renews now (before a once-only call) and resolves with the fresh record. */
+  async renewNow(): Promise<SessionRecord> {
+    await this.#inFlight;
+    const until = this.options.clock.now() + this.options.ttlMs;
+    const record = await this.options.renew(until);
+    this.#lastGood = this.options.clock.now();
+    this.#until = until;
+    this.options.onRenewed(record);
+    return record;
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    await this.#inFlight;
+  }
+
+  #schedule(ms: number): void {
+    if (this.#stopped) return;
+    this.#timer = setTimeout(() => {
+      this.#inFlight = this.#beat().finally(() => {
+        this.#inFlight = undefined;
+      });
+    }, ms);
+    this.#timer.unref?.();
+  }
+
+  async #beat(): Promise<void> {
+    const until = this.options.clock.now() + this.options.ttlMs;
+    try {
+      const record = await this.options.renew(until);
+      if (this.#stopped) return;
+      this.#lastGood = this.options.clock.now();
+      this.#until = until;
+      this.options.onRenewed(record);
+      this.#schedule(renewIntervalMs(this.options.ttlMs));
+    } catch (error) {
+      if (this.#stopped) return;
+      if (error instanceof LeaseLostError) return this.options.onLost(error);
+      const deadline = this.#lastGood + this.options.ttlMs - MAX_CLOCK_SKEW_MS;
+      if (this.options.clock.now() + RENEW_RETRY_MS >= deadline) {
+        return this.options.onLost(
+          new LeaseLostError(`no successful renewal since ${this.#lastGood}: ${String(error)}`),
+        );
+      }
+      this.#schedule(RENEW_RETRY_MS);
+    }
+  }
+}

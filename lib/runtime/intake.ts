@@ -1,0 +1,172 @@
+import { errorMessage, InvalidInputError, PayloadTooLargeError, TicketConflictError } from '../core/errors.ts';
+import { DEFAULT_TENANT, deriveSessionId, hashJson, NAME_PATTERN, type SessionKey } from '../core/ids.ts';
+import { BlobRef, describeIssues, Ticket } from '../core/messages.ts';
+import { childContext, newTraceId, type TraceContext } from '../core/trace-context.ts';
+import type { RuntimeDeps } from './deps.ts';
+import { ttlSeconds } from './deps.ts';
+
+export type IntakeDeps = Pick<
+  RuntimeDeps,
+  'store' | 'workQueue' | 'results' | 'blobs' | 'clock' | 'agents' | 'telemetry' | 'config'
+>;
+
+export interface Accepted {
+  readonly key: SessionKey;
+  readonly turnId: string;
+  /** False when the ticket was seen before: it converged on the same session and turn. */
+  readonly created: boolean;
+}
+
+/**
+ * Accepts a ticket: validates it, persists its input as a turn (a resubmission converges on the
+ * same session and turn), then kicks. The caller acknowledges the message only after this resolves.
+ * Throws InvalidInputError for a ticket that can never succeed; other errors are transient.
+ */
+export async function acceptTicket(body: string, trace: TraceContext | undefined, deps: IntakeDeps): Promise<Accepted> {
+  const ticket = parseTicket(body);
+  const agent = deps.agents.get(ticket.agent);
+  if (!agent)
+    throw new InvalidInputError(
+      `unknown agent "${ticket.agent}" (deployed: ${[...deps.agents.keys()].join(', ') || 'none'})`,
+    );
+  const input = await resolveInput(ticket.input, deps);
+  const bytes = Buffer.byteLength(JSON.stringify(input));
+  if (bytes > agent.limits.maxPayloadBytes)
+    throw new PayloadTooLargeError(`ticket ${ticket.ticketId} input`, bytes, agent.limits.maxPayloadBytes);
+  if (agent.input) {
+    const parsed = agent.input.safeParse(input);
+    if (!parsed.success)
+      throw new InvalidInputError(
+        `ticket ${ticket.ticketId}: input does not match agent ${agent.name}: ${describeIssues(parsed.error)}`,
+      );
+  }
+
+  const now = deps.clock.now();
+  const tenant = ticket.tenant ?? DEFAULT_TENANT;
+  const key: SessionKey = { tenant, agent: ticket.agent, id: deriveSessionId(tenant, ticket.agent, ticket.ticketId) };
+  const turnId = ticket.ticketId;
+  const retention = ttlSeconds(deps.config, now);
+  const inputHash = hashJson(input);
+  const turn = await deps.store.putTurn(
+    key,
+    { turnId, ticketId: ticket.ticketId, input, inputHash, createdAt: now },
+    retention,
+  );
+  if (!turn.created && turn.turn.inputHash !== inputHash) throw new TicketConflictError(ticket.ticketId);
+
+  const session = await deps.store.createSession({
+    key,
+    ticketId: ticket.ticketId,
+    activeTurnId: turnId,
+    traceId: trace?.traceId ?? newTraceId(),
+    now,
+    sweepAt: now + deps.config.sweepGraceMs,
+    ttlSeconds: retention,
+  });
+  // Kick even when the session existed: the first kick may be what was lost. A duplicate is dropped.
+  await deps.workQueue.sendKick(
+    { v: 1, session: key, reason: 'first', turnId },
+    { trace: childContext(session.record.traceId) },
+  );
+  deps.telemetry.logger.info(turn.created ? 'ticket accepted' : 'ticket resubmitted; converged', {
+    tenant,
+    agent: key.agent,
+    sessionId: key.id,
+    turnId,
+    traceId: session.record.traceId,
+  });
+  return { key, turnId, created: turn.created };
+}
+
+function parseTicket(body: string): Ticket {
+  let json: unknown;
+  try {
+    json = JSON.parse(body);
+  } catch (error) {
+    throw new InvalidInputError(`ticket body is not valid JSON: ${errorMessage(error)}`);
+  }
+  const parsed = Ticket.safeParse(json);
+  if (!parsed.success) throw new InvalidInputError(`ticket is invalid: ${describeIssues(parsed.error)}`);
+  if (hasLoneSurrogate(JSON.stringify(parsed.data.input)))
+    throw new InvalidInputError('ticket input contains invalid Unicode (a lone surrogate)');
+  return parsed.data;
+}
+
+/** A ticket input over the SQS limit arrives as a reference to the payload bucket. */
+async function resolveInput(input: unknown, deps: IntakeDeps): Promise<unknown> {
+  const ref = BlobRef.safeParse(input);
+  if (!ref.success) return input;
+  if (!deps.blobs) throw new InvalidInputError('ticket input is a blob reference but no payload bucket is configured');
+  const text = await deps.blobs.get(ref.data.$blob);
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new InvalidInputError(`ticket input blob ${ref.data.$blob} is not valid JSON: ${errorMessage(error)}`);
+  }
+}
+
+const hasLoneSurrogate = (text: string): boolean => !text.isWellFormed();
+
+/** The ids an invalid ticket still yields, so its failure can be recorded where an operator looks. */
+export function salvageIds(body: string): { ticketId: string; agent: string; tenant: string } | undefined {
+  try {
+    const json = JSON.parse(body) as Record<string, unknown>;
+    const tenant = typeof json.tenant === 'string' ? json.tenant : DEFAULT_TENANT;
+    if (typeof json.ticketId !== 'string' || typeof json.agent !== 'string') return undefined;
+    if (
+      !NAME_PATTERN.test(json.agent) ||
+      !NAME_PATTERN.test(tenant) ||
+      json.ticketId.length > 128 ||
+      json.ticketId.length === 0
+    )
+      return undefined;
+    return { ticketId: json.ticketId, agent: json.agent, tenant };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Records a refused ticket as a failed outcome an operator can read (status, results queue),
+ * when its ids can be salvaged. Returns false when they cannot: the caller dead-letters it.
+ */
+export async function recordRejectedTicket(body: string, reason: string, deps: IntakeDeps): Promise<boolean> {
+  const ids = salvageIds(body);
+  if (!ids) return false;
+  const now = deps.clock.now();
+  const key: SessionKey = {
+    tenant: ids.tenant,
+    agent: ids.agent,
+    id: deriveSessionId(ids.tenant, ids.agent, ids.ticketId),
+  };
+  const existing = await deps.store.getSession(key);
+  // A conflicting resubmission must not touch the session the first submission created.
+  if (existing) {
+    await deps.results.publish(rejection(ids, key, reason), {});
+    return true;
+  }
+  const retention = ttlSeconds(deps.config, now);
+  const rejectedId = `rejected:${ids.ticketId}`;
+  await deps.store.putTurn(
+    key,
+    { turnId: ids.ticketId, ticketId: ids.ticketId, input: null, inputHash: rejectedId, createdAt: now },
+    retention,
+  );
+  await deps.store.setTurnOutcome(key, ids.ticketId, { status: 'failed', error: reason, at: now });
+  await deps.results.publish(rejection(ids, key, reason), {});
+  return true;
+}
+
+const rejection = (ids: { ticketId: string }, key: SessionKey, reason: string) => ({
+  v: 1 as const,
+  ticketId: ids.ticketId,
+  tenant: key.tenant,
+  agent: key.agent,
+  sessionId: key.id,
+  turnId: ids.ticketId,
+  status: 'failed' as const,
+  error: reason,
+  legs: 0,
+  steps: 0,
+  usage: { inputTokens: 0, outputTokens: 0 },
+});

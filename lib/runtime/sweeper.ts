@@ -1,0 +1,53 @@
+import { SWEEP_SHARDS } from '../ports/session-store.ts';
+import type { RuntimeDeps } from './deps.ts';
+
+export type SweeperDeps = Pick<RuntimeDeps, 'store' | 'workQueue' | 'clock' | 'telemetry'>;
+
+export interface SweepOptions {
+  /** How long one scheduled invocation keeps polling (schedules fire at most once a minute). */
+  readonly windowMs: number;
+  readonly intervalMs: number;
+  /** A session overdue by more than this is counted as stalled (the health alarm's gauge). */
+  readonly stalledAfterMs: number;
+  readonly remainingMs: () => number;
+  readonly signal?: AbortSignal | undefined;
+}
+
+/** Kicks per shard query; a backlog drains over successive polls. */
+const SWEEP_PAGE = 100;
+/** Stop polling this long before the invocation's deadline. */
+const SWEEP_RESERVE_MS = 2_000;
+
+/**
+ * Finds sessions whose lease expired while work is pending (or whose wake-up is due) and kicks
+ * them, polling every few seconds for the whole window. Recovery after a crash thus takes about
+ * lease TTL + the poll interval; the SQS visibility timeout is only the backstop.
+ */
+export async function sweep(options: SweepOptions, deps: SweeperDeps): Promise<{ polls: number; kicked: number }> {
+  const started = deps.clock.now();
+  let polls = 0;
+  let kicked = 0;
+  while (!options.signal?.aborted) {
+    const now = deps.clock.now();
+    let stalled = 0;
+    for (let shard = 0; shard < SWEEP_SHARDS; shard++) {
+      const due = await deps.store.findDue(shard, now, SWEEP_PAGE);
+      for (const key of due) {
+        await deps.workQueue.sendKick({ v: 1, session: key, reason: 'recovery' });
+        kicked++;
+      }
+      stalled += (await deps.store.findDue(shard, now - options.stalledAfterMs, SWEEP_PAGE)).length;
+    }
+    polls++;
+    deps.telemetry.metrics.count('StalledSessions', stalled);
+    if (kicked > 0 || stalled > 0) deps.telemetry.logger.info('sweep', { kicked, stalled });
+    const elapsed = deps.clock.now() - started;
+    if (
+      elapsed + options.intervalMs >= options.windowMs ||
+      options.remainingMs() < options.intervalMs + SWEEP_RESERVE_MS
+    )
+      break;
+    await deps.clock.sleep(options.intervalMs, options.signal).catch(() => undefined);
+  }
+  return { polls, kicked };
+}
