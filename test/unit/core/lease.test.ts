@@ -1,0 +1,45 @@
+import { describe, expect, it } from 'vitest';
+import { hasWork, planAcquire, renewIntervalMs } from '../../../lib/core/lease.ts';
+
+const NOW = 100_000;
+const free = { state: 'queued' as const, epoch: 3, pendingVersion: 1, seenVersion: 0, cancelRequested: false };
+const held = { ...free, state: 'running' as const, owner: 'a', until: NOW + 10_000 };
+
+describe('lease math', () => {
+  it('takes a free lease when there is work', () => {
+    expect(planAcquire(free, { reason: 'first' }, NOW)).toEqual({ kind: 'acquire', recovery: false });
+  });
+
+  it('drops a kick for a lease that is fresh and held by someone else', () => {
+    expect(planAcquire(held, { reason: 'first' }, NOW)).toEqual({ kind: 'drop', why: 'held' });
+    expect(planAcquire(held, { reason: 'continuation', fromEpoch: 2 }, NOW)).toEqual({ kind: 'drop', why: 'held' });
+  });
+
+  it('takes over from a predecessor that yielded to this continuation', () => {
+    expect(planAcquire(held, { reason: 'continuation', fromEpoch: 3 }, NOW)).toEqual({ kind: 'acquire', recovery: false, expectOwner: 'a' });
+  });
+
+  it('recovers an expired lease', () => {
+    expect(planAcquire({ ...held, until: NOW - 1 }, { reason: 'recovery' }, NOW)).toEqual({ kind: 'acquire', recovery: true, expectOwner: 'a' });
+  });
+
+  it('drops every kick for a finished session', () => {
+    for (const state of ['completed', 'failed', 'cancelled'] as const) {
+      expect(planAcquire({ ...free, state }, { reason: 'first' }, NOW)).toEqual({ kind: 'drop', why: 'finished' });
+    }
+  });
+
+  it('wakes an idle or waiting session only for a new event, a cancel or a due timer', () => {
+    const idle = { ...free, state: 'idle' as const, pendingVersion: 4, seenVersion: 4 };
+    expect(hasWork(idle, { reason: 'first' }, NOW)).toBe(false);
+    expect(hasWork({ ...idle, pendingVersion: 5 }, { reason: 'wake' }, NOW)).toBe(true);
+    expect(hasWork({ ...idle, cancelRequested: true }, { reason: 'cancel' }, NOW)).toBe(true);
+    const waiting = { ...idle, state: 'waiting' as const, sweepAt: NOW + 1 };
+    expect(hasWork(waiting, { reason: 'retry' }, NOW)).toBe(false);
+    expect(hasWork(waiting, { reason: 'retry' }, NOW + 1)).toBe(true);
+  });
+
+  it('renews three times per TTL', () => {
+    expect(renewIntervalMs(30_000)).toBe(10_000);
+  });
+});
