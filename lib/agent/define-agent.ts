@@ -1,3 +1,4 @@
+import type { ZodType } from 'zod';
 import { InvalidInputError } from '../core/errors.ts';
 import { NAME_PATTERN } from '../core/ids.ts';
 import type { ModelClient } from '../ports/model-client.ts';
@@ -24,7 +25,9 @@ export interface AgentDefinition {
   readonly limits: AgentLimits;
   readonly retry?: Partial<RetryPolicy> | undefined;
   /** Validates the ticket input; an invalid input fails the ticket at intake with this schema's message. */
-  readonly input?: import('zod').ZodType | undefined;
+  readonly input?: ZodType | undefined;
+  /** A structured result: the final answer is parsed as JSON and validated; a mismatch fails the turn. */
+  readonly output?: ZodType | undefined;
 }
 
 export interface DefineAgentOptions extends Omit<AgentDefinition, 'limits' | 'tools'> {

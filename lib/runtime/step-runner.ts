@@ -282,7 +282,7 @@ class Leg {
         case 'wait-retry':
           return this.#wait();
         case 'finish':
-          await this.#append('outcome', { status: 'completed', output: action.text });
+          await this.#append('outcome', finalOutcome(agent, action.text));
           break;
         case 'publish':
           await this.#publish();
@@ -625,6 +625,21 @@ class Leg {
   #throwIfAborted(): void {
     if (this.#controller.signal.aborted) throw new LegAborted(this.#controller.signal.reason as AbortWhy);
   }
+}
+
+/** The turn's outcome from the final answer: structured when the agent declares an output schema. */
+function finalOutcome(agent: AgentDefinition, text: string): EntryDataOf<'outcome'> {
+  if (!agent.output) return { status: 'completed', output: text };
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    return { status: 'failed', error: `final answer is not the JSON that agent ${agent.name} declares: ${text.slice(0, 200)}` };
+  }
+  const parsed = agent.output.safeParse(json);
+  return parsed.success
+    ? { status: 'completed', output: parsed.data }
+    : { status: 'failed', error: `final answer does not match the output schema of ${agent.name}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}` };
 }
 
 /** A retryable tool error, tagged with the tool it came from for the retry policy. */

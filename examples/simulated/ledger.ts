@@ -1,0 +1,44 @@
+import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type { ToolEffect } from '../../lib/core/vocabulary.ts';
+
+/** One call a simulated downstream service received. */
+export interface LedgerLine {
+  readonly service: string;
+  readonly operation: string;
+  /** The calling tool's declared effect kind. */
+  readonly effect: ToolEffect;
+  readonly idempotencyKey: string;
+  readonly sessionId: string;
+  readonly at: number;
+}
+
+/** The ledger file: `BATON_LEDGER` (set by `baton dev` to `.baton/ledger.jsonl`); unset → no ledger. */
+export const ledgerPath = (): string | undefined => process.env.BATON_LEDGER || undefined;
+
+/** Appends synchronously: the line is on disk before the service answers, as a real write would be. */
+export function recordCall(line: Omit<LedgerLine, 'at'>): void {
+  const path = ledgerPath();
+  if (!path) return;
+  mkdirSync(dirname(path), { recursive: true });
+  appendFileSync(path, `${JSON.stringify({ ...line, at: Date.now() })}\n`);
+}
+
+export function readLedger(path = ledgerPath()): LedgerLine[] {
+  if (!path || !existsSync(path)) return [];
+  return readFileSync(path, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim())
+    .map((l) => JSON.parse(l) as LedgerLine);
+}
+
+/** Once-only keys that were executed more than once: must always be empty. */
+export function duplicateEffects(lines: readonly LedgerLine[]): string[] {
+  const seen = new Map<string, number>();
+  for (const line of lines) {
+    if (line.effect !== 'once' || line.operation.startsWith('refuse:')) continue;
+    const id = `${line.service}:${line.operation}:${line.idempotencyKey}`;
+    seen.set(id, (seen.get(id) ?? 0) + 1);
+  }
+  return [...seen].filter(([, n]) => n > 1).map(([id]) => id);
+}
