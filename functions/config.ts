@@ -1,0 +1,56 @@
+import { z } from 'zod';
+import { ENV } from '../lib/core/resources.ts';
+
+/** The functions' configuration, parsed once per cold start. A bad value fails loudly, naming it. */
+const Config = z.object({
+  [ENV.table]: z.string().min(1),
+  [ENV.workQueueUrl]: z.string().url(),
+  [ENV.resultsQueueUrl]: z.string().url(),
+  [ENV.ticketsQueueUrl]: z.string().url().optional(),
+  [ENV.bucket]: z.string().min(1).optional(),
+  [ENV.leaseTtlMs]: z.coerce.number().int().positive().default(30_000),
+  [ENV.reserveMs]: z.coerce.number().int().nonnegative().default(5_000),
+  [ENV.sweepIntervalMs]: z.coerce.number().int().positive().default(5_000),
+  [ENV.sweepWindowMs]: z.coerce.number().int().positive().default(55_000),
+  [ENV.retentionDays]: z.coerce.number().int().positive().default(30),
+  BATON_FAILPOINTS_FILE: z.string().optional(),
+  AWS_REGION: z.string().default('us-east-1'),
+});
+
+export interface FunctionConfig {
+  readonly table: string;
+  readonly workQueueUrl: string;
+  readonly resultsQueueUrl: string;
+  readonly ticketsQueueUrl?: string | undefined;
+  readonly bucket?: string | undefined;
+  readonly leaseTtlMs: number;
+  readonly reserveMs: number;
+  readonly sweepIntervalMs: number;
+  readonly sweepWindowMs: number;
+  readonly retentionDays: number;
+  readonly failpointsFile?: string | undefined;
+  readonly region: string;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv): FunctionConfig {
+  const parsed = Config.safeParse(env);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
+    throw new Error(`Baton function configuration is invalid: ${problems}`);
+  }
+  const c = parsed.data;
+  return {
+    table: c[ENV.table],
+    workQueueUrl: c[ENV.workQueueUrl],
+    resultsQueueUrl: c[ENV.resultsQueueUrl],
+    ticketsQueueUrl: c[ENV.ticketsQueueUrl],
+    bucket: c[ENV.bucket],
+    leaseTtlMs: c[ENV.leaseTtlMs],
+    reserveMs: c[ENV.reserveMs],
+    sweepIntervalMs: c[ENV.sweepIntervalMs],
+    sweepWindowMs: c[ENV.sweepWindowMs],
+    retentionDays: c[ENV.retentionDays],
+    failpointsFile: c.BATON_FAILPOINTS_FILE,
+    region: c.AWS_REGION,
+  };
+}
