@@ -1,0 +1,43 @@
+import { agents } from '#agents';
+import { createDocumentClient, createS3Client, createSqsClient } from '../lib/adapters/aws-clients.ts';
+import { DynamoDbSessionStore } from '../lib/adapters/dynamodb/dynamodb-session-store.ts';
+import { S3BlobStore } from '../lib/adapters/s3/s3-blob-store.ts';
+import { SqsResultPublisher, SqsWorkQueue } from '../lib/adapters/sqs/sqs-queues.ts';
+import { addAwsTraceHeaderShim } from '../lib/local/aws-trace-header-shim.ts';
+import { systemClock } from '../lib/ports/clock.ts';
+import type { RuntimeDeps } from '../lib/runtime/deps.ts';
+import { fileFailpoints, noFailpoints } from '../lib/runtime/failpoints.ts';
+import { createPowertoolsTelemetry } from '../lib/telemetry/powertools-telemetry.ts';
+import { loadConfig } from './config.ts';
+
+/**
+ * The composition root shared by the functions: config parsed once, clients built at module
+ * scope so warm invocations reuse them.
+ */
+export const config = loadConfig(process.env);
+export const telemetry = createPowertoolsTelemetry();
+
+const aws = { region: config.region };
+const sqs = createSqsClient(aws);
+// fauxqs drops the AWSTraceHeader system attribute; locally it travels as a message attribute.
+if (process.env.BATON_LOCAL === '1') addAwsTraceHeaderShim(sqs);
+const s3 = config.bucket ? createS3Client(aws) : undefined;
+const blobs = s3 && config.bucket ? new S3BlobStore({ client: s3, bucket: config.bucket }) : undefined;
+
+export const deps: RuntimeDeps = {
+  store: new DynamoDbSessionStore({ client: createDocumentClient(aws), table: config.table, blobs }),
+  workQueue: new SqsWorkQueue({ client: sqs, queueUrl: config.workQueueUrl }),
+  results: new SqsResultPublisher({ client: sqs, queueUrl: config.resultsQueueUrl }),
+  blobs,
+  clock: systemClock,
+  agents,
+  telemetry,
+  failpoint: config.failpointsFile ? fileFailpoints(config.failpointsFile) : noFailpoints,
+  config: {
+    leaseTtlMs: config.leaseTtlMs,
+    reserveMs: config.reserveMs,
+    retentionDays: config.retentionDays,
+    sweepGraceMs: config.leaseTtlMs,
+  },
+  random: Math.random,
+};

@@ -1,0 +1,80 @@
+import { CloudFormationClient, DescribeStacksCommand } from '@aws-sdk/client-cloudformation';
+import { createDocumentClient, createS3Client, createSqsClient } from '../adapters/aws-clients.ts';
+import { DynamoDbSessionStore } from '../adapters/dynamodb/dynamodb-session-store.ts';
+import { S3BlobStore } from '../adapters/s3/s3-blob-store.ts';
+import { SqsTicketQueue, SqsWorkQueue } from '../adapters/sqs/sqs-queues.ts';
+import { BatonClient } from '../client/baton-client.ts';
+import { LOCAL_CREDENTIALS } from '../local/aws-clients.ts';
+import { addAwsTraceHeaderShim } from '../local/aws-trace-header-shim.ts';
+import { readLocalStackConfig } from '../local/local-config.ts';
+import { systemClock } from '../ports/clock.ts';
+
+/** Where the resources live: the local stack's local.json or a deployed stack's outputs. */
+export interface Target {
+  readonly region: string;
+  readonly endpoints?: { dynamodb?: string; sqs?: string; s3?: string } | undefined;
+  readonly local: boolean;
+  readonly table: string;
+  readonly bucket: string;
+  readonly ticketsQueueUrl: string;
+  readonly workQueueUrl: string;
+  readonly resultsQueueUrl: string;
+}
+
+export interface ConnectOptions {
+  readonly stack?: string | undefined;
+  readonly region?: string | undefined;
+  readonly stateDir?: string | undefined;
+}
+
+/** Resolves the target: `--stack NAME` reads CloudFormation outputs, otherwise `.baton/local.json`. */
+export async function resolveTarget(options: ConnectOptions): Promise<Target> {
+  if (options.stack) return stackTarget(options.stack, options.region ?? process.env.AWS_REGION ?? 'us-east-1');
+  const local = readLocalStackConfig(options.stateDir);
+  if (!local) throw new Error('no local stack found (.baton/local.json): start one with `baton dev`, or pass --stack NAME for a deployed stack');
+  return {
+    region: local.region,
+    endpoints: local.endpoints,
+    local: true,
+    table: local.resources.table,
+    bucket: local.resources.bucket,
+    ticketsQueueUrl: local.resources.queues.tickets.url,
+    workQueueUrl: local.resources.queues.work.url,
+    resultsQueueUrl: local.resources.queues.results.url,
+  };
+}
+
+async function stackTarget(stackName: string, region: string): Promise<Target> {
+  const cloudFormation = new CloudFormationClient({ region });
+  const { Stacks } = await cloudFormation.send(new DescribeStacksCommand({ StackName: stackName }));
+  const outputs = new Map((Stacks?.[0]?.Outputs ?? []).map((o) => [o.OutputKey, o.OutputValue]));
+  const need = (key: string): string => {
+    const value = outputs.get(key);
+    if (!value) throw new Error(`stack ${stackName} has no output ${key}: is it a Baton stack?`);
+    return value;
+  };
+  return {
+    region,
+    local: false,
+    table: need('TableName'),
+    bucket: need('BucketName'),
+    ticketsQueueUrl: need('TicketsQueueUrl'),
+    workQueueUrl: need('WorkQueueUrl'),
+    resultsQueueUrl: need('ResultsQueueUrl'),
+  };
+}
+
+/** A client over the real adapters for the target. */
+export function clientFor(target: Target): BatonClient {
+  const aws = { region: target.region, endpoints: target.endpoints, ...(target.local ? { credentials: LOCAL_CREDENTIALS } : {}) };
+  const sqs = createSqsClient(aws);
+  if (target.local) addAwsTraceHeaderShim(sqs);
+  const blobs = new S3BlobStore({ client: createS3Client(aws), bucket: target.bucket });
+  return new BatonClient({
+    store: new DynamoDbSessionStore({ client: createDocumentClient(aws), table: target.table, blobs }),
+    tickets: new SqsTicketQueue({ client: sqs, queueUrl: target.ticketsQueueUrl }),
+    workQueue: new SqsWorkQueue({ client: sqs, queueUrl: target.workQueueUrl }),
+    blobs,
+    clock: systemClock,
+  });
+}
