@@ -79,7 +79,7 @@ export async function provisionResources(endpoints: Endpoints, options: Provisio
     const [, , queues] = await Promise.all([
       ensureTable(clients.dynamodb, names.table),
       ensureBucket(clients.s3, names.bucket, options.region),
-      ensureQueues(clients.sqs, names.queue, options),
+      ensureQueues(clients.sqs, endpoints.sqs, names.queue, options),
     ]);
     return { table: names.table, bucket: names.bucket, queues };
   } finally {
@@ -153,6 +153,7 @@ async function ensureBucket(client: S3Client, bucket: string, region: string): P
 
 async function ensureQueues(
   client: SQSClient,
+  endpoint: string,
   physicalName: (name: string) => string,
   options: ProvisionOptions,
 ): Promise<Resources['queues']> {
@@ -165,7 +166,7 @@ async function ensureQueues(
     if (definition.consumed) attributes.VisibilityTimeout = String(consumedVisibilityS);
     let dlq: QueueRef | undefined;
     if (definition.dlq !== undefined) {
-      dlq = await ensureQueue(client, physicalName(definition.dlq.name), {
+      dlq = await ensureQueue(client, endpoint, physicalName(definition.dlq.name), {
         MessageRetentionPeriod: String(DLQ_RETENTION_SECONDS),
       });
       attributes.RedrivePolicy = JSON.stringify({
@@ -173,7 +174,7 @@ async function ensureQueues(
         maxReceiveCount: options.maxReceiveCount ?? definition.dlq.maxReceiveCount,
       });
     }
-    const queue = await ensureQueue(client, physicalName(definition.name), attributes);
+    const queue = await ensureQueue(client, endpoint, physicalName(definition.name), attributes);
     return dlq === undefined ? { queue } : { queue, dlq };
   };
   const [tickets, work, results] = await Promise.all([
@@ -190,7 +191,12 @@ async function ensureQueues(
   };
 }
 
-async function ensureQueue(client: SQSClient, name: string, attributes: Record<string, string>): Promise<QueueRef> {
+async function ensureQueue(
+  client: SQSClient,
+  endpoint: string,
+  name: string,
+  attributes: Record<string, string>,
+): Promise<QueueRef> {
   let url: string | undefined;
   try {
     url = (await client.send(new CreateQueueCommand({ QueueName: name, Attributes: attributes }))).QueueUrl;
@@ -200,6 +206,7 @@ async function ensureQueue(client: SQSClient, name: string, attributes: Record<s
     url = (await client.send(new GetQueueUrlCommand({ QueueName: name }))).QueueUrl;
   }
   if (url === undefined) throw new Error(`SQS returned no URL for queue ${name}`);
+  url = reachableQueueUrl(url, endpoint);
   if (Object.keys(attributes).length > 0) {
     await client.send(new SetQueueAttributesCommand({ QueueUrl: url, Attributes: attributes }));
   }
@@ -214,3 +221,15 @@ async function ensureQueue(client: SQSClient, name: string, attributes: Record<s
 /** SQS answers with `QueueNameExists` or, through its query-compatible code, `AWS.SimpleQueueService.QueueNameExists`. */
 const isQueueNameExists = (error: unknown): boolean =>
   error instanceof Error && /QueueNameExists|QueueAlreadyExists/.test(error.name);
+
+/**
+ * fauxqs names queues `http://sqs.<region>.localhost:<port>/...`. `*.localhost` does not resolve
+ * everywhere, and the SDK sends to the queue URL's host when it differs from an endpoint taken
+ * from AWS_ENDPOINT_URL_SQS; so such URLs are rewritten onto the endpoint (fauxqs finds a queue
+ * by the name in the path). Other URLs are left alone.
+ */
+export function reachableQueueUrl(queueUrl: string, endpoint: string): string {
+  const url = new URL(queueUrl);
+  if (url.hostname !== 'localhost' && !url.hostname.endsWith('.localhost')) return queueUrl;
+  return new URL(`${url.pathname}${url.search}`, endpoint).href;
+}

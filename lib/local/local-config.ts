@@ -1,0 +1,54 @@
+import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import type { Endpoints } from './emulators.ts';
+import type { Resources } from './provision.ts';
+
+/** What `baton dev` writes to `.baton/local.json` so other `baton` commands (and chaos tooling) find the stack. */
+export interface LocalStackConfig {
+  readonly version: 1;
+  readonly region: string;
+  readonly endpoints: Endpoints;
+  readonly prefix: string;
+  readonly resources: Resources;
+  readonly functionTimeoutS: number;
+  /** The `baton dev` process; it owns the emulators and the workers. */
+  readonly supervisorPid: number;
+  /** Live worker processes, rewritten whenever one is replaced. */
+  readonly workers: ReadonlyArray<{ readonly slot: number; readonly pid: number }>;
+  readonly functions: { readonly intake?: string; readonly step?: string; readonly sweeper?: string };
+  /** The simulated services' call ledger (BATON_LEDGER). */
+  readonly ledger: string;
+  readonly startedAt: string;
+}
+
+export const LOCAL_CONFIG_FILE = 'local.json';
+
+export const localConfigPath = (stateDir = '.baton'): string => join(resolve(stateDir), LOCAL_CONFIG_FILE);
+
+/** Writes local.json atomically (a reader never sees half a file). */
+export function writeLocalStackConfig(stateDir: string, config: LocalStackConfig): void {
+  mkdirSync(stateDir, { recursive: true });
+  const path = localConfigPath(stateDir);
+  const temporary = `${path}.${process.pid}.tmp`;
+  writeFileSync(temporary, `${JSON.stringify(config, null, 2)}\n`);
+  renameSync(temporary, path);
+}
+
+/** Reads the running stack's local.json; undefined when no `baton dev` wrote one. */
+export function readLocalStackConfig(stateDir = '.baton'): LocalStackConfig | undefined {
+  try {
+    return JSON.parse(readFileSync(localConfigPath(stateDir), 'utf8')) as LocalStackConfig;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+}
+
+/** Removes local.json if the process `ownerPid` wrote it (another stack's file is left alone). */
+export function removeLocalStackConfig(stateDir: string, ownerPid: number): void {
+  try {
+    if (readLocalStackConfig(stateDir)?.supervisorPid === ownerPid) rmSync(localConfigPath(stateDir));
+  } catch {
+    // A damaged or vanished file is nothing to clean up.
+  }
+}

@@ -1,0 +1,207 @@
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ENV } from '../core/resources.ts';
+import { localAwsEnv } from './aws-clients.ts';
+import { type Emulators, type Endpoints, startEmulators } from './emulators.ts';
+import { DEFAULT_WAIT_TIME_S } from './event-source-mapping.ts';
+import { type LocalStackConfig, removeLocalStackConfig, writeLocalStackConfig } from './local-config.ts';
+import { provisionResources, type Resources } from './provision.ts';
+import { type Supervisor, type SupervisorEvent, startSupervisor } from './supervisor.ts';
+import type { MappingConfig, ScheduleConfig } from './worker-protocol.ts';
+
+/** `--timeout-s` default: the step function's timeout in the cloud stack. */
+export const DEFAULT_FUNCTION_TIMEOUT_S = 60;
+export const DEFAULT_WORKERS = 2;
+export const DEFAULT_PREFIX = 'baton';
+/** The folder (in the working directory) for local.json and the ledger; git-ignored. */
+export const DEFAULT_STATE_DIR = '.baton';
+/** EventBridge schedules fire at most once a minute; the sweeper then polls within its window. */
+export const DEFAULT_SWEEP_EVERY_MS = 60_000;
+/** The sweeper's default window (functions/config.ts); its invocation timeout must exceed it. */
+const DEFAULT_SWEEP_WINDOW_MS = 55_000;
+const SWEEPER_TIMEOUT_MARGIN_S = 10;
+
+const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+/** The Lambda handlers the local stack hosts, as module paths. */
+export interface LocalFunctions {
+  /** Consumes the tickets queue. */
+  readonly intake?: string | undefined;
+  /** Consumes the work queue. */
+  readonly step?: string | undefined;
+  /** Runs on a schedule. */
+  readonly sweeper?: string | undefined;
+}
+
+export const DEFAULT_FUNCTIONS: Required<LocalFunctions> = {
+  intake: join(REPO_ROOT, 'functions', 'intake.ts'),
+  step: join(REPO_ROOT, 'functions', 'step.ts'),
+  sweeper: join(REPO_ROOT, 'functions', 'sweeper.ts'),
+};
+
+export interface LocalStackOptions {
+  readonly workers?: number | undefined;
+  /** Each queue-triggered invocation's deadline; visibility timeouts derive from it. */
+  readonly functionTimeoutS?: number | undefined;
+  readonly visibilityTimeoutS?: number | undefined;
+  readonly maxReceiveCount?: number | undefined;
+  /** Persist emulator state here; in memory when absent. */
+  readonly dataDir?: string | undefined;
+  readonly prefix?: string | undefined;
+  /** Where local.json and ledger.jsonl go; `.baton` in the working directory by default. */
+  readonly stateDir?: string | undefined;
+  /** Override or drop (undefined) hosted functions; missing files are skipped with a warning. */
+  readonly functions?: LocalFunctions | undefined;
+  readonly sweepEveryMs?: number | undefined;
+  /** ReceiveMessage long-poll wait of the local event-source mappings. */
+  readonly waitTimeSeconds?: number | undefined;
+  /** Extra environment for the handlers (ENV durations such as BATON_LEASE_TTL_MS, failpoints). */
+  readonly handlerEnv?: Readonly<Record<string, string>> | undefined;
+  /** Reuse running emulators (tests, or a stack started elsewhere) instead of starting them. */
+  readonly emulators?: { readonly region: string; readonly endpoints: Endpoints } | undefined;
+  readonly log?: ((line: string) => void) | undefined;
+  readonly workerOutput?: 'inherit' | 'ignore' | undefined;
+  readonly onEvent?: ((event: SupervisorEvent) => void) | undefined;
+}
+
+export interface LocalStack {
+  readonly config: LocalStackConfig;
+  readonly supervisor: Supervisor;
+  readonly resources: Resources;
+  /** Stops the workers, then the emulators this call started; removes local.json. Nothing else. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the embedded local AWS stack: emulators (unless AWS_ENDPOINT_URL* or `emulators` say
+ * otherwise), the resources, and worker processes hosting intake, step and the sweeper.
+ * @example const stack = await startLocalStack({ workers: 2 }); ...; await stack.stop();
+ */
+export async function startLocalStack(options: LocalStackOptions = {}): Promise<LocalStack> {
+  const log = options.log ?? ((line: string) => console.error(`[baton] ${line}`));
+  const functionTimeoutS = options.functionTimeoutS ?? DEFAULT_FUNCTION_TIMEOUT_S;
+  const prefix = options.prefix ?? DEFAULT_PREFIX;
+  const stateDir = resolve(options.stateDir ?? DEFAULT_STATE_DIR);
+  const ledger = join(stateDir, 'ledger.jsonl');
+
+  const emulators: Pick<Emulators, 'region' | 'endpoints'> & { stop?: () => Promise<void> } =
+    options.emulators ?? (await startEmulators({ dataDir: options.dataDir }));
+  let supervisor: Supervisor | undefined;
+  const stopAll = async () => {
+    await supervisor?.stop();
+    await emulators.stop?.();
+  };
+
+  try {
+    const resources = await provisionResources(emulators.endpoints, {
+      prefix,
+      functionTimeoutS,
+      region: emulators.region,
+      visibilityTimeoutS: options.visibilityTimeoutS,
+      maxReceiveCount: options.maxReceiveCount,
+    });
+    const functions = hostedFunctions(options.functions, log);
+    const mappings: MappingConfig[] = [];
+    if (functions.intake !== undefined) {
+      const { url, arn } = resources.queues.tickets;
+      mappings.push({ queueUrl: url, queueArn: arn, module: functions.intake, timeoutS: functionTimeoutS });
+    }
+    if (functions.step !== undefined) {
+      const { url, arn } = resources.queues.work;
+      mappings.push({ queueUrl: url, queueArn: arn, module: functions.step, timeoutS: functionTimeoutS });
+    }
+    const schedules: ScheduleConfig[] = [];
+    if (functions.sweeper !== undefined) {
+      const windowMs = Number(options.handlerEnv?.[ENV.sweepWindowMs] ?? DEFAULT_SWEEP_WINDOW_MS);
+      schedules.push({
+        module: functions.sweeper,
+        everyMs: options.sweepEveryMs ?? DEFAULT_SWEEP_EVERY_MS,
+        timeoutS: Math.ceil(windowMs / 1000) + SWEEPER_TIMEOUT_MARGIN_S,
+      });
+    }
+
+    const env: Record<string, string> = {
+      ...localAwsEnv(emulators.endpoints, emulators.region),
+      [ENV.table]: resources.table,
+      [ENV.ticketsQueueUrl]: resources.queues.tickets.url,
+      [ENV.workQueueUrl]: resources.queues.work.url,
+      [ENV.resultsQueueUrl]: resources.queues.results.url,
+      [ENV.bucket]: resources.bucket,
+      BATON_LEDGER: ledger,
+      // Tells adapters they talk to emulators (e.g. to apply the AWSTraceHeader shim).
+      BATON_LOCAL: '1',
+      ...options.handlerEnv,
+    };
+
+    let config: LocalStackConfig = {
+      version: 1,
+      region: emulators.region,
+      endpoints: emulators.endpoints,
+      prefix,
+      resources,
+      functionTimeoutS,
+      supervisorPid: process.pid,
+      workers: [],
+      functions: {
+        ...(functions.intake === undefined ? {} : { intake: functions.intake }),
+        ...(functions.step === undefined ? {} : { step: functions.step }),
+        ...(functions.sweeper === undefined ? {} : { sweeper: functions.sweeper }),
+      },
+      ledger,
+      startedAt: new Date().toISOString(),
+    };
+    const publish = () => {
+      if (supervisor === undefined) return;
+      config = { ...config, workers: supervisor.workers().map(({ slot, pid }) => ({ slot, pid })) };
+      writeLocalStackConfig(stateDir, config);
+    };
+
+    supervisor = startSupervisor({
+      workers: options.workers ?? DEFAULT_WORKERS,
+      config: {
+        region: emulators.region,
+        waitTimeSeconds: options.waitTimeSeconds ?? DEFAULT_WAIT_TIME_S,
+        mappings,
+        schedules,
+      },
+      env,
+      log,
+      workerOutput: options.workerOutput,
+      onEvent: (event) => {
+        if (event.type === 'worker-started') publish();
+        options.onEvent?.(event);
+      },
+    });
+    publish();
+    await supervisor.ready();
+    const running = supervisor;
+    return {
+      get config() {
+        return config;
+      },
+      supervisor: running,
+      resources,
+      async stop() {
+        await stopAll();
+        removeLocalStackConfig(stateDir, process.pid);
+      },
+    };
+  } catch (error) {
+    await stopAll();
+    removeLocalStackConfig(stateDir, process.pid);
+    throw error;
+  }
+}
+
+function hostedFunctions(requested: LocalFunctions | undefined, log: (line: string) => void): LocalFunctions {
+  const chosen = requested ?? DEFAULT_FUNCTIONS;
+  const present: { -readonly [K in keyof LocalFunctions]: string } = {};
+  for (const name of ['intake', 'step', 'sweeper'] as const) {
+    const path = chosen[name];
+    if (path === undefined) continue;
+    if (existsSync(path)) present[name] = resolve(path);
+    else log(`warning: ${path} does not exist; the local stack runs without the ${name} function`);
+  }
+  return present;
+}

@@ -1,0 +1,249 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { isWorkerMessage, WORKER_CONFIG_ENV, type WorkerConfig, type WorkerMessage } from './worker-protocol.ts';
+
+/** Lambda's kill is not instant either; a little slack keeps a handler that returns on time alive. */
+export const DEFAULT_DEADLINE_GRACE_MS = 500;
+/** How long a stopping worker may take before SIGKILL. */
+const STOP_TIMEOUT_MS = 5_000;
+/** A worker that dies sooner than this after starting is crash-looping: back off before restarting it. */
+const CRASH_LOOP_WINDOW_MS = 2_000;
+const MAX_RESTART_DELAY_MS = 5_000;
+const FIRST_RESTART_DELAY_MS = 250;
+/** Loading the handlers through tsx takes a second or two; a cold CI box can take much longer. */
+const DEFAULT_READY_TIMEOUT_MS = 60_000;
+
+export interface SupervisorOptions {
+  /** Number of worker processes; each hosts every mapping. */
+  readonly workers: number;
+  /** Handlers to host. Schedules run in worker slot 0 only, so a schedule fires once per tick. */
+  readonly config: WorkerConfig;
+  /** Added to this process's environment for the workers (resource names, endpoints, credentials). */
+  readonly env?: Readonly<Record<string, string>> | undefined;
+  readonly cwd?: string | undefined;
+  readonly deadlineGraceMs?: number | undefined;
+  /** Supervisor log lines (restarts, deadline kills); stderr by default. */
+  readonly log?: ((line: string) => void) | undefined;
+  /** Worker stdout/stderr: shared with this process by default. */
+  readonly workerOutput?: 'inherit' | 'ignore' | undefined;
+  readonly onEvent?: ((event: SupervisorEvent) => void) | undefined;
+}
+
+export type SupervisorEvent =
+  | { readonly type: 'worker-started'; readonly slot: number; readonly pid: number }
+  | { readonly type: 'worker-ready'; readonly slot: number; readonly pid: number }
+  | {
+      readonly type: 'worker-exited';
+      readonly slot: number;
+      readonly pid: number;
+      readonly code: number | null;
+      readonly signal: NodeJS.Signals | null;
+    }
+  | {
+      readonly type: 'deadline-kill';
+      readonly slot: number;
+      readonly pid: number;
+      readonly requestId: string;
+      readonly functionName: string;
+    };
+
+/** One worker slot as chaos tooling sees it. */
+export interface WorkerInfo {
+  readonly slot: number;
+  readonly pid: number;
+  /** Times this slot's process was replaced. */
+  readonly restarts: number;
+  readonly ready: boolean;
+}
+
+export interface Supervisor {
+  /** The live worker processes, one per slot. */
+  workers(): WorkerInfo[];
+  /** Resolves when every slot's current process has loaded its handlers; rejects after `timeoutMs`. */
+  ready(timeoutMs?: number): Promise<void>;
+  /** Stops every worker this supervisor started (SIGTERM, then SIGKILL) and restarts none. */
+  stop(): Promise<void>;
+}
+
+interface Slot {
+  readonly index: number;
+  child: ChildProcess;
+  pid: number;
+  restarts: number;
+  ready: boolean;
+  startedAtMs: number;
+  crashes: number;
+  readonly deadlines: Map<string, NodeJS.Timeout>;
+  readyWaiters: Array<() => void>;
+}
+
+const WORKER_PATH = fileURLToPath(new URL('./worker.ts', import.meta.url));
+
+/**
+ * Starts worker processes hosting the local Lambda handlers, restarts any that dies (kill -9
+ * included), and kills one whose invocation overruns its deadline, as Lambda would.
+ * @example const supervisor = startSupervisor({ workers: 2, config, env }); await supervisor.ready();
+ */
+export function startSupervisor(options: SupervisorOptions): Supervisor {
+  const log = options.log ?? ((line: string) => console.error(`[baton] ${line}`));
+  const graceMs = options.deadlineGraceMs ?? DEFAULT_DEADLINE_GRACE_MS;
+  const emit = (event: SupervisorEvent) => options.onEvent?.(event);
+  const tsxLoader = import.meta.resolve('tsx');
+  let stopping = false;
+
+  const configFor = (index: number): WorkerConfig =>
+    index === 0 ? options.config : { ...options.config, schedules: [] };
+
+  const spawnWorker = (index: number): ChildProcess => {
+    const child = spawn(process.execPath, ['--import', tsxLoader, WORKER_PATH], {
+      cwd: options.cwd,
+      env: { ...process.env, ...options.env, [WORKER_CONFIG_ENV]: JSON.stringify(configFor(index)) },
+      // Own process group: Ctrl-C reaches the supervisor only, which then stops the workers itself.
+      detached: true,
+      stdio: ['ignore', options.workerOutput ?? 'inherit', options.workerOutput ?? 'inherit', 'ipc'],
+    });
+    return child;
+  };
+
+  const attach = (slot: Slot) => {
+    const { child } = slot;
+    const pid = child.pid ?? -1;
+    emit({ type: 'worker-started', slot: slot.index, pid });
+    child.on('message', (message: unknown) => {
+      if (isWorkerMessage(message)) onMessage(slot, child, message);
+    });
+    child.on('error', (error) => log(`worker ${slot.index}: ${error.message}`));
+    child.once('exit', (code, signal) => {
+      if (slot.child !== child) return;
+      for (const timer of slot.deadlines.values()) clearTimeout(timer);
+      slot.deadlines.clear();
+      slot.ready = false;
+      emit({ type: 'worker-exited', slot: slot.index, pid, code, signal });
+      if (stopping) return;
+      const livedMs = Date.now() - slot.startedAtMs;
+      slot.crashes = livedMs < CRASH_LOOP_WINDOW_MS ? slot.crashes + 1 : 0;
+      const delayMs =
+        slot.crashes === 0 ? 0 : Math.min(FIRST_RESTART_DELAY_MS * 2 ** (slot.crashes - 1), MAX_RESTART_DELAY_MS);
+      log(
+        `worker ${slot.index} (pid ${pid}) exited (${signal ?? `code ${code}`}); restarting` +
+          (delayMs > 0 ? ` in ${delayMs} ms` : ''),
+      );
+      setTimeout(() => {
+        if (stopping) return;
+        restart(slot);
+      }, delayMs);
+    });
+  };
+
+  const onMessage = (slot: Slot, child: ChildProcess, message: WorkerMessage) => {
+    if (slot.child !== child) return;
+    switch (message.type) {
+      case 'ready': {
+        slot.ready = true;
+        emit({ type: 'worker-ready', slot: slot.index, pid: slot.pid });
+        for (const resolve of slot.readyWaiters.splice(0)) resolve();
+        return;
+      }
+      case 'invocation-start': {
+        const timer = setTimeout(
+          () => {
+            slot.deadlines.delete(message.requestId);
+            if (slot.child !== child || child.exitCode !== null || child.signalCode !== null) return;
+            log(
+              `worker ${slot.index} (pid ${slot.pid}): ${message.functionName} invocation ${message.requestId} ` +
+                'passed its deadline; killing the worker as Lambda would (its messages return after their visibility timeout)',
+            );
+            emit({
+              type: 'deadline-kill',
+              slot: slot.index,
+              pid: slot.pid,
+              requestId: message.requestId,
+              functionName: message.functionName,
+            });
+            child.kill('SIGKILL');
+          },
+          Math.max(0, message.deadlineMs + graceMs - Date.now()),
+        );
+        slot.deadlines.set(message.requestId, timer);
+        return;
+      }
+      case 'invocation-end': {
+        clearTimeout(slot.deadlines.get(message.requestId));
+        slot.deadlines.delete(message.requestId);
+        return;
+      }
+    }
+  };
+
+  const restart = (slot: Slot) => {
+    slot.child = spawnWorker(slot.index);
+    slot.pid = slot.child.pid ?? -1;
+    slot.restarts += 1;
+    slot.startedAtMs = Date.now();
+    attach(slot);
+  };
+
+  const slots: Slot[] = Array.from({ length: options.workers }, (_, index) => {
+    const child = spawnWorker(index);
+    const slot: Slot = {
+      index,
+      child,
+      pid: child.pid ?? -1,
+      restarts: 0,
+      ready: false,
+      startedAtMs: Date.now(),
+      crashes: 0,
+      deadlines: new Map(),
+      readyWaiters: [],
+    };
+    attach(slot);
+    return slot;
+  });
+
+  // If this process ends without stop() (an uncaught error), take the workers with it.
+  const killAllOnExit = () => {
+    for (const slot of slots) slot.child.kill('SIGKILL');
+  };
+  process.once('exit', killAllOnExit);
+
+  return {
+    workers: () =>
+      slots.map((slot) => ({ slot: slot.index, pid: slot.pid, restarts: slot.restarts, ready: slot.ready })),
+    ready: async (timeoutMs = DEFAULT_READY_TIMEOUT_MS) => {
+      const allReady = Promise.all(
+        slots.map((slot) => (slot.ready ? undefined : new Promise<void>((resolve) => slot.readyWaiters.push(resolve)))),
+      );
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(
+          () => reject(new Error(`workers not ready after ${timeoutMs} ms (see their log lines above)`)),
+          timeoutMs,
+        );
+      });
+      try {
+        await Promise.race([allReady, timeout]);
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+    async stop() {
+      if (stopping) return;
+      stopping = true;
+      process.off('exit', killAllOnExit);
+      await Promise.all(slots.map((slot) => stopChild(slot.child)));
+      for (const slot of slots) {
+        for (const timer of slot.deadlines.values()) clearTimeout(timer);
+        for (const resolve of slot.readyWaiters.splice(0)) resolve();
+      }
+    },
+  };
+}
+
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), STOP_TIMEOUT_MS);
+  await exited;
+  clearTimeout(timer);
+}

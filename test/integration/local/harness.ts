@@ -1,0 +1,52 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { SendMessageCommand, type SendMessageCommandInput, type SQSClient } from '@aws-sdk/client-sqs';
+import type { FixtureBody, RecordedInvocation } from '../../fixtures/handlers/recording-handler.ts';
+
+export const RECORDING_HANDLER = fileURLToPath(
+  new URL('../../fixtures/handlers/recording-handler.ts', import.meta.url),
+);
+
+/** A fresh file for the fixture handler's record lines. */
+export async function recordFile(): Promise<string> {
+  return join(await mkdtemp(join(tmpdir(), 'baton-esm-')), 'records.jsonl');
+}
+
+export function readRecords(file: string): RecordedInvocation[] {
+  if (!existsSync(file)) return [];
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((line) => line.length > 0)
+    .map((line) => JSON.parse(line) as RecordedInvocation);
+}
+
+/** The invocations that received the fixture message with this id, in order. */
+export function recordsFor(file: string, id: string): RecordedInvocation[] {
+  return readRecords(file).filter((line) => (JSON.parse(line.record.body) as FixtureBody).id === id);
+}
+
+/** Polls `probe` until it returns a value (not undefined) or the timeout passes. */
+export async function eventually<T>(
+  probe: () => T | undefined | Promise<T | undefined>,
+  timeoutMs = 15_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+export async function sendFixture(
+  sqs: SQSClient,
+  queueUrl: string,
+  body: FixtureBody,
+  extra: Partial<SendMessageCommandInput> = {},
+): Promise<void> {
+  await sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: JSON.stringify(body), ...extra }));
+}
