@@ -1,0 +1,448 @@
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import {
+  type DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  ScanCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { CorruptStateError, LeaseLostError, SeqTakenError } from '../../core/errors.ts';
+import { formatSessionKey, type SessionKey } from '../../core/ids.ts';
+import type { JournalEntry } from '../../core/journal.ts';
+import { SESSION_TABLE } from '../../core/resources.ts';
+import { SessionState, TERMINAL_SESSION_STATES } from '../../core/vocabulary.ts';
+import type { BlobStore } from '../../ports/blob-store.ts';
+import { type Clock, systemClock } from '../../ports/clock.ts';
+import type {
+  AcquireRequest,
+  AcquireResult,
+  BumpRequest,
+  BumpResult,
+  NewSession,
+  ReleaseRequest,
+  ReleaseResult,
+  RenewRequest,
+  SessionRecord,
+  SessionStore,
+  TurnOutcome,
+  TurnRecord,
+} from '../../ports/session-store.ts';
+import { PayloadOffload } from '../payload-offload.ts';
+import {
+  decodeEntry,
+  decodeSession,
+  decodeTurn,
+  encodeEntry,
+  encodeOutcome,
+  encodeTurn,
+  JOURNAL_SK_MAX,
+  journalSk,
+  keyOfPk,
+  META_SK,
+  newSessionItem,
+  pkOf,
+  sweepShardAttr,
+  turnSk,
+} from '../session-item-codec.ts';
+import { allOf, Expression } from './expression.ts';
+
+export interface DynamoDbSessionStoreOptions {
+  readonly client: DynamoDBDocumentClient;
+  readonly table: string;
+  /** Where payloads over `offloadThresholdBytes` go; without one, such a payload is refused. */
+  readonly blobs?: BlobStore | undefined;
+  readonly offloadThresholdBytes?: number | undefined;
+  /** Stamps `updatedAt` on writes whose request carries no time. */
+  readonly clock?: Clock | undefined;
+}
+
+/** What listSessions returns when the caller names no limit. */
+const DEFAULT_LIST_LIMIT = 100;
+
+type Item = Record<string, unknown>;
+type Conditional<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly old: Item | undefined };
+
+/**
+ * Runs a conditional write. A failed condition is an answer, not an error: it comes back with
+ * the item as it was (`ReturnValuesOnConditionCheckFailure: 'ALL_OLD'`), so the caller can tell
+ * its own retried write from someone else's without a second read.
+ */
+async function conditional<T>(write: () => Promise<T>): Promise<Conditional<T>> {
+  try {
+    return { ok: true, value: await write() };
+  } catch (error) {
+    if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    return { ok: false, old: error.Item ? unmarshall(error.Item as Parameters<typeof unmarshall>[0]) : undefined };
+  }
+}
+
+/**
+ * The session store on DynamoDB, one table (lib/core/resources.ts). Every write an owner makes is
+ * a single-item conditional write fenced by epoch and owner (records) or by seq (journal), and
+ * recognises its own write when an SDK retry of a committed attempt fails its condition.
+ * @example new DynamoDbSessionStore({ client: createDocumentClient({ region }), table, blobs })
+ */
+export class DynamoDbSessionStore implements SessionStore {
+  readonly #db: DynamoDBDocumentClient;
+  readonly #table: string;
+  readonly #offload: PayloadOffload;
+  readonly #clock: Clock;
+
+  constructor(options: DynamoDbSessionStoreOptions) {
+    this.#db = options.client;
+    this.#table = options.table;
+    this.#offload = new PayloadOffload({ blobs: options.blobs, thresholdBytes: options.offloadThresholdBytes });
+    this.#clock = options.clock ?? systemClock;
+  }
+
+  async createSession(session: NewSession): Promise<{ created: boolean; record: SessionRecord }> {
+    const item = newSessionItem(session);
+    const x = new Expression();
+    const result = await conditional(() =>
+      this.#db.send(
+        new PutCommand({
+          TableName: this.#table,
+          Item: item,
+          ConditionExpression: `attribute_not_exists(${x.name(SESSION_TABLE.partitionKey)})`,
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          ...x.attributes(),
+        }),
+      ),
+    );
+    if (result.ok) return { created: true, record: decodeSession(item, session.key) };
+    return { created: false, record: decodeSession(result.old, session.key) };
+  }
+
+  async getSession(key: SessionKey): Promise<SessionRecord | undefined> {
+    const { Item } = await this.#db.send(
+      new GetCommand({ TableName: this.#table, Key: { pk: pkOf(key), sk: META_SK }, ConsistentRead: true }),
+    );
+    return Item === undefined ? undefined : decodeSession(Item, key);
+  }
+
+  async putTurn(
+    key: SessionKey,
+    turn: TurnRecord,
+    ttlSeconds?: number,
+  ): Promise<{ created: boolean; turn: TurnRecord }> {
+    const item = await encodeTurn(key, turn, this.#offload, ttlSeconds);
+    const x = new Expression();
+    const result = await conditional(() =>
+      this.#db.send(
+        new PutCommand({
+          TableName: this.#table,
+          Item: item,
+          ConditionExpression: `attribute_not_exists(${x.name(SESSION_TABLE.partitionKey)})`,
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          ...x.attributes(),
+        }),
+      ),
+    );
+    if (result.ok) return { created: true, turn: await decodeTurn(item, key, this.#offload) };
+    return { created: false, turn: await decodeTurn(result.old, key, this.#offload) };
+  }
+
+  async getTurn(key: SessionKey, turnId: string): Promise<TurnRecord | undefined> {
+    const { Item } = await this.#db.send(
+      new GetCommand({ TableName: this.#table, Key: { pk: pkOf(key), sk: turnSk(turnId) }, ConsistentRead: true }),
+    );
+    return Item === undefined ? undefined : decodeTurn(Item, key, this.#offload);
+  }
+
+  async setTurnOutcome(key: SessionKey, turnId: string, outcome: TurnOutcome): Promise<TurnOutcome> {
+    const attributes = await encodeOutcome(key, turnId, outcome, this.#offload);
+    const x = new Expression();
+    const turnExists = `attribute_exists(${x.name('pk')})`;
+    const noOutcomeYet = `attribute_not_exists(${x.name('outcome')}) AND attribute_not_exists(${x.name('outcomeBlob')})`;
+    const sets = Object.entries(attributes).map(([attribute, value]) => `${x.name(attribute)} = ${x.value(value)}`);
+    const result = await conditional(() =>
+      this.#db.send(
+        new UpdateCommand({
+          TableName: this.#table,
+          Key: { pk: pkOf(key), sk: turnSk(turnId) },
+          UpdateExpression: `SET ${sets.join(', ')}`,
+          ConditionExpression: allOf(turnExists, noOutcomeYet),
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          ...x.attributes(),
+        }),
+      ),
+    );
+    if (result.ok) return outcome;
+    if (result.old === undefined) {
+      throw new CorruptStateError(`outcome for turn ${turnId} of ${formatSessionKey(key)}, which does not exist`);
+    }
+    // Write-once: the first outcome stands (our own retried write lands here too, and returns itself).
+    const first = (await decodeTurn(result.old, key, this.#offload)).outcome;
+    if (first === undefined)
+      throw new CorruptStateError(`turn ${turnId} of ${formatSessionKey(key)} refused an outcome`);
+    return first;
+  }
+
+  async acquire(key: SessionKey, request: AcquireRequest): Promise<AcquireResult> {
+    const x = new Expression();
+    const epoch = x.name('epoch');
+    const owner = x.name('owner');
+    const until = x.name('until');
+    const state = x.name('state');
+    const now = x.value(request.now);
+    const epochMatches = `${epoch} = ${x.value(request.expectEpoch)}`;
+    const ownerMatches =
+      request.expectOwner === undefined
+        ? `attribute_not_exists(${owner})`
+        : `${owner} = ${x.value(request.expectOwner)}`;
+    const leaseExpired = request.recovery && `${until} < ${now}`;
+    const notFinished = `NOT ${state} IN (${TERMINAL_SESSION_STATES.map((s) => x.value(s)).join(', ')})`;
+    const one = x.value(1);
+    const newUntil = x.value(request.until);
+    const sets = [
+      `${owner} = ${x.value(request.owner)}`,
+      `${until} = ${newUntil}`,
+      `${epoch} = ${x.value(request.expectEpoch + 1)}`,
+      `${state} = ${x.value(SessionState.running)}`,
+      `${x.name('legs')} = ${x.name('legs')} + ${one}`,
+      `${x.name('sweepAt')} = ${newUntil}`,
+      `${x.name('sweepShard')} = ${x.value(sweepShardAttr(key.id))}`,
+      `${x.name('updatedAt')} = ${now}`,
+    ];
+    if (request.recovery) sets.push(`${x.name('recoveries')} = ${x.name('recoveries')} + ${one}`);
+    const result = await conditional(() =>
+      this.#db.send(
+        new UpdateCommand({
+          TableName: this.#table,
+          Key: { pk: pkOf(key), sk: META_SK },
+          UpdateExpression: `SET ${sets.join(', ')}`,
+          ConditionExpression: allOf(epochMatches, ownerMatches, leaseExpired, notFinished),
+          ReturnValues: 'ALL_NEW',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          ...x.attributes(),
+        }),
+      ),
+    );
+    if (result.ok) return { ok: true, record: decodeSession(result.value.Attributes, key) };
+    const current = result.old === undefined ? undefined : decodeSession(result.old, key);
+    const ownWrite = current?.owner === request.owner && current.epoch === request.expectEpoch + 1;
+    return ownWrite && current ? { ok: true, record: current } : { ok: false, current };
+  }
+
+  async renew(key: SessionKey, request: RenewRequest): Promise<SessionRecord> {
+    const x = new Expression();
+    const holdsLease = allOf(
+      `${x.name('epoch')} = ${x.value(request.epoch)}`,
+      `${x.name('owner')} = ${x.value(request.owner)}`,
+      `${x.name('state')} = ${x.value(SessionState.running)}`,
+    );
+    const until = x.value(request.until);
+    const sets = [
+      `${x.name('until')} = ${until}`,
+      `${x.name('sweepAt')} = ${until}`,
+      `${x.name('sweepShard')} = ${x.value(sweepShardAttr(key.id))}`,
+      `${x.name('updatedAt')} = ${x.value(this.#clock.now())}`,
+    ];
+    if (request.progressed) sets.push(`${x.name('recoveries')} = ${x.value(0)}`);
+    const result = await conditional(() =>
+      this.#db.send(
+        new UpdateCommand({
+          TableName: this.#table,
+          Key: { pk: pkOf(key), sk: META_SK },
+          UpdateExpression: `SET ${sets.join(', ')}`,
+          ConditionExpression: holdsLease,
+          ReturnValues: 'ALL_NEW',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          ...x.attributes(),
+        }),
+      ),
+    );
+    if (result.ok) return decodeSession(result.value.Attributes, key);
+    throw leaseLost(`renew of epoch ${request.epoch} by ${request.owner} refused`, result.old, key);
+  }
+
+  async release(key: SessionKey, request: ReleaseRequest): Promise<ReleaseResult> {
+    const x = new Expression();
+    const holdsLease = allOf(
+      `${x.name('epoch')} = ${x.value(request.epoch)}`,
+      `${x.name('owner')} = ${x.value(request.owner)}`,
+    );
+    const noNewEvent =
+      request.expectPendingVersion !== undefined &&
+      `${x.name('pendingVersion')} = ${x.value(request.expectPendingVersion)}`;
+    const sets = [
+      `${x.name('state')} = ${x.value(request.state)}`,
+      `${x.name('seenVersion')} = ${x.value(request.seenVersion)}`,
+      `${x.name('updatedAt')} = ${x.value(this.#clock.now())}`,
+    ];
+    const removes = [x.name('owner'), x.name('until')];
+    if (request.sweepAt === undefined) {
+      removes.push(x.name('sweepAt'), x.name('sweepShard'));
+    } else {
+      sets.push(`${x.name('sweepAt')} = ${x.value(request.sweepAt)}`);
+      sets.push(`${x.name('sweepShard')} = ${x.value(sweepShardAttr(key.id))}`);
+    }
+    if (request.progressed) sets.push(`${x.name('recoveries')} = ${x.value(0)}`);
+    if (request.ttlSeconds !== undefined) sets.push(`${x.name('ttl')} = ${x.value(request.ttlSeconds)}`);
+    const result = await conditional(() =>
+      this.#db.send(
+        new UpdateCommand({
+          TableName: this.#table,
+          Key: { pk: pkOf(key), sk: META_SK },
+          UpdateExpression: `SET ${sets.join(', ')} REMOVE ${removes.join(', ')}`,
+          ConditionExpression: allOf(holdsLease, noNewEvent),
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          ...x.attributes(),
+        }),
+      ),
+    );
+    if (result.ok) return { ok: true };
+    const current = result.old === undefined ? undefined : decodeSession(result.old, key);
+    const ownWrite =
+      current !== undefined &&
+      current.owner === undefined &&
+      current.epoch === request.epoch &&
+      current.state === request.state &&
+      current.seenVersion === request.seenVersion;
+    return ownWrite ? { ok: true } : { ok: false, current };
+  }
+
+  async bump(key: SessionKey, request: BumpRequest): Promise<BumpResult> {
+    const x = new Expression();
+    const exists = `attribute_exists(${x.name('pk')})`;
+    const notFinished = `NOT ${x.name('state')} IN (${TERMINAL_SESSION_STATES.map((s) => x.value(s)).join(', ')})`;
+    const sweepAt = x.name('sweepAt');
+    const sets = [
+      `${x.name('pendingVersion')} = ${x.name('pendingVersion')} + ${x.value(1)}`,
+      `${sweepAt} = if_not_exists(${sweepAt}, ${x.value(request.sweepAt)})`,
+      `${x.name('sweepShard')} = ${x.value(sweepShardAttr(key.id))}`,
+      `${x.name('updatedAt')} = ${x.value(request.now)}`,
+    ];
+    if (request.cancel) sets.push(`${x.name('cancelRequested')} = ${x.value(true)}`);
+    const result = await conditional(() =>
+      this.#db.send(
+        new UpdateCommand({
+          TableName: this.#table,
+          Key: { pk: pkOf(key), sk: META_SK },
+          UpdateExpression: `SET ${sets.join(', ')}`,
+          ConditionExpression: allOf(exists, notFinished),
+          ReturnValues: 'ALL_NEW',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          ...x.attributes(),
+        }),
+      ),
+    );
+    if (result.ok) return { ok: true, record: decodeSession(result.value.Attributes, key) };
+    if (result.old === undefined) return { ok: false, reason: 'not-found' };
+    return { ok: false, reason: 'finished', current: decodeSession(result.old, key) };
+  }
+
+  async append(key: SessionKey, entry: JournalEntry, ttlSeconds?: number): Promise<void> {
+    const item = await encodeEntry(key, entry, this.#offload, ttlSeconds);
+    const x = new Expression();
+    const seqFree = `attribute_not_exists(${x.name(SESSION_TABLE.sortKey)})`;
+    const result = await conditional(() =>
+      this.#db.send(
+        new PutCommand({
+          TableName: this.#table,
+          Item: item,
+          ConditionExpression: seqFree,
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          ...x.attributes(),
+        }),
+      ),
+    );
+    // The same writeId at this seq is our own first attempt, committed before the SDK retried.
+    if (!result.ok && result.old?.writeId !== entry.writeId) throw new SeqTakenError(entry.seq);
+  }
+
+  async readJournal(key: SessionKey, afterSeq = 0): Promise<JournalEntry[]> {
+    const entries: JournalEntry[] = [];
+    let startKey: Item | undefined;
+    do {
+      const x = new Expression();
+      const page = await this.#db.send(
+        new QueryCommand({
+          TableName: this.#table,
+          KeyConditionExpression: `${x.name('pk')} = ${x.value(pkOf(key))} AND ${x.name('sk')} BETWEEN ${x.value(journalSk(afterSeq + 1))} AND ${x.value(JOURNAL_SK_MAX)}`,
+          ConsistentRead: true,
+          ExclusiveStartKey: startKey,
+          ...x.attributes(),
+        }),
+      );
+      entries.push(...(await Promise.all((page.Items ?? []).map((raw) => decodeEntry(raw, key, this.#offload)))));
+      startKey = page.LastEvaluatedKey;
+    } while (startKey !== undefined);
+    return entries;
+  }
+
+  /**
+   * Reads keys only: each key is parsed from the table's pk, which every GSI projects, so the
+   * sweep index can be KEYS_ONLY (the cheapest: the index is written on every renew).
+   */
+  async findDue(shard: number, now: number, limit: number): Promise<SessionKey[]> {
+    const { sweep } = SESSION_TABLE.indexes;
+    const x = new Expression();
+    const page = await this.#db.send(
+      new QueryCommand({
+        TableName: this.#table,
+        IndexName: sweep.name,
+        KeyConditionExpression: `${x.name(sweep.partitionKey)} = ${x.value(String(shard))} AND ${x.name(sweep.sortKey)} < ${x.value(now)}`,
+        Limit: limit,
+        ...x.attributes(),
+      }),
+    );
+    return (page.Items ?? []).map((item) => this.#keyOf(item));
+  }
+
+  /** The bySessionId index gives the key (eventually consistent); the record is then read consistently. */
+  async findSession(sessionId: string): Promise<SessionRecord | undefined> {
+    const { bySessionId } = SESSION_TABLE.indexes;
+    const x = new Expression();
+    const page = await this.#db.send(
+      new QueryCommand({
+        TableName: this.#table,
+        IndexName: bySessionId.name,
+        KeyConditionExpression: `${x.name(bySessionId.partitionKey)} = ${x.value(sessionId)}`,
+        Limit: 1,
+        ...x.attributes(),
+      }),
+    );
+    const first = page.Items?.[0];
+    return first === undefined ? undefined : this.getSession(this.#keyOf(first));
+  }
+
+  /** A table scan filtered to session records: for the CLI and operators, never the runtime. */
+  async listSessions(options: { state?: SessionState | undefined; limit?: number | undefined } = {}) {
+    const limit = options.limit ?? DEFAULT_LIST_LIMIT;
+    const records: SessionRecord[] = [];
+    let startKey: Item | undefined;
+    do {
+      const x = new Expression();
+      const page = await this.#db.send(
+        new ScanCommand({
+          TableName: this.#table,
+          FilterExpression: allOf(
+            `${x.name('sk')} = ${x.value(META_SK)}`,
+            options.state !== undefined && `${x.name('state')} = ${x.value(options.state)}`,
+          ),
+          ExclusiveStartKey: startKey,
+          ...x.attributes(),
+        }),
+      );
+      for (const item of page.Items ?? []) records.push(decodeSession(item));
+      startKey = page.LastEvaluatedKey;
+    } while (startKey !== undefined && records.length < limit);
+    return records.sort((a, b) => b.createdAt - a.createdAt).slice(0, limit);
+  }
+
+  #keyOf(item: Item): SessionKey {
+    const key = typeof item.pk === 'string' ? keyOfPk(item.pk) : undefined;
+    if (key === undefined) throw new CorruptStateError(`index item with an invalid session key: ${String(item.pk)}`);
+    return key;
+  }
+}
+
+/** A LeaseLostError that says who holds the lease now (from the item as the failed write found it). */
+function leaseLost(message: string, old: Item | undefined, key: SessionKey): LeaseLostError {
+  if (old === undefined) return new LeaseLostError(`${message}: session ${formatSessionKey(key)} does not exist`);
+  const current = decodeSession(old, key);
+  return new LeaseLostError(message, { owner: current.owner, until: current.until, epoch: current.epoch });
+}

@@ -1,0 +1,79 @@
+import type { Clock } from '../../ports/clock.ts';
+
+interface Sleeper {
+  readonly at: number;
+  readonly resolve: () => void;
+}
+
+/** A fixed, recognisable start time (2023-11-14T22:13:20Z), so logs of a test read clearly. */
+export const MANUAL_CLOCK_START_MS = 1_700_000_000_000;
+
+/**
+ * A clock that moves only when the test says so. `sleep` resolves when `advance` passes its
+ * deadline (or rejects when its signal aborts first).
+ * @example const clock = new ManualClock(); const slept = clock.sleep(1_000); clock.advance(1_000); await slept;
+ */
+export class ManualClock implements Clock {
+  #now: number;
+  #sleepers: Sleeper[] = [];
+
+  constructor(startMs = MANUAL_CLOCK_START_MS) {
+    this.#now = startMs;
+  }
+
+  now(): number {
+    return this.#now;
+  }
+
+  sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    if (ms <= 0) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      const onAbort = () => {
+        this.#sleepers = this.#sleepers.filter((sleeper) => sleeper !== entry);
+        reject(signal?.reason);
+      };
+      const entry: Sleeper = {
+        at: this.#now + ms,
+        resolve: () => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve();
+        },
+      };
+      this.#sleepers.push(entry);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  /** Moves time forward by `ms` and wakes every sleeper whose deadline has come, earliest first. */
+  advance(ms: number): void {
+    this.set(this.#now + ms);
+  }
+
+  /** Moves time to `timeMs` (never backwards) and wakes the sleepers that are due. */
+  set(timeMs: number): void {
+    if (timeMs < this.#now) throw new RangeError(`ManualClock cannot go back from ${this.#now} to ${timeMs}`);
+    this.#now = timeMs;
+    const due = this.#sleepers.filter((sleeper) => sleeper.at <= timeMs).sort((a, b) => a.at - b.at);
+    this.#sleepers = this.#sleepers.filter((sleeper) => sleeper.at > timeMs);
+    for (const sleeper of due) sleeper.resolve();
+  }
+
+  /** Jumps to the earliest pending sleeper's deadline and wakes it; false when nobody sleeps. */
+  advanceToNextSleep(): boolean {
+    const next = Math.min(...this.#sleepers.map((sleeper) => sleeper.at));
+    if (!Number.isFinite(next)) return false;
+    this.set(next);
+    return true;
+  }
+
+  /** How many sleeps are waiting for time to move. */
+  get pendingSleeps(): number {
+    return this.#sleepers.length;
+  }
+
+  /** Lets promise continuations woken by `advance` run (one macrotask turn). */
+  async flush(): Promise<void> {
+    await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+}

@@ -1,0 +1,404 @@
+import { CorruptStateError, LeaseLostError, SeqTakenError } from '../../core/errors.ts';
+import { formatSessionKey, type SessionKey } from '../../core/ids.ts';
+import type { JournalEntry } from '../../core/journal.ts';
+import { SessionState, TERMINAL_SESSION_STATES } from '../../core/vocabulary.ts';
+import type { BlobStore } from '../../ports/blob-store.ts';
+import { type Clock, systemClock } from '../../ports/clock.ts';
+import type {
+  AcquireRequest,
+  AcquireResult,
+  BumpRequest,
+  BumpResult,
+  NewSession,
+  ReleaseRequest,
+  ReleaseResult,
+  RenewRequest,
+  SessionRecord,
+  SessionStore,
+  TurnOutcome,
+  TurnRecord,
+} from '../../ports/session-store.ts';
+import { PayloadOffload } from '../payload-offload.ts';
+import {
+  decodeEntry,
+  decodeSession,
+  decodeTurn,
+  encodeEntry,
+  encodeOutcome,
+  encodeTurn,
+  journalSk,
+  keyOfPk,
+  META_SK,
+  newSessionItem,
+  pkOf,
+  sweepShardAttr,
+  turnSk,
+} from '../session-item-codec.ts';
+
+/** The store operations that write. */
+export type StoreWrite =
+  | 'createSession'
+  | 'putTurn'
+  | 'setTurnOutcome'
+  | 'acquire'
+  | 'renew'
+  | 'release'
+  | 'bump'
+  | 'append';
+
+/**
+ * A fault for the next write of one operation:
+ * - `fail`: nothing is written and the call throws (a throttle, a 5xx the SDK gave up on);
+ * - `lose-response`: the write commits, then the call throws (the response was lost);
+ * - `retry-after-commit`: the write commits, the response is lost and the request is sent again,
+ *   as the SDK does — the caller sees the answer to the retry, which must recognise its own write.
+ */
+export type WriteFault =
+  | { readonly kind: 'fail'; readonly error?: Error | undefined }
+  | { readonly kind: 'lose-response'; readonly error?: Error | undefined }
+  | { readonly kind: 'retry-after-commit' };
+
+export interface MemorySessionStoreOptions {
+  readonly blobs?: BlobStore | undefined;
+  readonly offloadThresholdBytes?: number | undefined;
+  /** Stamps `updatedAt` on writes whose request carries no time. */
+  readonly clock?: Clock | undefined;
+}
+
+type Item = Record<string, unknown>;
+
+/** The fields of a raw session item that conditions read (decoding validates the rest). */
+interface MetaView {
+  readonly state?: SessionState;
+  readonly owner?: string;
+  readonly until?: number;
+  readonly epoch?: number;
+  readonly pendingVersion?: number;
+}
+
+/** An error like the SDK's for a transient failure, so callers exercise their retry paths. */
+function transientError(operation: StoreWrite, what: string): Error {
+  return Object.assign(new Error(`injected fault: ${operation} ${what}`), { name: 'InjectedTransientError' });
+}
+
+/**
+ * The session store in memory, for fast unit tests of the runtime. It stores the same items as
+ * the DynamoDB store (one codec), applies the same conditions atomically, and adds test seams:
+ * stale reads (DynamoDB's eventual consistency), injected write faults, a hook before each write,
+ * raw item access for tampering, and write counters.
+ * @example const store = new MemorySessionStore({ clock }); store.injectFault('append', { kind: 'retry-after-commit' });
+ */
+export class MemorySessionStore implements SessionStore {
+  /**
+   * When above 0, getSession and readJournal answer as they would have `staleReadLag` writes ago
+   * (the record as it was; the journal without its last appends) — real DynamoDB without
+   * ConsistentRead. Set it back to 0 for strongly consistent reads.
+   */
+  staleReadLag = 0;
+  /** Awaited before every write: a test can pause a writer here (e.g. past its lease). */
+  beforeWrite: ((operation: StoreWrite, key: SessionKey) => void | Promise<void>) | undefined;
+  /** Write requests by operation. A refused conditional write counts too: DynamoDB bills it as a write. */
+  readonly writes: Record<StoreWrite, number> = {
+    createSession: 0,
+    putTurn: 0,
+    setTurnOutcome: 0,
+    acquire: 0,
+    renew: 0,
+    release: 0,
+    bump: 0,
+    append: 0,
+  };
+  /** Bytes of journal items written (attribute values as stored), for cost-per-step checks. */
+  journalBytesWritten = 0;
+
+  readonly #items = new Map<string, Map<string, Item>>();
+  /** Every version of each session item, oldest first (undefined before it existed). */
+  readonly #metaHistory = new Map<string, Item[]>();
+  /** Journal sort keys of each session in append order, for stale journal reads. */
+  readonly #appendOrder = new Map<string, string[]>();
+  readonly #faults = new Map<StoreWrite, WriteFault[]>();
+  readonly #offload: PayloadOffload;
+  readonly #clock: Clock;
+
+  constructor(options: MemorySessionStoreOptions = {}) {
+    this.#offload = new PayloadOffload({ blobs: options.blobs, thresholdBytes: options.offloadThresholdBytes });
+    this.#clock = options.clock ?? systemClock;
+  }
+
+  /** Arms a one-shot fault for the next write of `operation` (faults queue up in order). */
+  injectFault(operation: StoreWrite, fault: WriteFault): void {
+    const queue = this.#faults.get(operation) ?? [];
+    queue.push(fault);
+    this.#faults.set(operation, queue);
+  }
+
+  /** The raw item at (key, sk) — `META`, `T#{turnId}` or `journalSk(seq)` — as stored. */
+  rawItem(key: SessionKey, sk: string): Item | undefined {
+    const item = this.#items.get(pkOf(key))?.get(sk);
+    return item === undefined ? undefined : { ...item };
+  }
+
+  /** Replaces (or with undefined, deletes) a raw item behind the store's back, as a tamperer would. */
+  putRawItem(key: SessionKey, sk: string, item: Item | undefined): void {
+    const pk = pkOf(key);
+    const partition = this.#items.get(pk) ?? new Map<string, Item>();
+    if (item === undefined) partition.delete(sk);
+    else partition.set(sk, { ...item });
+    this.#items.set(pk, partition);
+  }
+
+  async createSession(session: NewSession): Promise<{ created: boolean; record: SessionRecord }> {
+    const item = newSessionItem(session);
+    return this.#write('createSession', session.key, () => {
+      const old = this.#meta(session.key);
+      if (old !== undefined) return { created: false, record: decodeSession(old, session.key) };
+      this.#setMeta(session.key, item);
+      return { created: true, record: decodeSession(item, session.key) };
+    });
+  }
+
+  async getSession(key: SessionKey): Promise<SessionRecord | undefined> {
+    const history = this.#metaHistory.get(pkOf(key)) ?? [];
+    const item = this.staleReadLag > 0 ? history[history.length - 1 - this.staleReadLag] : this.#meta(key);
+    return item === undefined ? undefined : decodeSession(item, key);
+  }
+
+  async putTurn(
+    key: SessionKey,
+    turn: TurnRecord,
+    ttlSeconds?: number,
+  ): Promise<{ created: boolean; turn: TurnRecord }> {
+    const item = await encodeTurn(key, turn, this.#offload, ttlSeconds);
+    const outcome = await this.#write('putTurn', key, () => {
+      const old = this.#item(key, item.sk);
+      if (old !== undefined) return { created: false, raw: old };
+      this.#put(key, item.sk, item);
+      return { created: true, raw: item as Item };
+    });
+    return { created: outcome.created, turn: await decodeTurn(outcome.raw, key, this.#offload) };
+  }
+
+  async getTurn(key: SessionKey, turnId: string): Promise<TurnRecord | undefined> {
+    const item = this.#item(key, turnSk(turnId));
+    return item === undefined ? undefined : decodeTurn(item, key, this.#offload);
+  }
+
+  async setTurnOutcome(key: SessionKey, turnId: string, outcome: TurnOutcome): Promise<TurnOutcome> {
+    const attributes = await encodeOutcome(key, turnId, outcome, this.#offload);
+    const old = await this.#write('setTurnOutcome', key, () => {
+      const current = this.#item(key, turnSk(turnId));
+      if (current === undefined || current.outcome !== undefined || current.outcomeBlob !== undefined) return current;
+      this.#put(key, turnSk(turnId), { ...current, ...attributes });
+      return 'written' as const;
+    });
+    if (old === 'written') return outcome;
+    if (old === undefined) {
+      throw new CorruptStateError(`outcome for turn ${turnId} of ${formatSessionKey(key)}, which does not exist`);
+    }
+    const first = (await decodeTurn(old, key, this.#offload)).outcome;
+    if (first === undefined)
+      throw new CorruptStateError(`turn ${turnId} of ${formatSessionKey(key)} refused an outcome`);
+    return first;
+  }
+
+  async acquire(key: SessionKey, request: AcquireRequest): Promise<AcquireResult> {
+    return this.#write('acquire', key, () => {
+      const old = this.#meta(key);
+      const view = old as MetaView | undefined;
+      const epochMatches = view?.epoch === request.expectEpoch;
+      const ownerMatches = view?.owner === request.expectOwner;
+      const leaseExpired = !request.recovery || (view?.until !== undefined && view.until < request.now);
+      const notFinished = view?.state !== undefined && !TERMINAL_SESSION_STATES.includes(view.state);
+      if (old === undefined || !(epochMatches && ownerMatches && leaseExpired && notFinished)) {
+        const current = old === undefined ? undefined : decodeSession(old, key);
+        const ownWrite = current?.owner === request.owner && current.epoch === request.expectEpoch + 1;
+        return ownWrite && current ? { ok: true, record: current } : { ok: false, current };
+      }
+      const next: Item = {
+        ...old,
+        owner: request.owner,
+        until: request.until,
+        epoch: request.expectEpoch + 1,
+        state: SessionState.running,
+        legs: Number(old.legs) + 1,
+        sweepAt: request.until,
+        sweepShard: sweepShardAttr(key.id),
+        updatedAt: request.now,
+        ...(request.recovery ? { recoveries: Number(old.recoveries) + 1 } : {}),
+      };
+      this.#setMeta(key, next);
+      return { ok: true, record: decodeSession(next, key) };
+    });
+  }
+
+  async renew(key: SessionKey, request: RenewRequest): Promise<SessionRecord> {
+    return this.#write('renew', key, () => {
+      const old = this.#meta(key);
+      const view = old as MetaView | undefined;
+      const holdsLease =
+        view?.epoch === request.epoch && view.owner === request.owner && view.state === SessionState.running;
+      if (old === undefined || !holdsLease) {
+        if (old === undefined)
+          throw new LeaseLostError(`renew refused: session ${formatSessionKey(key)} does not exist`);
+        const current = decodeSession(old, key);
+        throw new LeaseLostError(`renew of epoch ${request.epoch} by ${request.owner} refused`, {
+          owner: current.owner,
+          until: current.until,
+          epoch: current.epoch,
+        });
+      }
+      const next: Item = {
+        ...old,
+        until: request.until,
+        sweepAt: request.until,
+        sweepShard: sweepShardAttr(key.id),
+        updatedAt: this.#clock.now(),
+        ...(request.progressed ? { recoveries: 0 } : {}),
+      };
+      this.#setMeta(key, next);
+      return decodeSession(next, key);
+    });
+  }
+
+  async release(key: SessionKey, request: ReleaseRequest): Promise<ReleaseResult> {
+    return this.#write('release', key, (): ReleaseResult => {
+      const old = this.#meta(key);
+      const view = old as MetaView | undefined;
+      const holdsLease = view?.epoch === request.epoch && view.owner === request.owner;
+      const noNewEvent =
+        request.expectPendingVersion === undefined || view?.pendingVersion === request.expectPendingVersion;
+      if (old === undefined || !(holdsLease && noNewEvent)) {
+        const current = old === undefined ? undefined : decodeSession(old, key);
+        const ownWrite =
+          current !== undefined &&
+          current.owner === undefined &&
+          current.epoch === request.epoch &&
+          current.state === request.state &&
+          current.seenVersion === request.seenVersion;
+        return ownWrite ? { ok: true } : { ok: false, current };
+      }
+      const { owner: _owner, until: _until, sweepAt: _sweepAt, sweepShard: _sweepShard, ...kept } = old;
+      const next: Item = {
+        ...kept,
+        state: request.state,
+        seenVersion: request.seenVersion,
+        updatedAt: this.#clock.now(),
+        ...(request.sweepAt === undefined ? {} : { sweepAt: request.sweepAt, sweepShard: sweepShardAttr(key.id) }),
+        ...(request.progressed ? { recoveries: 0 } : {}),
+        ...(request.ttlSeconds === undefined ? {} : { ttl: request.ttlSeconds }),
+      };
+      this.#setMeta(key, next);
+      return { ok: true };
+    });
+  }
+
+  async bump(key: SessionKey, request: BumpRequest): Promise<BumpResult> {
+    return this.#write('bump', key, (): BumpResult => {
+      const old = this.#meta(key);
+      if (old === undefined) return { ok: false, reason: 'not-found' };
+      const view = old as MetaView;
+      if (view.state === undefined || TERMINAL_SESSION_STATES.includes(view.state)) {
+        return { ok: false, reason: 'finished', current: decodeSession(old, key) };
+      }
+      const next: Item = {
+        ...old,
+        pendingVersion: Number(old.pendingVersion) + 1,
+        sweepAt: old.sweepAt ?? request.sweepAt,
+        sweepShard: sweepShardAttr(key.id),
+        updatedAt: request.now,
+        ...(request.cancel ? { cancelRequested: true } : {}),
+      };
+      this.#setMeta(key, next);
+      return { ok: true, record: decodeSession(next, key) };
+    });
+  }
+
+  async append(key: SessionKey, entry: JournalEntry, ttlSeconds?: number): Promise<void> {
+    const item = await encodeEntry(key, entry, this.#offload, ttlSeconds);
+    const taken = await this.#write('append', key, () => {
+      const old = this.#item(key, item.sk);
+      if (old !== undefined) return old.writeId !== entry.writeId;
+      this.#put(key, item.sk, item);
+      const order = this.#appendOrder.get(item.pk) ?? [];
+      order.push(item.sk);
+      this.#appendOrder.set(item.pk, order);
+      this.journalBytesWritten += Buffer.byteLength(JSON.stringify(item));
+      return false;
+    });
+    if (taken) throw new SeqTakenError(entry.seq);
+  }
+
+  async readJournal(key: SessionKey, afterSeq = 0): Promise<JournalEntry[]> {
+    const partition = this.#items.get(pkOf(key));
+    if (partition === undefined) return [];
+    const from = journalSk(afterSeq + 1);
+    const hidden = new Set(
+      this.staleReadLag > 0 ? (this.#appendOrder.get(pkOf(key)) ?? []).slice(-this.staleReadLag) : [],
+    );
+    const sks = [...partition.keys()].filter((sk) => sk.startsWith('J#') && sk >= from && !hidden.has(sk)).sort();
+    return Promise.all(sks.map((sk) => decodeEntry(partition.get(sk), key, this.#offload)));
+  }
+
+  async findDue(shard: number, now: number, limit: number): Promise<SessionKey[]> {
+    return this.#metaItems()
+      .filter((item) => item.sweepShard === String(shard) && typeof item.sweepAt === 'number' && item.sweepAt < now)
+      .sort((a, b) => Number(a.sweepAt) - Number(b.sweepAt))
+      .slice(0, limit)
+      .map((item) => keyOfPk(String(item.pk)) as SessionKey);
+  }
+
+  async findSession(sessionId: string): Promise<SessionRecord | undefined> {
+    const item = this.#metaItems().find((candidate) => candidate.sid === sessionId);
+    return item === undefined ? undefined : decodeSession(item);
+  }
+
+  async listSessions(options: { state?: SessionState | undefined; limit?: number | undefined } = {}) {
+    return this.#metaItems()
+      .filter((item) => options.state === undefined || item.state === options.state)
+      .map((item) => decodeSession(item))
+      .sort((a, b) => b.createdAt - a.createdAt)
+      .slice(0, options.limit ?? 100);
+  }
+
+  /** Runs one write: the hook, then the armed fault, then `apply` — synchronous, hence atomic. */
+  async #write<T>(operation: StoreWrite, key: SessionKey, apply: () => T): Promise<T> {
+    await this.beforeWrite?.(operation, key);
+    const fault = this.#faults.get(operation)?.shift();
+    if (fault?.kind === 'fail') throw fault.error ?? transientError(operation, 'failed before it committed');
+    const result = apply();
+    this.writes[operation]++;
+    if (fault?.kind === 'lose-response') throw fault.error ?? transientError(operation, 'committed, response lost');
+    if (fault?.kind !== 'retry-after-commit') return result;
+    this.writes[operation]++;
+    return apply();
+  }
+
+  #item(key: SessionKey, sk: string): Item | undefined {
+    return this.#items.get(pkOf(key))?.get(sk);
+  }
+
+  #meta(key: SessionKey): Item | undefined {
+    return this.#item(key, META_SK);
+  }
+
+  #put(key: SessionKey, sk: string, item: Item): void {
+    const pk = pkOf(key);
+    const partition = this.#items.get(pk) ?? new Map<string, Item>();
+    partition.set(sk, { ...item });
+    this.#items.set(pk, partition);
+  }
+
+  #setMeta(key: SessionKey, item: Item): void {
+    this.#put(key, META_SK, item);
+    const history = this.#metaHistory.get(pkOf(key)) ?? [];
+    history.push({ ...item });
+    this.#metaHistory.set(pkOf(key), history);
+  }
+
+  #metaItems(): Item[] {
+    return [...this.#items.values()].flatMap((partition) => {
+      const meta = partition.get(META_SK);
+      return meta === undefined ? [] : [meta];
+    });
+  }
+}

@@ -1,0 +1,47 @@
+import type { z } from 'zod';
+import { InvalidInputError } from '../core/errors.ts';
+import { ATTR_RESULT_ID, ATTR_TRACEPARENT, describeIssues, type Result } from '../core/messages.ts';
+import { formatTraceparent } from '../core/trace-context.ts';
+import type { SendOptions } from '../ports/queues.ts';
+
+/**
+ * What every queue adapter does before a send, SQS or in memory alike: validate the body against
+ * its contract, check the delay, name the message attributes. SDK-free.
+ */
+
+/** SQS's cap on DelaySeconds; longer delays are chained by the runtime. */
+export const MAX_DELAY_SECONDS = 900;
+
+/** The message, validated against its contract (defaults applied): a bad body is refused before it is sent. */
+export function validateMessage<S extends z.ZodType>(schema: S, message: unknown, what: string): z.infer<S> {
+  const parsed = schema.safeParse(message);
+  if (!parsed.success)
+    throw new InvalidInputError(`${what} does not match its contract: ${describeIssues(parsed.error)}`);
+  return parsed.data;
+}
+
+/** DelaySeconds: whole seconds in [0, 900]; anything else is a caller's bug, refused. */
+export function delaySecondsOf(options: SendOptions | undefined): number | undefined {
+  const delay = options?.delaySeconds;
+  if (delay === undefined) return undefined;
+  if (!Number.isFinite(delay) || delay < 0 || delay > MAX_DELAY_SECONDS) {
+    throw new InvalidInputError(`delay of ${delay} s is outside SQS's 0–${MAX_DELAY_SECONDS} s`);
+  }
+  return Math.ceil(delay);
+}
+
+/** The message attributes of a send: `traceparent` when a trace is given, plus the extras. */
+export function messageAttributesOf(
+  options: SendOptions | undefined,
+  extra: Record<string, string> = {},
+): Record<string, string> {
+  const trace = options?.trace;
+  return trace ? { ...extra, [ATTR_TRACEPARENT]: formatTraceparent(trace) } : { ...extra };
+}
+
+/** The id a result consumer dedupes on: one result per turn of a session. */
+export const resultIdOf = (result: Pick<Result, 'sessionId' | 'turnId'>): string =>
+  `${result.sessionId}/${result.turnId}`;
+
+/** The extra attributes of a result message. */
+export const resultAttributes = (result: Result): Record<string, string> => ({ [ATTR_RESULT_ID]: resultIdOf(result) });

@@ -1,0 +1,347 @@
+import { randomBytes } from 'node:crypto';
+import { z } from 'zod';
+import { CorruptStateError } from '../core/errors.ts';
+import { canonicalJson, formatSessionKey, type SessionKey } from '../core/ids.ts';
+import { type JournalEntry, parseEntry } from '../core/journal.ts';
+import { describeIssues } from '../core/messages.ts';
+import { OutcomeStatus, SessionState } from '../core/vocabulary.ts';
+import type { NewSession, SessionRecord, TurnOutcome, TurnRecord } from '../ports/session-store.ts';
+import { type PayloadOffload, type StoredPayload, toJson } from './payload-offload.ts';
+import { sweepShardOf } from './sweep-shard.ts';
+
+/**
+ * The single-table item layout (lib/core/resources.ts), shared by the DynamoDB store and its
+ * in-memory twin so both store, validate and refuse exactly the same items. Pure: no SDK here.
+ *
+ *   session  pk S#{tenant}#{agent}#{id}  sk META                 (sid, sweepShard/sweepAt for the indexes)
+ *   turn     same pk                     sk T#{turnId}
+ *   journal  same pk                     sk J#{seq, 12 digits}
+ */
+
+export const META_SK = 'META';
+const TURN_PREFIX = 'T#';
+const JOURNAL_PREFIX = 'J#';
+const SEQ_DIGITS = 12;
+
+export const pkOf = (key: SessionKey): string => `S#${key.tenant}#${key.agent}#${key.id}`;
+export const turnSk = (turnId: string): string => `${TURN_PREFIX}${turnId}`;
+export const journalSk = (seq: number): string => `${JOURNAL_PREFIX}${String(seq).padStart(SEQ_DIGITS, '0')}`;
+/** The greatest journal sort key, the upper bound of a journal query. */
+export const JOURNAL_SK_MAX = journalSk(10 ** SEQ_DIGITS - 1);
+
+/** The session key inside a pk. Tenant and agent cannot contain `#` (NAME_PATTERN); the id may. */
+export function keyOfPk(pk: string): SessionKey | undefined {
+  const match = /^S#([^#]+)#([^#]+)#(.+)$/.exec(pk);
+  return match?.[1] && match[2] && match[3] ? { tenant: match[1], agent: match[2], id: match[3] } : undefined;
+}
+
+/** The sweep index partition key of a session (a string attribute, per the resource definition). */
+export const sweepShardAttr = (sessionId: string): string => String(sweepShardOf(sessionId));
+
+/** Where a large payload of a session goes in the blob store. */
+const blobPrefix = (key: SessionKey): string =>
+  `${encodeURIComponent(key.tenant)}/${encodeURIComponent(key.agent)}/${encodeURIComponent(key.id)}`;
+
+const int = z.number().int();
+const count = int.nonnegative();
+
+// Session and turn items strip attributes they do not know, so a newer release can add one
+// without breaking an older reader mid-deploy. Journal items are strict: they feed the transcript.
+const SessionItemSchema = z.object({
+  pk: z.string(),
+  sk: z.literal(META_SK),
+  sid: z.string().min(1),
+  tenant: z.string().min(1),
+  agent: z.string().min(1),
+  ticketId: z.string(),
+  state: z.enum(Object.values(SessionState) as [SessionState, ...SessionState[]]),
+  owner: z.string().min(1).optional(),
+  until: int.optional(),
+  epoch: count,
+  pendingVersion: count,
+  seenVersion: count,
+  activeTurnId: z.string().optional(),
+  cancelRequested: z.boolean(),
+  recoveries: count,
+  legs: count,
+  traceId: z.string().regex(/^[0-9a-f]{32}$/),
+  sweepShard: z.string().optional(),
+  sweepAt: int.optional(),
+  createdAt: int,
+  updatedAt: int,
+  ttl: int.optional(),
+});
+export type SessionItem = z.infer<typeof SessionItemSchema>;
+
+const TurnItemSchema = z.object({
+  pk: z.string(),
+  sk: z.string().startsWith(TURN_PREFIX),
+  turnId: z.string(),
+  ticketId: z.string(),
+  input: z.string().optional(),
+  inputBlob: z.string().optional(),
+  inputHash: z.string(),
+  createdAt: int,
+  outcome: z.string().optional(),
+  outcomeBlob: z.string().optional(),
+  ttl: int.optional(),
+});
+export type TurnItem = z.infer<typeof TurnItemSchema>;
+
+const TurnOutcomeSchema = z
+  .object({
+    status: z.enum(Object.values(OutcomeStatus) as [OutcomeStatus, ...OutcomeStatus[]]),
+    output: z.unknown().optional(),
+    error: z.string().optional(),
+    at: int,
+  })
+  .strict();
+
+const JournalItemSchema = z
+  .object({
+    pk: z.string(),
+    sk: z.string().startsWith(JOURNAL_PREFIX),
+    seq: int.positive(),
+    kind: z.string(),
+    epoch: int.positive(),
+    writeId: z.string().min(1),
+    at: int,
+    turnId: z.string().optional(),
+    data: z.string().optional(),
+    dataBlob: z.string().optional(),
+    ttl: int.optional(),
+  })
+  .strict();
+export type JournalItem = z.infer<typeof JournalItemSchema>;
+
+function validate<T>(schema: z.ZodType<T>, raw: unknown, what: string): T {
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) throw new CorruptStateError(`${what} failed validation: ${describeIssues(parsed.error)}`);
+  return parsed.data;
+}
+
+function parseJson(text: string, what: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new CorruptStateError(`${what} holds invalid JSON`, { cause: error });
+  }
+}
+
+const storedPayload = (inline: string | undefined, blob: string | undefined, what: string): StoredPayload => {
+  if ((inline === undefined) === (blob === undefined)) {
+    throw new CorruptStateError(`${what} must hold exactly one of an inline payload and a blob pointer`);
+  }
+  return inline !== undefined ? { inline } : { blob: blob as string };
+};
+
+const payloadAttrs = <I extends string, B extends string>(stored: StoredPayload, inline: I, blob: B) =>
+  ('inline' in stored ? { [inline]: stored.inline } : { [blob]: stored.blob }) as Partial<Record<I | B, string>>;
+
+/** The item of a new session: queued, lease free, epoch 0, watched by the sweeper from `sweepAt`. */
+export function newSessionItem(session: NewSession): SessionItem {
+  const { key } = session;
+  return {
+    pk: pkOf(key),
+    sk: META_SK,
+    sid: key.id,
+    tenant: key.tenant,
+    agent: key.agent,
+    ticketId: session.ticketId,
+    state: SessionState.queued,
+    epoch: 0,
+    pendingVersion: 1,
+    seenVersion: 0,
+    activeTurnId: session.activeTurnId,
+    cancelRequested: false,
+    recoveries: 0,
+    legs: 0,
+    traceId: session.traceId,
+    sweepShard: sweepShardAttr(key.id),
+    sweepAt: session.sweepAt,
+    createdAt: session.now,
+    updatedAt: session.now,
+    ...(session.ttlSeconds === undefined ? {} : { ttl: session.ttlSeconds }),
+  };
+}
+
+/** A validated session record; the key inside the item must be the key asked for. */
+export function decodeSession(raw: unknown, expected?: SessionKey): SessionRecord {
+  const where = expected ? `session ${formatSessionKey(expected)}` : 'session record';
+  const item = validate(SessionItemSchema, raw, where);
+  const key: SessionKey = { tenant: item.tenant, agent: item.agent, id: item.sid };
+  if (item.pk !== pkOf(key)) throw new CorruptStateError(`${where}: item key ${item.pk} does not match its fields`);
+  if (expected && pkOf(expected) !== item.pk) {
+    throw new CorruptStateError(`${where}: the item holds session ${formatSessionKey(key)}`);
+  }
+  return {
+    key,
+    ticketId: item.ticketId,
+    state: item.state,
+    ...(item.owner === undefined ? {} : { owner: item.owner }),
+    ...(item.until === undefined ? {} : { until: item.until }),
+    epoch: item.epoch,
+    pendingVersion: item.pendingVersion,
+    seenVersion: item.seenVersion,
+    ...(item.activeTurnId === undefined ? {} : { activeTurnId: item.activeTurnId }),
+    cancelRequested: item.cancelRequested,
+    recoveries: item.recoveries,
+    legs: item.legs,
+    traceId: item.traceId,
+    ...(item.sweepAt === undefined ? {} : { sweepAt: item.sweepAt }),
+    createdAt: item.createdAt,
+    updatedAt: item.updatedAt,
+  };
+}
+
+/** The item of a turn; a large input is written to the blob store first (content-addressed). */
+export async function encodeTurn(
+  key: SessionKey,
+  turn: TurnRecord,
+  offload: PayloadOffload,
+  ttlSeconds?: number,
+): Promise<TurnItem> {
+  const what = `input of turn ${turn.turnId} of ${formatSessionKey(key)}`;
+  const input = await offload.store(
+    toJson(turn.input),
+    () => `${blobPrefix(key)}/T${encodeURIComponent(turn.turnId)}-input-${turn.inputHash.slice(0, 32)}.json`,
+    what,
+  );
+  const outcome = turn.outcome === undefined ? {} : await encodeOutcome(key, turn.turnId, turn.outcome, offload);
+  return {
+    pk: pkOf(key),
+    sk: turnSk(turn.turnId),
+    turnId: turn.turnId,
+    ticketId: turn.ticketId,
+    ...payloadAttrs(input, 'input', 'inputBlob'),
+    inputHash: turn.inputHash,
+    createdAt: turn.createdAt,
+    ...outcome,
+    ...(ttlSeconds === undefined ? {} : { ttl: ttlSeconds }),
+  };
+}
+
+/** The attributes that hold a turn outcome (inline, or a pointer to a blob with a unique key). */
+export async function encodeOutcome(
+  key: SessionKey,
+  turnId: string,
+  outcome: TurnOutcome,
+  offload: PayloadOffload,
+): Promise<Partial<Record<'outcome' | 'outcomeBlob', string>>> {
+  const stored = await offload.store(
+    toJson(outcome),
+    () => `${blobPrefix(key)}/T${encodeURIComponent(turnId)}-outcome-${randomBytes(8).toString('hex')}.json`,
+    `outcome of turn ${turnId} of ${formatSessionKey(key)}`,
+  );
+  return payloadAttrs(stored, 'outcome', 'outcomeBlob');
+}
+
+/** A validated turn, its input (and outcome) read back from the blob store when offloaded. */
+export async function decodeTurn(raw: unknown, key: SessionKey, offload: PayloadOffload): Promise<TurnRecord> {
+  const item = validate(TurnItemSchema, raw, `turn of ${formatSessionKey(key)}`);
+  const where = `turn ${item.turnId} of ${formatSessionKey(key)}`;
+  if (item.pk !== pkOf(key) || item.sk !== turnSk(item.turnId)) {
+    throw new CorruptStateError(`${where}: item key ${item.pk}/${item.sk} does not match`);
+  }
+  const input = parseJson(
+    await offload.load(storedPayload(item.input, item.inputBlob, `${where} input`), `${where} input`),
+    `${where} input`,
+  );
+  const outcome = await decodeOutcome(item, where, offload);
+  return {
+    turnId: item.turnId,
+    ticketId: item.ticketId,
+    input,
+    inputHash: item.inputHash,
+    createdAt: item.createdAt,
+    ...(outcome === undefined ? {} : { outcome }),
+  };
+}
+
+async function decodeOutcome(
+  item: Pick<TurnItem, 'outcome' | 'outcomeBlob'>,
+  where: string,
+  offload: PayloadOffload,
+): Promise<TurnOutcome | undefined> {
+  if (item.outcome === undefined && item.outcomeBlob === undefined) return undefined;
+  const what = `${where} outcome`;
+  const text = await offload.load(storedPayload(item.outcome, item.outcomeBlob, what), what);
+  return validate(TurnOutcomeSchema, parseJson(text, what), what) as TurnOutcome;
+}
+
+/** The outcome attributes of a raw turn item, validated (for a write-once outcome read back from ALL_OLD). */
+export async function decodeTurnOutcome(
+  raw: unknown,
+  key: SessionKey,
+  offload: PayloadOffload,
+): Promise<TurnOutcome | undefined> {
+  return (await decodeTurn(raw, key, offload)).outcome;
+}
+
+/**
+ * The item of a journal entry. `data` is stored as JSON text, so the bytes written are about
+ * the payload's own; a large one goes to the blob store first, under a key no other writer uses.
+ */
+export async function encodeEntry(
+  key: SessionKey,
+  entry: JournalEntry,
+  offload: PayloadOffload,
+  ttlSeconds?: number,
+): Promise<JournalItem> {
+  const data = await offload.store(
+    toJson(entry.data),
+    () => `${blobPrefix(key)}/J${entry.seq}-e${entry.epoch}-${encodeURIComponent(entry.writeId)}.json`,
+    `journal entry ${entry.seq} (${entry.kind}) of ${formatSessionKey(key)}`,
+  );
+  return {
+    pk: pkOf(key),
+    sk: journalSk(entry.seq),
+    seq: entry.seq,
+    kind: entry.kind,
+    epoch: entry.epoch,
+    writeId: entry.writeId,
+    at: entry.at,
+    ...(entry.turnId === undefined ? {} : { turnId: entry.turnId }),
+    ...payloadAttrs(data, 'data', 'dataBlob'),
+    ...(ttlSeconds === undefined ? {} : { ttl: ttlSeconds }),
+  };
+}
+
+/** The writeId of a raw journal item, if it has one (own-write recognition needs only this). */
+export const writeIdOf = (raw: Record<string, unknown> | undefined): unknown => raw?.writeId;
+
+/**
+ * A journal entry read back, validated as untrusted input: the item's attributes, its seq
+ * against its sort key, and the entry schema. Fields the schema does not know are refused, not
+ * dropped: an entry that does not round-trip exactly was not written by Baton.
+ */
+export async function decodeEntry(raw: unknown, key: SessionKey, offload: PayloadOffload): Promise<JournalEntry> {
+  const sk = (raw as { sk?: unknown } | undefined)?.sk;
+  const where = `journal entry ${typeof sk === 'string' ? sk.slice(JOURNAL_PREFIX.length).replace(/^0+/, '') : '?'} of ${formatSessionKey(key)}`;
+  const item = validate(JournalItemSchema, raw, where);
+  if (item.pk !== pkOf(key) || item.sk !== journalSk(item.seq)) {
+    throw new CorruptStateError(`${where}: seq ${item.seq} does not match its key ${item.pk}/${item.sk}`);
+  }
+  const what = `journal entry ${item.seq} of ${formatSessionKey(key)}`;
+  const data = parseJson(await offload.load(storedPayload(item.data, item.dataBlob, what), what), what);
+  const candidate = {
+    seq: item.seq,
+    kind: item.kind,
+    epoch: item.epoch,
+    writeId: item.writeId,
+    at: item.at,
+    ...(item.turnId === undefined ? {} : { turnId: item.turnId }),
+    data,
+  };
+  let entry: JournalEntry;
+  try {
+    entry = parseEntry(candidate);
+  } catch (error) {
+    const detail = error instanceof z.ZodError ? describeIssues(error) : String(error);
+    throw new CorruptStateError(`${what} failed validation: ${detail}`, { cause: error });
+  }
+  if (canonicalJson(entry.data) !== canonicalJson(data)) {
+    throw new CorruptStateError(`${what} (${item.kind}) holds fields its kind does not define`);
+  }
+  return entry;
+}
