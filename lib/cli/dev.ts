@@ -1,0 +1,90 @@
+import { parseArgs } from 'node:util';
+import { readLocalStackConfig } from '../local/local-config.ts';
+import {
+  DEFAULT_FUNCTION_TIMEOUT_S,
+  DEFAULT_STATE_DIR,
+  DEFAULT_WORKERS,
+  startLocalStack,
+} from '../local/local-stack.ts';
+import type { CommandIo } from './session-commands.ts';
+
+const positiveNumber = (flag: string, value: string | undefined): number | undefined => {
+  if (value === undefined) return undefined;
+  const number = Number(value);
+  if (!Number.isFinite(number) || number <= 0) throw new Error(`${flag} must be a positive number, got '${value}'`);
+  return number;
+};
+
+/**
+ * `baton dev [--workers N] [--timeout-s S] [--visibility-s S] [--data DIR]`: starts DynamoDB
+ * Local, fauxqs, the resources and the worker processes; runs until Ctrl-C, then stops all it started.
+ */
+export async function dev(args: string[], io: CommandIo): Promise<number> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      workers: { type: 'string' },
+      'timeout-s': { type: 'string' },
+      'visibility-s': { type: 'string' },
+      data: { type: 'string' },
+    },
+  });
+  const workers = positiveNumber('--workers', values.workers) ?? DEFAULT_WORKERS;
+  if (!Number.isInteger(workers)) throw new Error('--workers must be a whole number');
+  const stateDir = io.connect.stateDir ?? DEFAULT_STATE_DIR;
+
+  const existing = readLocalStackConfig(stateDir);
+  if (existing !== undefined && existing.supervisorPid !== process.pid && isAlive(existing.supervisorPid)) {
+    throw new Error(
+      `a local stack is already running (pid ${existing.supervisorPid}, ${stateDir}/local.json); stop it first or pass --state-dir`,
+    );
+  }
+
+  const startedAt = Date.now();
+  const stack = await startLocalStack({
+    workers,
+    functionTimeoutS: positiveNumber('--timeout-s', values['timeout-s']) ?? DEFAULT_FUNCTION_TIMEOUT_S,
+    visibilityTimeoutS: positiveNumber('--visibility-s', values['visibility-s']),
+    dataDir: values.data,
+    stateDir,
+  });
+  const { config } = stack;
+  if (io.json) io.out(JSON.stringify({ ...config, startMs: Date.now() - startedAt }));
+  else {
+    const { queues } = config.resources;
+    const functions = Object.entries(config.functions).map(([name]) => name);
+    io.out(`baton dev: local stack up in ${((Date.now() - startedAt) / 1000).toFixed(1)} s (region ${config.region})`);
+    io.out(`  DynamoDB   ${config.endpoints.dynamodb}   table ${config.resources.table}`);
+    io.out(`  SQS        ${config.endpoints.sqs}`);
+    io.out(`    tickets  ${queues.tickets.url}  (DLQ ${queues.ticketsDlq.url})`);
+    io.out(`    work     ${queues.work.url}  (DLQ ${queues.workDlq.url})`);
+    io.out(`    results  ${queues.results.url}`);
+    io.out(`  S3         ${config.endpoints.s3}   bucket ${config.resources.bucket}`);
+    io.out(
+      `  functions  ${functions.length > 0 ? functions.join(', ') : 'none'} (timeout ${config.functionTimeoutS} s)`,
+    );
+    io.out(`  workers    ${config.workers.map((worker) => `pid ${worker.pid}`).join(', ')}`);
+    io.out(`  ledger     ${config.ledger}`);
+    io.out(`  state      ${stateDir}/local.json — other baton commands find the stack there`);
+    io.out('Ctrl-C stops everything this command started.');
+  }
+
+  await new Promise<void>((resolve) => {
+    if (io.signal === undefined) return; // no way to be stopped: run until the process is killed
+    if (io.signal.aborted) resolve();
+    else io.signal.addEventListener('abort', () => resolve(), { once: true });
+  });
+  if (!io.json) io.out('baton dev: stopping');
+  await stack.stop();
+  if (!io.json) io.out('baton dev: stopped');
+  return 0;
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}

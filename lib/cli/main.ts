@@ -1,0 +1,144 @@
+/**
+ * The `baton` command. Each command is a function `(args, io) => exit code` in a module of
+ * lib/cli; adding one is an import and a line in COMMANDS.
+ */
+import { dev } from './dev.ts';
+import { type CommandIo, cancel, events, list, status, submit } from './session-commands.ts';
+
+export type Command = (args: string[], io: CommandIo) => Promise<number>;
+
+interface CommandEntry {
+  readonly run: Command;
+  /** One line for `baton --help`. */
+  readonly summary: string;
+  /** Shown by `baton COMMAND --help`. */
+  readonly usage: string;
+}
+
+const COMMANDS: Record<string, CommandEntry> = {
+  dev: {
+    run: dev,
+    summary: 'start the embedded local AWS stack and the functions',
+    usage: 'baton dev [--workers N] [--timeout-s S] [--visibility-s S] [--data DIR]',
+  },
+  submit: {
+    run: submit,
+    summary: 'drop a ticket on the tickets queue',
+    usage: 'baton submit --agent NAME [--id TICKET_ID] [--tenant T] (--input JSON | --file F | -)',
+  },
+  status: { run: status, summary: "show a session's state and outcome", usage: 'baton status SESSION' },
+  list: { run: list, summary: 'list sessions', usage: 'baton list [--status S] [--limit N]' },
+  events: {
+    run: events,
+    summary: "print a session's journal as JSON lines",
+    usage: 'baton events SESSION [--after CURSOR] [--follow]',
+  },
+  cancel: { run: cancel, summary: 'ask a running session to stop', usage: 'baton cancel SESSION' },
+};
+
+const GLOBAL_USAGE = `usage: baton [--json] [--stack NAME] [--region R] [--state-dir DIR] COMMAND [ARGS]
+
+Global options:
+  --json            machine-readable output
+  --stack NAME      talk to a deployed stack (CloudFormation outputs) instead of the local one
+  --region R        AWS region of --stack
+  --state-dir DIR   where the local stack keeps local.json and the ledger (default .baton)
+  -h, --help        this text, or a command's usage with a command
+
+Commands:`;
+
+interface GlobalOptions {
+  json: boolean;
+  help: boolean;
+  stack?: string;
+  region?: string;
+  stateDir?: string;
+}
+
+/** Takes the global flags out of argv wherever they stand; the rest is the command and its arguments. */
+export function splitGlobalOptions(argv: readonly string[]): { globals: GlobalOptions; rest: string[] } {
+  const globals: GlobalOptions = { json: false, help: false };
+  const valued = { '--stack': 'stack', '--region': 'region', '--state-dir': 'stateDir' } as const;
+  const rest: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const token = argv[i] as string;
+    if (token === '--') {
+      rest.push(...argv.slice(i));
+      break;
+    }
+    if (token === '--json') globals.json = true;
+    else if (token === '--help' || token === '-h') globals.help = true;
+    else {
+      const [flag, inline] = token.split(/=(.*)/s, 2) as [string, string | undefined];
+      const key = valued[flag as keyof typeof valued] as (typeof valued)[keyof typeof valued] | undefined;
+      if (key === undefined) rest.push(token);
+      else {
+        const value = inline ?? argv[++i];
+        if (value === undefined) throw new Error(`${flag} needs a value`);
+        globals[key] = value;
+      }
+    }
+  }
+  return { globals, rest };
+}
+
+/** Runs the CLI; resolves to the process exit code. */
+export async function main(argv: readonly string[], out = (line: string) => console.log(line)): Promise<number> {
+  const { globals, rest } = splitGlobalOptions(argv);
+  const [name, ...args] = rest;
+  if (name === undefined || name === 'help') {
+    out(globalUsage());
+    return globals.help || name === 'help' ? 0 : 2;
+  }
+  const command = COMMANDS[name];
+  if (command === undefined) {
+    console.error(`baton: unknown command '${name}'\n`);
+    console.error(globalUsage());
+    return 2;
+  }
+  if (globals.help) {
+    out(`usage: ${command.usage}`);
+    return 0;
+  }
+  // First Ctrl-C asks the command to stop cleanly; a second one exits at once.
+  const controller = new AbortController();
+  const onSignal = () => {
+    if (controller.signal.aborted) process.exit(130);
+    controller.abort();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  try {
+    return await command.run(args, {
+      json: globals.json,
+      out,
+      connect: {
+        ...(globals.stack === undefined ? {} : { stack: globals.stack }),
+        ...(globals.region === undefined ? {} : { region: globals.region }),
+        ...(globals.stateDir === undefined ? {} : { stateDir: globals.stateDir }),
+      },
+      signal: controller.signal,
+    });
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}
+
+function globalUsage(): string {
+  const width = Math.max(...Object.keys(COMMANDS).map((name) => name.length));
+  const lines = Object.entries(COMMANDS).map(([name, entry]) => `  ${name.padEnd(width)}  ${entry.summary}`);
+  return [GLOBAL_USAGE, ...lines].join('\n');
+}
+
+if (import.meta.main) {
+  main(process.argv.slice(2)).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (error: unknown) => {
+      console.error(`baton: ${error instanceof Error ? error.message : String(error)}`);
+      process.exitCode = 1;
+    },
+  );
+}
