@@ -1,7 +1,7 @@
 import { agentRegistry } from '../lib/agent/define-agent.ts';
+import { bedrockModelFromEnv } from './bedrock-model.ts';
 import { longHaul } from './long-haul/agent.ts';
 import { orderInvestigator } from './order-investigation/agent.ts';
-import { bedrockModelFromEnv } from './bedrock-model.ts';
 
 /**
  * The agents this deployment hosts. The functions import this module as `#agents` (package.json

@@ -24,7 +24,10 @@ async function handleRecord(record: SQSRecord): Promise<string | undefined> {
     return undefined;
   } catch (error) {
     if (!(error instanceof InvalidInputError)) {
-      telemetry.logger.error('ticket intake failed; will be redelivered', { messageId: record.messageId, error: errorMessage(error) });
+      telemetry.logger.error('ticket intake failed; will be redelivered', {
+        messageId: record.messageId,
+        error: errorMessage(error),
+      });
       return record.messageId;
     }
     const reason = error.message;

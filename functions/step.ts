@@ -26,15 +26,26 @@ async function handleRecord(record: SQSRecord, context: Context): Promise<string
   const kick = Kick.safeParse(body);
   if (!kick.success) {
     // Retrying cannot fix a malformed kick: log it where an operator looks and let it go.
-    telemetry.logger.error('malformed kick dropped', { messageId: record.messageId, problem: body === undefined ? 'not JSON' : describeIssues(kick.error) });
+    telemetry.logger.error('malformed kick dropped', {
+      messageId: record.messageId,
+      problem: body === undefined ? 'not JSON' : describeIssues(kick.error),
+    });
     return undefined;
   }
   try {
-    await runKick(kick.data, { requestId: context.awsRequestId, remainingMs: () => context.getRemainingTimeInMillis() }, deps);
+    await runKick(
+      kick.data,
+      { requestId: context.awsRequestId, remainingMs: () => context.getRemainingTimeInMillis() },
+      deps,
+    );
     return undefined;
   } catch (error) {
     // Transient (throttling, 5xx): the visibility timeout brings the kick back.
-    telemetry.logger.error('kick failed; will be redelivered', { messageId: record.messageId, sessionId: kick.data.session.id, error: errorMessage(error) });
+    telemetry.logger.error('kick failed; will be redelivered', {
+      messageId: record.messageId,
+      sessionId: kick.data.session.id,
+      error: errorMessage(error),
+    });
     return record.messageId;
   }
 }

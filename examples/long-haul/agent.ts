@@ -2,11 +2,17 @@ import { z } from 'zod';
 import { defineAgent } from '../../lib/agent/define-agent.ts';
 import { defineTool } from '../../lib/agent/define-tool.ts';
 import { scriptedModel, transcriptStats } from '../../lib/agent/scripted-model.ts';
+import { systemClock } from '../../lib/ports/clock.ts';
 
 /** `steps` tool calls returning about `payloadBytes` each, then done: the benchmark workload. */
 export const LongHaulInput = z.object({
   steps: z.number().int().min(0).max(100_000),
-  payloadBytes: z.number().int().min(0).max(8 * 1024 * 1024).default(256),
+  payloadBytes: z
+    .number()
+    .int()
+    .min(0)
+    .max(8 * 1024 * 1024)
+    .default(256),
   /** Simulated duration of each tool call. */
   stepMs: z.number().int().min(0).max(60_000).default(0),
 });
@@ -18,10 +24,8 @@ const fetchChunk = defineTool({
   effect: 'pure',
   maxDurationMs: 2_000,
   run: async ({ n, bytes, ms }, ctx) => {
-    if (ms > 0) await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(resolve, ms);
-      ctx.signal.addEventListener('abort', () => (clearTimeout(timer), reject(ctx.signal.reason)), { once: true });
-    });
+    if (ms > 0) await systemClock.sleep(ms, ctx.signal);
+      });
     return { n, data: 'x'.repeat(bytes) };
   },
 });
@@ -38,7 +42,15 @@ export const longHaul = defineAgent({
       const input = LongHaulInput.parse(JSON.parse(first?.type === 'text' ? first.text : '{}'));
       const { toolResults } = transcriptStats(messages);
       if (toolResults >= input.steps) return { final: `fetched ${toolResults} chunks` };
-      return { toolCalls: [{ id: `chunk-${toolResults}`, name: 'fetchChunk', input: { n: toolResults, bytes: input.payloadBytes, ms: input.stepMs } }] };
+      return {
+        toolCalls: [
+          {
+            id: `chunk-${toolResults}`,
+            name: 'fetchChunk',
+            input: { n: toolResults, bytes: input.payloadBytes, ms: input.stepMs },
+          },
+        ],
+      };
     },
   }),
   tools: [fetchChunk],

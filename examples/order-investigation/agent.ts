@@ -76,18 +76,48 @@ export function investigate(messages: readonly ChatMessage[]): ScriptReply {
   const results = toolResults(messages);
   const output = <T>(id: string) => results.get(id)?.output as T | undefined;
   if (!results.has('order') || !results.has('shipment')) {
-    return { text: 'Looking up the order and its shipment.', toolCalls: [call('order', 'lookupOrder', { orderId: ticket.orderId }), call('shipment', 'trackShipment', { orderId: ticket.orderId })] };
+    return {
+      text: 'Looking up the order and its shipment.',
+      toolCalls: [
+        call('order', 'lookupOrder', { orderId: ticket.orderId }),
+        call('shipment', 'trackShipment', { orderId: ticket.orderId }),
+      ],
+    };
   }
   const order = output<{ customerId: string; totalCents: number }>('order');
   const shipment = output<{ status: string }>('shipment');
-  if (!order || !shipment) return { final: JSON.stringify({ orderId: ticket.orderId, verdict: 'escalate', reason: 'order or shipment lookup failed' } satisfies Verdict) };
+  if (!order || !shipment)
+    return {
+      final: JSON.stringify({
+        orderId: ticket.orderId,
+        verdict: 'escalate',
+        reason: 'order or shipment lookup failed',
+      } satisfies Verdict),
+    };
   if (!results.has('fraud')) return { toolCalls: [call('fraud', 'checkFraud', { customerId: order.customerId })] };
   const risk = output<{ risk: number }>('fraud')?.risk ?? 1;
   if (shipment.status !== 'lost-in-transit') {
-    return { final: JSON.stringify({ orderId: ticket.orderId, verdict: 'no-action', reason: `parcel is ${shipment.status}` } satisfies Verdict) };
+    return {
+      final: JSON.stringify({
+        orderId: ticket.orderId,
+        verdict: 'no-action',
+        reason: `parcel is ${shipment.status}`,
+      } satisfies Verdict),
+    };
   }
-  if (risk > 0.8) return { final: JSON.stringify({ orderId: ticket.orderId, verdict: 'escalate', reason: `lost parcel but fraud risk ${risk}` } satisfies Verdict) };
-  if (!results.has('refund')) return { text: 'Refunding the lost order.', toolCalls: [call('refund', 'issueRefund', { orderId: ticket.orderId, amountCents: order.totalCents })] };
+  if (risk > 0.8)
+    return {
+      final: JSON.stringify({
+        orderId: ticket.orderId,
+        verdict: 'escalate',
+        reason: `lost parcel but fraud risk ${risk}`,
+      } satisfies Verdict),
+    };
+  if (!results.has('refund'))
+    return {
+      text: 'Refunding the lost order.',
+      toolCalls: [call('refund', 'issueRefund', { orderId: ticket.orderId, amountCents: order.totalCents })],
+    };
   const refund = results.get('refund');
   return {
     final: JSON.stringify({
@@ -100,7 +130,9 @@ export function investigate(messages: readonly ChatMessage[]): ScriptReply {
 }
 
 /** The scripted model by default; Bedrock when a model id is configured (see README). */
-export function orderInvestigator(model: ModelClient = scriptedModel({ id: 'scripted-investigator', latencyMs: 200, script: investigate })) {
+export function orderInvestigator(
+  model: ModelClient = scriptedModel({ id: 'scripted-investigator', latencyMs: 200, script: investigate }),
+) {
   return defineAgent({
     name: 'order-investigator',
     instructions: INSTRUCTIONS,

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { StepError } from '../../lib/core/errors.ts';
+import { systemClock } from '../../lib/ports/clock.ts';
 import { readLedger, recordCall } from './ledger.ts';
 
 /**
@@ -23,14 +24,12 @@ const unit = (text: string): number => createHash('sha256').update(text).digest(
 async function latency(baseMs: number, key: string, signal: AbortSignal, options: ServiceOptions): Promise<void> {
   const ms = Math.round(baseMs * options.latencyScale * (0.5 + unit(`lat:${key}`)));
   if (ms <= 0) return;
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => (clearTimeout(timer), reject(signal.reason)), { once: true });
-  });
+  await systemClock.sleep(ms, signal);
 }
 
 function maybeFail(service: string, options: ServiceOptions): void {
-  if (Math.random() < options.failureRate) throw new StepError(`${service}: 503 Service Unavailable (transient)`, { retryable: true });
+  if (Math.random() < options.failureRate)
+    throw new StepError(`${service}: 503 Service Unavailable (transient)`, { retryable: true });
 }
 
 export interface CallContext {
@@ -53,23 +52,46 @@ const orders = (orderId: string) => {
 
 export async function lookupOrder(orderId: string, ctx: CallContext, options = serviceOptions()) {
   await latency(300, ctx.idempotencyKey, ctx.signal, options);
-  recordCall({ service: 'order-db', operation: 'getOrder', effect: 'pure', idempotencyKey: ctx.idempotencyKey, sessionId: ctx.sessionId });
+  recordCall({
+    service: 'order-db',
+    operation: 'getOrder',
+    effect: 'pure',
+    idempotencyKey: ctx.idempotencyKey,
+    sessionId: ctx.sessionId,
+  });
   maybeFail('order-db', options);
   return orders(orderId);
 }
 
 export async function trackShipment(orderId: string, ctx: CallContext, options = serviceOptions()) {
   await latency(800, ctx.idempotencyKey, ctx.signal, options);
-  recordCall({ service: 'carrier-api', operation: 'track', effect: 'pure', idempotencyKey: ctx.idempotencyKey, sessionId: ctx.sessionId });
+  recordCall({
+    service: 'carrier-api',
+    operation: 'track',
+    effect: 'pure',
+    idempotencyKey: ctx.idempotencyKey,
+    sessionId: ctx.sessionId,
+  });
   maybeFail('carrier-api', options);
   const r = unit(`ship:${orderId}`);
   const status = r < 0.4 ? 'lost-in-transit' : r < 0.7 ? 'delivered' : 'delayed';
-  return { orderId, status, lastScan: status === 'delivered' ? 'front door' : 'regional hub', daysLate: status === 'delayed' ? Math.ceil(r * 5) : 0 };
+  return {
+    orderId,
+    status,
+    lastScan: status === 'delivered' ? 'front door' : 'regional hub',
+    daysLate: status === 'delayed' ? Math.ceil(r * 5) : 0,
+  };
 }
 
 export async function scoreFraud(customerId: string, ctx: CallContext, options = serviceOptions()) {
   await latency(500, ctx.idempotencyKey, ctx.signal, options);
-  recordCall({ service: 'fraud-service', operation: 'score', effect: 'pure', idempotencyKey: ctx.idempotencyKey, sessionId: ctx.sessionId });
+  recordCall({
+    service: 'fraud-service',
+    operation: 'score',
+    effect: 'pure',
+    idempotencyKey: ctx.idempotencyKey,
+    sessionId: ctx.sessionId,
+  });
   maybeFail('fraud-service', options);
   return { customerId, risk: Math.round(unit(`fraud:${customerId}`) * 100) / 100 };
 }
@@ -83,14 +105,28 @@ export async function issueRefund(orderId: string, amountCents: number, ctx: Cal
   if (readLedger().some((l) => l.operation === 'refuse:issueRefund' && l.idempotencyKey === ctx.idempotencyKey)) {
     throw new StepError(`refunds: key ${ctx.idempotencyKey} was voided by reconcile`, { retryable: false });
   }
-  recordCall({ service: 'refunds', operation: 'issueRefund', effect: 'once', idempotencyKey: ctx.idempotencyKey, sessionId: ctx.sessionId });
-  return { refundId: `R-${createHash('sha256').update(ctx.idempotencyKey).digest('hex').slice(0, 10)}`, orderId, amountCents };
+  recordCall({
+    service: 'refunds',
+    operation: 'issueRefund',
+    effect: 'once',
+    idempotencyKey: ctx.idempotencyKey,
+    sessionId: ctx.sessionId,
+  });
+  return {
+    refundId: `R-${createHash('sha256').update(ctx.idempotencyKey).digest('hex').slice(0, 10)}`,
+    orderId,
+    amountCents,
+  };
 }
 
 /** Did the refund with this key happen? If not, the key is voided so it never will. */
-export function reconcileRefund(idempotencyKey: string, sessionId: string): { done: true; refundId: string } | { done: false } {
+export function reconcileRefund(
+  idempotencyKey: string,
+  sessionId: string,
+): { done: true; refundId: string } | { done: false } {
   const done = readLedger().some((l) => l.operation === 'issueRefund' && l.idempotencyKey === idempotencyKey);
-  if (done) return { done: true, refundId: `R-${createHash('sha256').update(idempotencyKey).digest('hex').slice(0, 10)}` };
+  if (done)
+    return { done: true, refundId: `R-${createHash('sha256').update(idempotencyKey).digest('hex').slice(0, 10)}` };
   recordCall({ service: 'refunds', operation: 'refuse:issueRefund', effect: 'once', idempotencyKey, sessionId });
   return { done: false };
 }

@@ -1,5 +1,6 @@
 import { StepError } from '../core/errors.ts';
 import type { ToolCall } from '../core/journal.ts';
+import { systemClock } from '../ports/clock.ts';
 import type { ChatMessage, ModelClient, ModelRequest, ModelResponse } from '../ports/model-client.ts';
 
 /** What a script answers: tool calls to make, or the final text. */
@@ -51,7 +52,7 @@ export function scriptedModel(options: ScriptedModelOptions): ModelClient {
     id: options.id ?? 'scripted',
     maxDurationMs: options.maxDurationMs ?? Math.max(1_000, latencyMs * 2),
     async converse(request, signal): Promise<ModelResponse> {
-      if (latencyMs > 0) await abortableDelay(latencyMs, signal);
+      if (latencyMs > 0) await systemClock.sleep(latencyMs, signal);
       signal.throwIfAborted();
       const reply = options.script(request.messages, request);
       const usage = {
@@ -64,19 +65,4 @@ export function scriptedModel(options: ScriptedModelOptions): ModelClient {
       return { text: reply.text, toolCalls: reply.toolCalls, stopReason: 'tool_use', usage };
     },
   };
-}
-
-function abortableDelay(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason);
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
 }

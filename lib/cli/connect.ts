@@ -31,7 +31,10 @@ export interface ConnectOptions {
 export async function resolveTarget(options: ConnectOptions): Promise<Target> {
   if (options.stack) return stackTarget(options.stack, options.region ?? process.env.AWS_REGION ?? 'us-east-1');
   const local = readLocalStackConfig(options.stateDir);
-  if (!local) throw new Error('no local stack found (.baton/local.json): start one with `baton dev`, or pass --stack NAME for a deployed stack');
+  if (!local)
+    throw new Error(
+      'no local stack found (.baton/local.json): start one with `baton dev`, or pass --stack NAME for a deployed stack',
+    );
   return {
     region: local.region,
     endpoints: local.endpoints,
@@ -66,7 +69,11 @@ async function stackTarget(stackName: string, region: string): Promise<Target> {
 
 /** A client over the real adapters for the target. */
 export function clientFor(target: Target): BatonClient {
-  const aws = { region: target.region, endpoints: target.endpoints, ...(target.local ? { credentials: LOCAL_CREDENTIALS } : {}) };
+  const aws = {
+    region: target.region,
+    endpoints: target.endpoints,
+    ...(target.local ? { credentials: LOCAL_CREDENTIALS } : {}),
+  };
   const sqs = createSqsClient(aws);
   if (target.local) addAwsTraceHeaderShim(sqs);
   const blobs = new S3BlobStore({ client: createS3Client(aws), bucket: target.bucket });

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { SessionState } from '../core/vocabulary.ts';
-import { clientFor, type ConnectOptions, resolveTarget } from './connect.ts';
+import { type ConnectOptions, clientFor, resolveTarget } from './connect.ts';
 
 /** What a command receives: its own arguments and how to print. */
 export interface CommandIo {
@@ -13,8 +13,13 @@ export interface CommandIo {
 
 const client = async (io: CommandIo) => clientFor(await resolveTarget(io.connect));
 
-async function readInput(values: { input?: string | undefined; file?: string | undefined }, positionals: string[]): Promise<unknown> {
-  const source = values.input ?? (values.file ? readFileSync(values.file, 'utf8') : positionals.includes('-') ? await readStdin() : undefined);
+async function readInput(
+  values: { input?: string | undefined; file?: string | undefined },
+  positionals: string[],
+): Promise<unknown> {
+  const source =
+    values.input ??
+    (values.file ? readFileSync(values.file, 'utf8') : positionals.includes('-') ? await readStdin() : undefined);
   if (source === undefined) throw new Error('give the input with --input JSON, --file F or - (stdin)');
   try {
     return JSON.parse(source);
@@ -34,12 +39,27 @@ export async function submit(args: string[], io: CommandIo): Promise<number> {
   const { values, positionals } = parseArgs({
     args,
     allowPositionals: true,
-    options: { agent: { type: 'string' }, id: { type: 'string' }, tenant: { type: 'string' }, input: { type: 'string' }, file: { type: 'string' } },
+    options: {
+      agent: { type: 'string' },
+      id: { type: 'string' },
+      tenant: { type: 'string' },
+      input: { type: 'string' },
+      file: { type: 'string' },
+    },
   });
   if (!values.agent) throw new Error('--agent NAME is required');
   const input = await readInput(values, positionals);
-  const submitted = await (await client(io)).submit({ agent: values.agent, input, ticketId: values.id, tenant: values.tenant });
-  io.out(io.json ? JSON.stringify(submitted) : `submitted ticket ${submitted.ticketId} → session ${submitted.sessionId} (trace ${submitted.traceId})`);
+  const submitted = await (await client(io)).submit({
+    agent: values.agent,
+    input,
+    ticketId: values.id,
+    tenant: values.tenant,
+  });
+  io.out(
+    io.json
+      ? JSON.stringify(submitted)
+      : `submitted ticket ${submitted.ticketId} → session ${submitted.sessionId} (trace ${submitted.traceId})`,
+  );
   return 0;
 }
 
@@ -54,9 +74,13 @@ export async function status(args: string[], io: CommandIo): Promise<number> {
   }
   if (io.json) io.out(JSON.stringify(found));
   else {
-    const outcome = found.outcome ? ` ${found.outcome.status}${found.outcome.error ? `: ${found.outcome.error}` : ''}` : '';
+    const outcome = found.outcome
+      ? ` ${found.outcome.status}${found.outcome.error ? `: ${found.outcome.error}` : ''}`
+      : '';
     io.out(`${found.sessionId} ${found.agent} ${found.status}${outcome}`);
-    io.out(`  ticket ${found.ticketId} · legs ${found.legs} · epoch ${found.epoch} · recoveries ${found.recoveries} · trace ${found.traceId}`);
+    io.out(
+      `  ticket ${found.ticketId} · legs ${found.legs} · epoch ${found.epoch} · recoveries ${found.recoveries} · trace ${found.traceId}`,
+    );
     if (found.outcome?.output !== undefined) io.out(`  output ${JSON.stringify(found.outcome.output)}`);
   }
   return 0;
@@ -67,17 +91,33 @@ export async function list(args: string[], io: CommandIo): Promise<number> {
   const { values } = parseArgs({ args, options: { status: { type: 'string' }, limit: { type: 'string' } } });
   const states = Object.values(SessionState) as string[];
   if (values.status && !states.includes(values.status)) throw new Error(`--status must be one of ${states.join(', ')}`);
-  const sessions = await (await client(io)).list({ status: values.status as SessionState | undefined, limit: values.limit ? Number(values.limit) : undefined });
-  for (const s of sessions) io.out(io.json ? JSON.stringify(s) : `${s.sessionId}  ${s.agent.padEnd(20)} ${s.status.padEnd(10)} legs ${s.legs}  ${s.updatedAt}`);
+  const sessions = await (await client(io)).list({
+    status: values.status as SessionState | undefined,
+    limit: values.limit ? Number(values.limit) : undefined,
+  });
+  for (const s of sessions)
+    io.out(
+      io.json
+        ? JSON.stringify(s)
+        : `${s.sessionId}  ${s.agent.padEnd(20)} ${s.status.padEnd(10)} legs ${s.legs}  ${s.updatedAt}`,
+    );
   return 0;
 }
 
 /** `baton events SESSION [--after CURSOR] [--follow]`: one JSON line per journal entry. */
 export async function events(args: string[], io: CommandIo): Promise<number> {
-  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { after: { type: 'string' }, follow: { type: 'boolean' } } });
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { after: { type: 'string' }, follow: { type: 'boolean' } },
+  });
   const sessionId = positionals[0];
   if (!sessionId) throw new Error('usage: baton events SESSION [--after CURSOR] [--follow]');
-  const options = { after: values.after ? Number(values.after) : 0, follow: values.follow ?? false, ...(io.signal ? { signal: io.signal } : {}) };
+  const options = {
+    after: values.after ? Number(values.after) : 0,
+    follow: values.follow ?? false,
+    ...(io.signal ? { signal: io.signal } : {}),
+  };
   for await (const event of (await client(io)).events(sessionId, options)) io.out(JSON.stringify(event));
   return 0;
 }
@@ -87,7 +127,11 @@ export async function cancel(args: string[], io: CommandIo): Promise<number> {
   const sessionId = args.find((a) => !a.startsWith('-'));
   if (!sessionId) throw new Error('usage: baton cancel SESSION');
   const result = await (await client(io)).cancel(sessionId);
-  const text = { requested: `cancel requested for ${sessionId}`, 'already-finished': `session ${sessionId} has already finished; nothing to cancel`, 'not-found': `session ${sessionId} not found` }[result];
+  const text = {
+    requested: `cancel requested for ${sessionId}`,
+    'already-finished': `session ${sessionId} has already finished; nothing to cancel`,
+    'not-found': `session ${sessionId} not found`,
+  }[result];
   io.out(io.json ? JSON.stringify({ sessionId, result }) : text);
   return result === 'not-found' ? 1 : 0;
 }

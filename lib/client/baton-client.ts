@@ -79,14 +79,24 @@ export class BatonClient {
     let input = request.input;
     const bytes = Buffer.byteLength(JSON.stringify(input));
     if (bytes > INLINE_TICKET_LIMIT_BYTES) {
-      if (!this.deps.blobs) throw new InvalidInputError(`input is ${bytes} bytes, over the SQS limit, and no payload bucket is configured`);
+      if (!this.deps.blobs)
+        throw new InvalidInputError(`input is ${bytes} bytes, over the SQS limit, and no payload bucket is configured`);
       const key = `tickets/${tenant}/${request.agent}/${encodeURIComponent(ticketId)}.json`;
       await this.deps.blobs.put(key, JSON.stringify(input));
       input = { $blob: key };
     }
     const traceId = newTraceId();
-    await this.deps.tickets.submit({ v: 1, ticketId, agent: request.agent, tenant, input }, { trace: childContext(traceId) });
-    return { ticketId, sessionId: deriveSessionId(tenant, request.agent, ticketId), tenant, agent: request.agent, traceId };
+    await this.deps.tickets.submit(
+      { v: 1, ticketId, agent: request.agent, tenant, input },
+      { trace: childContext(traceId) },
+    );
+    return {
+      ticketId,
+      sessionId: deriveSessionId(tenant, request.agent, ticketId),
+      tenant,
+      agent: request.agent,
+      traceId,
+    };
   }
 
   async status(sessionId: string): Promise<SessionStatus | undefined> {
@@ -95,13 +105,18 @@ export class BatonClient {
     return this.#status(record);
   }
 
-  async list(options: { status?: SessionState | undefined; limit?: number | undefined } = {}): Promise<SessionStatus[]> {
+  async list(
+    options: { status?: SessionState | undefined; limit?: number | undefined } = {},
+  ): Promise<SessionStatus[]> {
     const records = await this.deps.store.listSessions({ state: options.status, limit: options.limit });
     return Promise.all(records.map((r) => this.#status(r)));
   }
 
   /** The journal as a stream from a cursor; with `follow`, polls until the session finishes or the signal aborts. */
-  async *events(sessionId: string, options: { after?: number; follow?: boolean; pollMs?: number; signal?: AbortSignal } = {}): AsyncGenerator<SessionEvent> {
+  async *events(
+    sessionId: string,
+    options: { after?: number; follow?: boolean; pollMs?: number; signal?: AbortSignal } = {},
+  ): AsyncGenerator<SessionEvent> {
     const record = await this.deps.store.findSession(sessionId);
     if (!record) throw new InvalidInputError(`session ${sessionId} not found`);
     let cursor = options.after ?? 0;
@@ -109,7 +124,15 @@ export class BatonClient {
       const entries = await this.deps.store.readJournal(record.key, cursor);
       for (const entry of entries) {
         cursor = entry.seq;
-        yield { cursor, kind: entry.kind, seq: entry.seq, epoch: entry.epoch, at: new Date(entry.at).toISOString(), turnId: entry.turnId, data: entry.data };
+        yield {
+          cursor,
+          kind: entry.kind,
+          seq: entry.seq,
+          epoch: entry.epoch,
+          at: new Date(entry.at).toISOString(),
+          turnId: entry.turnId,
+          data: entry.data,
+        };
       }
       if (!options.follow || options.signal?.aborted) return;
       const fresh = await this.deps.store.getSession(record.key);
@@ -125,7 +148,10 @@ export class BatonClient {
     const now = this.deps.clock.now();
     const bumped = await this.deps.store.bump(record.key, { now, cancel: true, sweepAt: now + 1_000 });
     if (!bumped.ok) return bumped.reason === 'finished' ? 'already-finished' : 'not-found';
-    await this.deps.workQueue.sendKick({ v: 1, session: record.key, reason: 'cancel' }, { trace: childContext(record.traceId) });
+    await this.deps.workQueue.sendKick(
+      { v: 1, session: record.key, reason: 'cancel' },
+      { trace: childContext(record.traceId) },
+    );
     return 'requested';
   }
 

@@ -16,6 +16,14 @@ export const FAILPOINTS = [
 ] as const;
 export type Failpoint = (typeof FAILPOINTS)[number];
 
+/** What an in-process test throws from a failpoint to crash the leg right there. */
+export class FailpointCrash extends Error {
+  constructor(readonly failpoint: Failpoint) {
+    super(`simulated crash at ${failpoint}`);
+    this.name = 'FailpointCrash';
+  }
+}
+
 export type FailpointHook = (name: Failpoint) => Promise<void>;
 
 export const noFailpoints: FailpointHook = async () => {};

@@ -21,6 +21,7 @@ import type { EntryKind, KickReason, OutcomeStatus, SessionState } from '../core
 import type { ModelResponse } from '../ports/model-client.ts';
 import type { SessionRecord } from '../ports/session-store.ts';
 import { type RuntimeDeps, type RuntimeLogger, ttlSeconds } from './deps.ts';
+import { FailpointCrash } from './failpoints.ts';
 import { Heartbeat } from './heartbeat.ts';
 
 /** SQS caps a message delay at 15 minutes; longer waits are chained through `notBefore`. */
@@ -305,7 +306,8 @@ class Leg {
       await run();
       return 'ok';
     } catch (error) {
-      if (error instanceof LegAborted || error instanceof LeaseLostError) throw error;
+      if (error instanceof LegAborted || error instanceof LeaseLostError || error instanceof FailpointCrash)
+        throw error;
       if (this.#controller.signal.aborted) throw new LegAborted(this.#controller.signal.reason as AbortWhy);
       if (error instanceof PayloadTooLargeError || !(error instanceof BatonError) || !error.retryable) {
         await this.#append('outcome', { status: 'failed', error: `${source}: ${errorMessage(error)}` });
@@ -634,12 +636,18 @@ function finalOutcome(agent: AgentDefinition, text: string): EntryDataOf<'outcom
   try {
     json = JSON.parse(text);
   } catch {
-    return { status: 'failed', error: `final answer is not the JSON that agent ${agent.name} declares: ${text.slice(0, 200)}` };
+    return {
+      status: 'failed',
+      error: `final answer is not the JSON that agent ${agent.name} declares: ${text.slice(0, 200)}`,
+    };
   }
   const parsed = agent.output.safeParse(json);
   return parsed.success
     ? { status: 'completed', output: parsed.data }
-    : { status: 'failed', error: `final answer does not match the output schema of ${agent.name}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}` };
+    : {
+        status: 'failed',
+        error: `final answer does not match the output schema of ${agent.name}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`,
+      };
 }
 
 /** A retryable tool error, tagged with the tool it came from for the retry policy. */

@@ -1,8 +1,13 @@
 import { describe, expect, it } from 'vitest';
+import { DEFAULT_RETRY_POLICY, retryDelayMs } from '../../../lib/agent/retry-policy.ts';
 import { budgetMs, onceOnlyFitsLease, stepCanEverFit, stepFits } from '../../../lib/core/budget.ts';
 import { canonicalJson, deriveSessionId, hashJson, idempotencyKey } from '../../../lib/core/ids.ts';
-import { formatTraceparent, parseTraceparent, traceIdFromXrayHeader, xrayHeaderFor } from '../../../lib/core/trace-context.ts';
-import { retryDelayMs, DEFAULT_RETRY_POLICY } from '../../../lib/agent/retry-policy.ts';
+import {
+  formatTraceparent,
+  parseTraceparent,
+  traceIdFromXrayHeader,
+  xrayHeaderFor,
+} from '../../../lib/core/trace-context.ts';
 
 describe('budget math', () => {
   it('keeps the reserve out of the budget and never goes negative', () => {

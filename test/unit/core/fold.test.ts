@@ -50,7 +50,10 @@ describe('the journal fold', () => {
         .add('intent', { callId: 'r1', tool: 'refund', idempotencyKey: 'k' })
         .entries(),
     );
-    expect(nextAction(view, 't1', NOW)).toMatchObject({ kind: 'reconcile', call: { call: { id: 'r1' }, intentSeq: 4 } });
+    expect(nextAction(view, 't1', NOW)).toMatchObject({
+      kind: 'reconcile',
+      call: { call: { id: 'r1' }, intentSeq: 4 },
+    });
   });
 
   it('settles a reconciled call as done, reruns it on notDone and parks it on unknown', () => {
@@ -70,7 +73,10 @@ describe('the journal fold', () => {
   });
 
   it('finishes on a model answer without tool calls, then publishes, then is done', () => {
-    const answered = journal().leg().add('input', { input: 'hi' }).add('model', { text: 'bye', toolCalls: [], stopReason: 'end_turn', usage });
+    const answered = journal()
+      .leg()
+      .add('input', { input: 'hi' })
+      .add('model', { text: 'bye', toolCalls: [], stopReason: 'end_turn', usage });
     expect(nextAction(foldJournal(answered.entries()), 't1', NOW)).toEqual({ kind: 'finish', text: 'bye' });
     answered.add('outcome', { status: 'completed', output: 'bye' });
     expect(nextAction(foldJournal(answered.entries()), 't1', NOW).kind).toBe('publish');
@@ -80,7 +86,11 @@ describe('the journal fold', () => {
 
   it('waits for a retry until its time, then asks the model again', () => {
     const view = foldJournal(
-      journal().leg().add('input', { input: 'hi' }).add('error', { source: 'model', message: 'throttled', attempt: 1, retryAt: NOW + 500 }).entries(),
+      journal()
+        .leg()
+        .add('input', { input: 'hi' })
+        .add('error', { source: 'model', message: 'throttled', attempt: 1, retryAt: NOW + 500 })
+        .entries(),
     );
     expect(nextAction(view, 't1', NOW)).toEqual({ kind: 'wait-retry', retryAt: NOW + 500 });
     expect(nextAction(view, 't1', NOW + 501).kind).toBe('model');

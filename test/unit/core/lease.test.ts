@@ -16,11 +16,19 @@ describe('lease math', () => {
   });
 
   it('takes over from a predecessor that yielded to this continuation', () => {
-    expect(planAcquire(held, { reason: 'continuation', fromEpoch: 3 }, NOW)).toEqual({ kind: 'acquire', recovery: false, expectOwner: 'a' });
+    expect(planAcquire(held, { reason: 'continuation', fromEpoch: 3 }, NOW)).toEqual({
+      kind: 'acquire',
+      recovery: false,
+      expectOwner: 'a',
+    });
   });
 
   it('recovers an expired lease', () => {
-    expect(planAcquire({ ...held, until: NOW - 1 }, { reason: 'recovery' }, NOW)).toEqual({ kind: 'acquire', recovery: true, expectOwner: 'a' });
+    expect(planAcquire({ ...held, until: NOW - 1 }, { reason: 'recovery' }, NOW)).toEqual({
+      kind: 'acquire',
+      recovery: true,
+      expectOwner: 'a',
+    });
   });
 
   it('drops every kick for a finished session', () => {
