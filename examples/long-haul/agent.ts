@@ -25,7 +25,6 @@ const fetchChunk = defineTool({
   maxDurationMs: 2_000,
   run: async ({ n, bytes, ms }, ctx) => {
     if (ms > 0) await systemClock.sleep(ms, ctx.signal);
-      });
     return { n, data: 'x'.repeat(bytes) };
   },
 });
