@@ -138,12 +138,15 @@ export class MemorySessionStore implements SessionStore {
     return item === undefined ? undefined : { ...item };
   }
 
-  /** Replaces (or with undefined, deletes) a raw item behind the store's back, as a tamperer would. */
+  /**
+   * Replaces (or with undefined, deletes) a raw item behind the store's back, as a tamperer
+   * would. The item's pk and sk are set to its place, as DynamoDB's key attributes would be.
+   */
   putRawItem(key: SessionKey, sk: string, item: Item | undefined): void {
     const pk = pkOf(key);
     const partition = this.#items.get(pk) ?? new Map<string, Item>();
     if (item === undefined) partition.delete(sk);
-    else partition.set(sk, { ...item });
+    else partition.set(sk, { ...item, pk, sk });
     this.#items.set(pk, partition);
   }
 

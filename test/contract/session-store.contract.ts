@@ -1,0 +1,869 @@
+import { randomUUID } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import type { StoreWrite } from '../../lib/adapters/memory/memory-session-store.ts';
+import { journalSk, META_SK, turnSk } from '../../lib/adapters/session-item-codec.ts';
+import { sweepShardOf } from '../../lib/adapters/sweep-shard.ts';
+import { CorruptStateError, LeaseLostError, PayloadTooLargeError, SeqTakenError } from '../../lib/core/errors.ts';
+import type { SessionKey } from '../../lib/core/ids.ts';
+import type { JournalEntry } from '../../lib/core/journal.ts';
+import type { NewSession, SessionStore } from '../../lib/ports/session-store.ts';
+
+type RawItem = Record<string, unknown>;
+
+/** What the contract needs from an implementation besides the port: raw access and a fault seam. */
+export interface SessionStoreHarness {
+  readonly store: SessionStore;
+  rawItem(key: SessionKey, sk: string): Promise<RawItem | undefined>;
+  /** Writes (or with undefined, deletes) an item behind the store's back, as a tamperer would. */
+  putRawItem(key: SessionKey, sk: string, item: RawItem | undefined): Promise<void>;
+  /** The next write of `operation` commits, its response is lost, and the request is sent again. */
+  retryNextWriteAfterCommit(operation: StoreWrite): void;
+}
+
+export interface HarnessOptions {
+  /** Give the store a blob store for large payloads (true unless told otherwise). */
+  readonly blobs?: boolean | undefined;
+  readonly offloadThresholdBytes?: number | undefined;
+}
+
+export type MakeHarness = (options?: HarnessOptions) => SessionStoreHarness | Promise<SessionStoreHarness>;
+
+const TRACE_ID = '0af7651916cd43dd8448eb211c80319c';
+const TTL_MS = 2_000;
+const ONE_MB = 1024 * 1024;
+
+const newKey = (): SessionKey => ({ tenant: 'contract', agent: 'store-agent', id: `s-${randomUUID()}` });
+
+function newSession(key: SessionKey, now: number, overrides: Partial<NewSession> = {}): NewSession {
+  return {
+    key,
+    ticketId: `ticket-${key.id}`,
+    activeTurnId: 'turn-1',
+    traceId: TRACE_ID,
+    now,
+    sweepAt: now + 30_000,
+    ...overrides,
+  };
+}
+
+function entry(seq: number, epoch: number, text = `message ${seq}`, writeId = `w-${seq}-${epoch}`): JournalEntry {
+  return { seq, kind: 'message', epoch, writeId, at: 1_000 + seq, turnId: 'turn-1', data: { text } };
+}
+
+/**
+ * The SessionStore contract: every implementation (the in-memory twin, DynamoDB) must pass it.
+ * It pins the fencing rules the runtime's invariants rest on — compare-and-set acquire, fenced
+ * renew/release/append, no lost wake-up, own-write recognition — and the validation of stored
+ * state as untrusted input.
+ */
+export function describeSessionStoreContract(name: string, makeHarness: MakeHarness): void {
+  describe(`SessionStore contract: ${name}`, () => {
+    const setup = async (options?: HarnessOptions) => {
+      const harness = await makeHarness(options);
+      const now = Date.now();
+      const key = newKey();
+      await harness.store.createSession(newSession(key, now));
+      return { harness, store: harness.store, key, now };
+    };
+
+    const acquireFree = async (store: SessionStore, key: SessionKey, owner: string, now: number, expectEpoch = 0) => {
+      const result = await store.acquire(key, { owner, until: now + TTL_MS, now, expectEpoch, recovery: false });
+      if (!result.ok) throw new Error(`setup: acquire by ${owner} failed`);
+      return result.record;
+    };
+
+    describe('sessions', () => {
+      it('creates a queued session with a free lease and returns it unchanged when created again', async () => {
+        // Arrange
+        const harness = await makeHarness();
+        const key = newKey();
+        const now = Date.now();
+
+        // Act
+        const first = await harness.store.createSession(newSession(key, now));
+        const second = await harness.store.createSession(newSession(key, now + 5, { activeTurnId: 'other' }));
+
+        // Assert
+        expect(first.created).toBe(true);
+        expect(first.record).toMatchObject({
+          key,
+          state: 'queued',
+          epoch: 0,
+          pendingVersion: 1,
+          seenVersion: 0,
+          recoveries: 0,
+          legs: 0,
+          cancelRequested: false,
+          activeTurnId: 'turn-1',
+          traceId: TRACE_ID,
+          sweepAt: now + 30_000,
+        });
+        expect(first.record.owner).toBeUndefined();
+        expect(second).toEqual({ created: false, record: first.record });
+        expect(await harness.store.getSession(key)).toEqual(first.record);
+      });
+
+      it('answers undefined for a session that does not exist', async () => {
+        const harness = await makeHarness();
+
+        expect(await harness.store.getSession(newKey())).toBeUndefined();
+      });
+
+      it('stores the ttl on the session item when one is given', async () => {
+        // Arrange
+        const harness = await makeHarness();
+        const key = newKey();
+
+        // Act
+        await harness.store.createSession(newSession(key, Date.now(), { ttlSeconds: 1_900_000_000 }));
+
+        // Assert
+        expect((await harness.rawItem(key, META_SK))?.ttl).toBe(1_900_000_000);
+      });
+
+      // Tampered session items are removed at the end: a corrupt record fails listSessions too.
+      it('refuses a session item whose fields name another session', async () => {
+        // Arrange
+        const { harness, key } = await setup();
+        const other = newKey();
+        const item = { ...(await harness.rawItem(key, META_SK)) };
+
+        // Act
+        await harness.putRawItem(other, META_SK, item);
+
+        // Assert
+        await expect(harness.store.getSession(other)).rejects.toThrow(CorruptStateError);
+        await harness.putRawItem(other, META_SK, undefined);
+      });
+
+      it('refuses a session item with an unknown state', async () => {
+        // Arrange
+        const { harness, key } = await setup();
+
+        // Act
+        await harness.putRawItem(key, META_SK, { ...(await harness.rawItem(key, META_SK)), state: 'hijacked' });
+
+        // Assert
+        await expect(harness.store.getSession(key)).rejects.toThrow(CorruptStateError);
+        await harness.putRawItem(key, META_SK, undefined);
+      });
+
+      it('finds a session by its id alone and lists sessions by state', async () => {
+        // Arrange
+        const { store, key, now } = await setup();
+        await acquireFree(store, key, 'owner-a', now);
+
+        // Act
+        const found = await store.findSession(key.id);
+        const running = await store.listSessions({ state: 'running', limit: 10_000 });
+        const queued = await store.listSessions({ state: 'queued', limit: 10_000 });
+
+        // Assert
+        expect(found?.key).toEqual(key);
+        expect(found?.state).toBe('running');
+        expect(running.map((record) => record.key)).toContainEqual(key);
+        expect(queued.map((record) => record.key)).not.toContainEqual(key);
+        expect(await store.findSession(`missing-${randomUUID()}`)).toBeUndefined();
+      });
+    });
+
+    describe('acquire', () => {
+      it('takes a free lease: owner, until, epoch + 1, running, one more leg, swept at the lease expiry', async () => {
+        // Arrange
+        const { store, key, now } = await setup();
+
+        // Act
+        const result = await store.acquire(key, {
+          owner: 'owner-a',
+          until: now + TTL_MS,
+          now,
+          expectEpoch: 0,
+          recovery: false,
+        });
+
+        // Assert
+        expect(result.ok).toBe(true);
+        const record = result.ok ? result.record : undefined;
+        expect(record).toMatchObject({ owner: 'owner-a', until: now + TTL_MS, epoch: 1, state: 'running', legs: 1 });
+        expect(record?.sweepAt).toBe(now + TTL_MS);
+        expect(await store.getSession(key)).toEqual(record);
+      });
+
+      it('lets exactly one of two racing acquires on the same epoch win', async () => {
+        // Arrange
+        const { store, key, now } = await setup();
+        const request = { until: now + TTL_MS, now, expectEpoch: 0, recovery: false };
+
+        // Act
+        const results = await Promise.all([
+          store.acquire(key, { ...request, owner: 'owner-a' }),
+          store.acquire(key, { ...request, owner: 'owner-b' }),
+        ]);
+
+        // Assert
+        expect(results.filter((result) => result.ok)).toHaveLength(1);
+        const loser = results.find((result) => !result.ok);
+        expect(loser?.ok === false && loser.current?.epoch).toBe(1);
+      });
+
+      it('fails on a held lease unless the kick is the holder’s continuation', async () => {
+        // Arrange
+        const { store, key, now } = await setup();
+        await acquireFree(store, key, 'owner-a', now);
+
+        // Act
+        const asIfFree = await store.acquire(key, {
+          owner: 'owner-b',
+          until: now + TTL_MS,
+          now,
+          expectEpoch: 1,
+          recovery: false,
+        });
+        const continuation = await store.acquire(key, {
+          owner: 'owner-b',
+          until: now + TTL_MS,
+          now,
+          expectEpoch: 1,
+          expectOwner: 'owner-a',
+          recovery: false,
+        });
+
+        // Assert
+        expect(asIfFree.ok).toBe(false);
+        expect(asIfFree.ok === false && asIfFree.current?.owner).toBe('owner-a');
+        expect(continuation.ok && continuation.record).toMatchObject({
+          owner: 'owner-b',
+          epoch: 2,
+          legs: 2,
+          recoveries: 0,
+        });
+      });
+
+      it('takes over an expired lease as a recovery, and refuses a recovery while the lease is fresh', async () => {
+        // Arrange
+        const { store, key, now } = await setup();
+        await acquireFree(store, key, 'owner-a', now);
+        const recovery = { owner: 'owner-b', expectEpoch: 1, expectOwner: 'owner-a', recovery: true };
+
+        // Act
+        const early = await store.acquire(key, { ...recovery, now: now + 1, until: now + 1 + TTL_MS });
+        const late = await store.acquire(key, { ...recovery, now: now + TTL_MS + 1, until: now + 2 * TTL_MS });
+
+        // Assert
+        expect(early.ok).toBe(false);
+        expect(late.ok && late.record).toMatchObject({ owner: 'owner-b', epoch: 2, recoveries: 1, state: 'running' });
+      });
+
+      it('reports a missing session with no current record', async () => {
+        const harness = await makeHarness();
+        const now = Date.now();
+
+        const result = await harness.store.acquire(newKey(), {
+          owner: 'a',
+          until: now + TTL_MS,
+          now,
+          expectEpoch: 0,
+          recovery: false,
+        });
+
+        expect(result).toEqual({ ok: false, current: undefined });
+      });
+
+      it('refuses a finished session', async () => {
+        // Arrange
+        const { store, key, now } = await setup();
+        await acquireFree(store, key, 'owner-a', now);
+        await store.release(key, { owner: 'owner-a', epoch: 1, state: 'completed', seenVersion: 1, progressed: true });
+
+        // Act
+        const result = await store.acquire(key, {
+          owner: 'owner-b',
+          until: now + TTL_MS,
+          now,
+          expectEpoch: 1,
+          recovery: false,
+        });
+
+        // Assert
+        expect(result.ok).toBe(false);
+      });
+
+      it('recognises its own acquire when the first attempt committed and the retry found it taken', async () => {
+        // Arrange
+        const { harness, store, key, now } = await setup();
+        harness.retryNextWriteAfterCommit('acquire');
+
+        // Act
+        const result = await store.acquire(key, {
+          owner: 'owner-a',
+          until: now + TTL_MS,
+          now,
+          expectEpoch: 0,
+          recovery: false,
+        });
+
+        // Assert
+        expect(result.ok && result.record).toMatchObject({ owner: 'owner-a', epoch: 1, legs: 1 });
+      });
+    });
+
+    describe('renew', () => {
+      it('extends the lease and the sweep time, and returns pendingVersion and cancelRequested', async () => {
+        // Arrange
+        const { store, key, now } = await setup();
+        await acquireFree(store, key, 'owner-a', now);
+        await store.bump(key, { now, cancel: true, sweepAt: now + 1 });
+
+        // Act
+        const record = await store.renew(key, {
+          owner: 'owner-a',
+          epoch: 1,
+          until: now + 5 * TTL_MS,
+          progressed: false,
+        });
+
+        // Assert
+        expect(record).toMatchObject({
+          until: now + 5 * TTL_MS,
+          sweepAt: now + 5 * TTL_MS,
+          pendingVersion: 2,
+          cancelRequested: true,
+        });
+      });
+
+      it('clears the crash-loop counter once the leg has progressed', async () => {
+        // Arrange
+        const { store, key, now } = await setup();
+        await acquireFree(store, key, 'owner-a', now);
+        const later = now + TTL_MS + 1;
+        await store.acquire(key, {
+          owner: 'owner-b',
+          until: later + TTL_MS,
+          now: later,
+          expectEpoch: 1,
+          expectOwner: 'owner-a',
+          recovery: true,
+        });
+
+        // Act
+        const before = await store.renew(key, { owner: 'owner-b', epoch: 2, until: later + TTL_MS, progressed: false });
+        const after = await store.renew(key, { owner: 'owner-b', epoch: 2, until: later + TTL_MS, progressed: true });
+
+        // Assert
+        expect(before.recoveries).toBe(1);
+        expect(after.recoveries).toBe(0);
+      });
+
+      it('throws LeaseLostError naming the new holder when a stale owner renews', async () => {
+        // Arrange
+        const { store, key, now } = await setup();
+        await acquireFree(store, key, 'owner-a', now);
+        const later = now + TTL_MS + 1;
+        await store.acquire(key, {
+          owner: 'owner-b',
+          until: later + TTL_MS,
+          now: later,
+          expectEpoch: 1,
+          expectOwner: 'owner-a',
+          recovery: true,
+        });
+
+        // Act
+        const renewal = store.renew(key, { owner: 'owner-a', epoch: 1, until: later + TTL_MS, progressed: false });
+
+        // Assert
+        await expect(renewal).rejects.toThrow(LeaseLostError);
+        await expect(renewal).rejects.toMatchObject({ holder: { owner: 'owner-b', epoch: 2 } });
+      });
+
+      it('does not resurrect a released lease when a renewal arrives after the release', async () => {
+        // Arrange
+        const { store, key, now } = await setup();
+        await acquireFree(store, key, 'owner-a', now);
+        await store.release(key, {
+          owner: 'owner-a',
+          epoch: 1,
+          state: 'queued',
+          seenVersion: 1,
+          sweepAt: now + 1,
+          progressed: true,
+        });
+
+        // Act
+        const late = store.renew(key, { owner: 'owner-a', epoch: 1, until: now + 10 * TTL_MS, progressed: true });
+
+        // Assert
+        await expect(late).rejects.toThrow(LeaseLostError);
+        const record = await store.getSession(key);
+        expect(record?.owner).toBeUndefined();
+        expect(record?.until).toBeUndefined();
+        expect(record?.sweepAt).toBe(now + 1);
+      });
+    });
+
+    describe('release', () => {
+      it('frees the lease, records the state and seen version, and keeps the sweeper watching when asked', async () => {
+        // Arrange
+        const { store, key, now } = await setup();
+        await acquireFree(store, key, 'owner-a', now);
+
+        // Act
+        const result = await store.release(key, {
+          owner: 'owner-a',
+          epoch: 1,
+          state: 'waiting',
+          seenVersion: 1,
+          sweepAt: now + 60_000,
+          progressed: true,
+          ttlSeconds: 1_900_000_000,
+        });
+
+        // Assert
+        expect(result).toEqual({ ok: true });
+        const record = await store.getSession(key);
+        expect(record).toMatchObject({ state: 'waiting', seenVersion: 1, epoch: 1, sweepAt: now + 60_000 });
+        expect(record?.owner).toBeUndefined();
+      });
+
+      it('stops the sweeper watching a finished session', async () => {
+        // Arrange
+        const { store, key, now } = await setup();
+        await acquireFree(store, key, 'owner-a', now);
+
+        // Act
+        await store.release(key, { owner: 'owner-a', epoch: 1, state: 'completed', seenVersion: 1, progressed: true });
+
+        // Assert
+        expect((await store.getSession(key))?.sweepAt).toBeUndefined();
+        expect(await store.findDue(sweepShardOf(key.id), now + 10 * 60_000, 10_000)).not.toContainEqual(key);
+      });
+
+      it('refuses a stale owner’s release and shows the current holder', async () => {
+        // Arrange
+        const { store, key, now } = await setup();
+        await acquireFree(store, key, 'owner-a', now);
+        const later = now + TTL_MS + 1;
+        await store.acquire(key, {
+          owner: 'owner-b',
+          until: later + TTL_MS,
+          now: later,
+          expectEpoch: 1,
+          expectOwner: 'owner-a',
+          recovery: true,
+        });
+
+        // Act
+        const result = await store.release(key, {
+          owner: 'owner-a',
+          epoch: 1,
+          state: 'completed',
+          seenVersion: 1,
+          progressed: true,
+        });
+
+        // Assert
+        expect(result.ok).toBe(false);
+        expect(result.ok === false && result.current).toMatchObject({ owner: 'owner-b', epoch: 2, state: 'running' });
+      });
+
+      it('refuses to release into idle when an event arrived since the owner looked, so no wake-up is lost', async () => {
+        // Arrange
+        const { store, key, now } = await setup();
+        const record = await acquireFree(store, key, 'owner-a', now);
+        await store.bump(key, { now, sweepAt: now + 1_000 });
+
+        // Act
+        const stale = await store.release(key, {
+          owner: 'owner-a',
+          epoch: 1,
+          state: 'idle',
+          expectPendingVersion: record.pendingVersion,
+          seenVersion: record.pendingVersion,
+          progressed: true,
+        });
+        const fresh = await store.release(key, {
+          owner: 'owner-a',
+          epoch: 1,
+          state: 'idle',
+          expectPendingVersion: record.pendingVersion + 1,
+          seenVersion: record.pendingVersion + 1,
+          progressed: true,
+        });
+
+        // Assert
+        expect(stale.ok).toBe(false);
+        expect(stale.ok === false && stale.current).toMatchObject({ owner: 'owner-a', pendingVersion: 2 });
+        expect(fresh).toEqual({ ok: true });
+      });
+
+      it('recognises its own release when the first attempt committed and the retry found the lease gone', async () => {
+        // Arrange
+        const { harness, store, key, now } = await setup();
+        await acquireFree(store, key, 'owner-a', now);
+        harness.retryNextWriteAfterCommit('release');
+
+        // Act
+        const result = await store.release(key, {
+          owner: 'owner-a',
+          epoch: 1,
+          state: 'completed',
+          seenVersion: 1,
+          progressed: true,
+        });
+
+        // Assert
+        expect(result).toEqual({ ok: true });
+        expect((await store.getSession(key))?.state).toBe('completed');
+      });
+    });
+
+    describe('bump', () => {
+      it('counts an event, requests a cancel, and keeps a sweep time that is already set', async () => {
+        // Arrange
+        const { store, key, now } = await setup();
+
+        // Act
+        const result = await store.bump(key, { now, cancel: true, sweepAt: now + 999_999 });
+
+        // Assert
+        expect(result.ok && result.record).toMatchObject({
+          pendingVersion: 2,
+          cancelRequested: true,
+          sweepAt: now + 30_000,
+        });
+      });
+
+      it('sets a sweep time when the session had none', async () => {
+        // Arrange
+        const { store, key, now } = await setup();
+        await acquireFree(store, key, 'owner-a', now);
+        await store.release(key, { owner: 'owner-a', epoch: 1, state: 'idle', seenVersion: 1, progressed: true });
+
+        // Act
+        const result = await store.bump(key, { now, sweepAt: now + 500 });
+
+        // Assert
+        expect(result.ok && result.record).toMatchObject({
+          pendingVersion: 2,
+          cancelRequested: false,
+          sweepAt: now + 500,
+        });
+      });
+
+      it('reports a finished session as finished and a missing one as not found', async () => {
+        // Arrange
+        const { store, key, now } = await setup();
+        await acquireFree(store, key, 'owner-a', now);
+        await store.release(key, { owner: 'owner-a', epoch: 1, state: 'cancelled', seenVersion: 1, progressed: true });
+
+        // Act
+        const finished = await store.bump(key, { now, cancel: true, sweepAt: now });
+        const missing = await store.bump(newKey(), { now, sweepAt: now });
+
+        // Assert
+        expect(finished).toMatchObject({
+          ok: false,
+          reason: 'finished',
+          current: { state: 'cancelled', pendingVersion: 1 },
+        });
+        expect(missing).toEqual({ ok: false, reason: 'not-found' });
+      });
+    });
+
+    describe('findDue', () => {
+      it('returns the due sessions of a shard, not those due later nor those no longer watched', async () => {
+        // Arrange
+        const harness = await makeHarness();
+        const now = Date.now();
+        const due = newKey();
+        const later = newKey();
+        const finished = newKey();
+        await harness.store.createSession(newSession(due, now - 10_000, { sweepAt: now - 1 }));
+        await harness.store.createSession(newSession(later, now - 10_000, { sweepAt: now + 60_000 }));
+        await harness.store.createSession(newSession(finished, now - 10_000, { sweepAt: now - 1 }));
+        await acquireFree(harness.store, finished, 'owner-a', now - 10_000);
+        await harness.store.release(finished, {
+          owner: 'owner-a',
+          epoch: 1,
+          state: 'failed',
+          seenVersion: 1,
+          progressed: false,
+        });
+
+        // Act
+        const found = await Promise.all(
+          [due, later, finished].map((key) => harness.store.findDue(sweepShardOf(key.id), now, 10_000)),
+        );
+        const otherShard = await harness.store.findDue((sweepShardOf(due.id) + 1) % 4, now, 10_000);
+
+        // Assert
+        expect(found[0]).toContainEqual(due);
+        expect(found[1]).not.toContainEqual(later);
+        expect(found[2]).not.toContainEqual(finished);
+        expect(otherShard).not.toContainEqual(due);
+      });
+
+      it('finds a held session once its lease has expired', async () => {
+        // Arrange
+        const { store, key, now } = await setup();
+        await acquireFree(store, key, 'owner-a', now);
+
+        // Act
+        const whileHeld = await store.findDue(sweepShardOf(key.id), now + TTL_MS - 1, 10_000);
+        const afterExpiry = await store.findDue(sweepShardOf(key.id), now + TTL_MS + 1, 10_000);
+
+        // Assert
+        expect(whileHeld).not.toContainEqual(key);
+        expect(afterExpiry).toContainEqual(key);
+      });
+    });
+
+    describe('turns', () => {
+      it('creates a turn once and returns the existing turn unchanged to a second put', async () => {
+        // Arrange
+        const harness = await makeHarness();
+        const key = newKey();
+        const turn = {
+          turnId: 'turn-1',
+          ticketId: 'ticket-1',
+          input: { ask: 'why?' },
+          inputHash: 'hash-1',
+          createdAt: 1,
+        };
+
+        // Act
+        const first = await harness.store.putTurn(key, turn, 1_900_000_000);
+        const second = await harness.store.putTurn(key, { ...turn, input: { ask: 'other' }, inputHash: 'hash-2' });
+
+        // Assert
+        expect(first).toEqual({ created: true, turn });
+        expect(second).toEqual({ created: false, turn });
+        expect(await harness.store.getTurn(key, 'turn-1')).toEqual(turn);
+        expect(await harness.store.getTurn(key, 'turn-2')).toBeUndefined();
+        expect((await harness.rawItem(key, turnSk('turn-1')))?.ttl).toBe(1_900_000_000);
+      });
+
+      it('keeps the first outcome of a turn and returns it to a second writer', async () => {
+        // Arrange
+        const harness = await makeHarness();
+        const key = newKey();
+        await harness.store.putTurn(key, { turnId: 't', ticketId: 't', input: 1, inputHash: 'h', createdAt: 1 });
+        const first = { status: 'completed', output: { answer: 42 }, at: 10 } as const;
+
+        // Act
+        const written = await harness.store.setTurnOutcome(key, 't', first);
+        const second = await harness.store.setTurnOutcome(key, 't', { status: 'failed', error: 'late', at: 11 });
+
+        // Assert
+        expect(written).toEqual(first);
+        expect(second).toEqual(first);
+        expect((await harness.store.getTurn(key, 't'))?.outcome).toEqual(first);
+      });
+
+      it('recognises its own outcome write when the first attempt committed', async () => {
+        // Arrange
+        const harness = await makeHarness();
+        const key = newKey();
+        await harness.store.putTurn(key, { turnId: 't', ticketId: 't', input: 1, inputHash: 'h', createdAt: 1 });
+        const outcome = { status: 'failed', error: 'model refused', at: 10 } as const;
+        harness.retryNextWriteAfterCommit('setTurnOutcome');
+
+        // Act
+        const written = await harness.store.setTurnOutcome(key, 't', outcome);
+
+        // Assert
+        expect(written).toEqual(outcome);
+      });
+
+      it('refuses an outcome for a turn that does not exist', async () => {
+        const harness = await makeHarness();
+
+        await expect(harness.store.setTurnOutcome(newKey(), 'nope', { status: 'completed', at: 1 })).rejects.toThrow(
+          CorruptStateError,
+        );
+      });
+    });
+
+    describe('journal', () => {
+      it('reads back appended entries in seq order, from after a cursor', async () => {
+        // Arrange
+        const { store, key } = await setup();
+        for (const seq of [1, 2, 3]) await store.append(key, entry(seq, 1), 1_900_000_000);
+
+        // Act
+        const all = await store.readJournal(key);
+        const afterOne = await store.readJournal(key, 1);
+
+        // Assert
+        expect(all).toEqual([entry(1, 1), entry(2, 1), entry(3, 1)]);
+        expect(afterOne.map((e) => e.seq)).toEqual([2, 3]);
+        expect(await store.readJournal(newKey())).toEqual([]);
+      });
+
+      it('throws SeqTakenError when a stale owner appends at a seq the new owner has written', async () => {
+        // Arrange
+        const { store, key } = await setup();
+        await store.append(key, entry(1, 1));
+        await store.append(key, {
+          seq: 2,
+          kind: 'leg',
+          epoch: 2,
+          writeId: 'marker',
+          at: 2,
+          data: { owner: 'owner-b', reason: 'recovery', traceparent: `00-${TRACE_ID}-b7ad6b7169203331-01` },
+        });
+
+        // Act
+        const stale = store.append(key, entry(2, 1, 'late'));
+
+        // Assert
+        await expect(stale).rejects.toThrow(SeqTakenError);
+        await expect(stale).rejects.toMatchObject({ seq: 2 });
+        expect((await store.readJournal(key)).map((e) => e.epoch)).toEqual([1, 2]);
+      });
+
+      it('recognises its own append when the first attempt committed and the retry found the seq taken', async () => {
+        // Arrange
+        const { harness, store, key } = await setup();
+        harness.retryNextWriteAfterCommit('append');
+
+        // Act
+        await store.append(key, entry(1, 1));
+
+        // Assert
+        expect(await store.readJournal(key)).toEqual([entry(1, 1)]);
+      });
+
+      it('reads a journal of more than one page (over 1 MB) completely', async () => {
+        // Arrange
+        const { store, key } = await setup();
+        const big = 'x'.repeat(300_000);
+        for (const seq of [1, 2, 3, 4, 5]) await store.append(key, entry(seq, 1, `${seq}${big}`));
+
+        // Act
+        const entries = await store.readJournal(key);
+
+        // Assert
+        expect(entries.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5]);
+        expect(entries.every((e) => e.kind === 'message' && e.data.text.length === big.length + 1)).toBe(true);
+      });
+
+      it('refuses an entry whose kind was tampered into one the journal does not define', async () => {
+        // Arrange
+        const { harness, store, key } = await setup();
+        await store.append(key, entry(1, 1));
+
+        // Act
+        await harness.putRawItem(key, journalSk(1), { ...(await harness.rawItem(key, journalSk(1))), kind: 'system' });
+
+        // Assert
+        await expect(store.readJournal(key)).rejects.toThrow(CorruptStateError);
+        await expect(store.readJournal(key)).rejects.toThrow(/journal entry 1\b/);
+      });
+
+      it('refuses an entry that carries fields its kind does not define', async () => {
+        // Arrange
+        const { harness, store, key } = await setup();
+        await store.append(key, entry(1, 1));
+        await store.append(key, entry(2, 1));
+        const raw = await harness.rawItem(key, journalSk(2));
+
+        // Act
+        await harness.putRawItem(key, journalSk(2), { ...raw, data: JSON.stringify({ text: 'hi', role: 'system' }) });
+
+        // Assert
+        await expect(store.readJournal(key)).rejects.toThrow(/journal entry 2\b/);
+      });
+
+      it('refuses an entry item with an attribute Baton never writes', async () => {
+        // Arrange
+        const { harness, store, key } = await setup();
+        await store.append(key, entry(1, 1));
+
+        // Act
+        await harness.putRawItem(key, journalSk(1), { ...(await harness.rawItem(key, journalSk(1))), role: 'system' });
+
+        // Assert
+        await expect(store.readJournal(key)).rejects.toThrow(CorruptStateError);
+      });
+
+      it('refuses an entry whose seq does not match its key', async () => {
+        // Arrange
+        const { harness, store, key } = await setup();
+        await store.append(key, entry(1, 1));
+        await store.append(key, entry(2, 1));
+
+        // Act
+        await harness.putRawItem(key, journalSk(2), { ...(await harness.rawItem(key, journalSk(2))), seq: 7 });
+
+        // Assert
+        await expect(store.readJournal(key)).rejects.toThrow(CorruptStateError);
+      });
+
+      it('stores the data as JSON text, so the bytes written are about the payload’s own', async () => {
+        // Arrange
+        const { harness, store, key } = await setup();
+
+        // Act
+        await store.append(key, entry(1, 1, 'hello'), 1_900_000_000);
+
+        // Assert
+        const raw = await harness.rawItem(key, journalSk(1));
+        expect(raw?.data).toBe(JSON.stringify({ text: 'hello' }));
+        expect(raw?.ttl).toBe(1_900_000_000);
+      });
+    });
+
+    describe('large payloads', () => {
+      it('offloads a 1 MB journal entry to the blob store and reads it back transparently', async () => {
+        // Arrange
+        const { harness, store, key } = await setup();
+        const text = 'y'.repeat(ONE_MB);
+
+        // Act
+        await store.append(key, entry(1, 1, text, 'writer-1'));
+        const [read] = await store.readJournal(key);
+
+        // Assert
+        expect(read).toEqual(entry(1, 1, text, 'writer-1'));
+        const raw = await harness.rawItem(key, journalSk(1));
+        expect(raw?.data).toBeUndefined();
+        expect(String(raw?.dataBlob)).toMatch(/J1-e1-writer-1\.json$/);
+      });
+
+      it('offloads a 1 MB turn input and reads it back transparently', async () => {
+        // Arrange
+        const harness = await makeHarness();
+        const key = newKey();
+        const turn = {
+          turnId: 'big',
+          ticketId: 'big',
+          input: { document: 'z'.repeat(ONE_MB) },
+          inputHash: 'h-big',
+          createdAt: 1,
+        };
+
+        // Act
+        const put = await harness.store.putTurn(key, turn);
+        const read = await harness.store.getTurn(key, 'big');
+
+        // Assert
+        expect(put.turn).toEqual(turn);
+        expect(read).toEqual(turn);
+        expect((await harness.rawItem(key, turnSk('big')))?.inputBlob).toBeTypeOf('string');
+      });
+
+      it('refuses a payload over the threshold when no blob store is configured', async () => {
+        // Arrange
+        const { store, key } = await setup({ blobs: false, offloadThresholdBytes: 1_000 });
+
+        // Act
+        const append = store.append(key, entry(1, 1, 'q'.repeat(2_000)));
+
+        // Assert
+        await expect(append).rejects.toThrow(PayloadTooLargeError);
+        expect(await store.readJournal(key)).toEqual([]);
+      });
+    });
+  });
+}
