@@ -3,6 +3,7 @@
  * lib/cli; adding one is an import and a line in COMMANDS.
  */
 import { dev } from './dev.ts';
+import { schemas } from './schemas.ts';
 import { type CommandIo, cancel, events, list, status, submit } from './session-commands.ts';
 
 export type Command = (args: string[], io: CommandIo) => Promise<number>;
@@ -34,6 +35,7 @@ const COMMANDS: Record<string, CommandEntry> = {
     usage: 'baton events SESSION [--after CURSOR] [--follow]',
   },
   cancel: { run: cancel, summary: 'ask a running session to stop', usage: 'baton cancel SESSION' },
+  schemas: { run: schemas, summary: 'print or write the JSON Schemas of the queue messages', usage: 'baton schemas [--write DIR]' },
 };
 
 const GLOBAL_USAGE = `usage: baton [--json] [--stack NAME] [--region R] [--state-dir DIR] COMMAND [ARGS]
