@@ -47,7 +47,15 @@ export async function dev(args: string[], io: CommandIo): Promise<number> {
     visibilityTimeoutS: positiveNumber('--visibility-s', values['visibility-s']),
     dataDir: values.data,
     stateDir,
+    signal: io.signal,
+  }).catch((error: unknown) => {
+    if (io.signal?.aborted) return undefined;
+    throw error;
   });
+  if (stack === undefined) {
+    if (!io.json) io.out('baton dev: stopped before the stack was up');
+    return 130;
+  }
   const { config } = stack;
   if (io.json) io.out(JSON.stringify({ ...config, startMs: Date.now() - startedAt }));
   else {

@@ -6,6 +6,9 @@ import { dev } from './dev.ts';
 import { schemas } from './schemas.ts';
 import { type CommandIo, cancel, events, list, status, submit } from './session-commands.ts';
 
+/** A signal repeated within this window is one Ctrl-C delivered twice (terminal and parent), not an insistence. */
+const REPEATED_SIGNAL_WINDOW_MS = 1_000;
+
 export type Command = (args: string[], io: CommandIo) => Promise<number>;
 
 interface CommandEntry {
@@ -35,7 +38,11 @@ const COMMANDS: Record<string, CommandEntry> = {
     usage: 'baton events SESSION [--after CURSOR] [--follow]',
   },
   cancel: { run: cancel, summary: 'ask a running session to stop', usage: 'baton cancel SESSION' },
-  schemas: { run: schemas, summary: 'print or write the JSON Schemas of the queue messages', usage: 'baton schemas [--write DIR]' },
+  schemas: {
+    run: schemas,
+    summary: 'print or write the JSON Schemas of the queue messages',
+    usage: 'baton schemas [--write DIR]',
+  },
 };
 
 const GLOBAL_USAGE = `usage: baton [--json] [--stack NAME] [--region R] [--state-dir DIR] COMMAND [ARGS]
@@ -102,11 +109,14 @@ export async function main(argv: readonly string[], out = (line: string) => cons
     out(`usage: ${command.usage}`);
     return 0;
   }
-  // First Ctrl-C asks the command to stop cleanly; a second one exits at once.
+  // First Ctrl-C asks the command to stop cleanly; another one, later, exits at once.
   const controller = new AbortController();
+  let firstSignalAtMs = 0;
   const onSignal = () => {
-    if (controller.signal.aborted) process.exit(130);
-    controller.abort();
+    if (!controller.signal.aborted) {
+      firstSignalAtMs = Date.now();
+      controller.abort();
+    } else if (Date.now() - firstSignalAtMs > REPEATED_SIGNAL_WINDOW_MS) process.exit(130);
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);

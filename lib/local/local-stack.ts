@@ -63,6 +63,8 @@ export interface LocalStackOptions {
   readonly log?: ((line: string) => void) | undefined;
   readonly workerOutput?: 'inherit' | 'ignore' | undefined;
   readonly onEvent?: ((event: SupervisorEvent) => void) | undefined;
+  /** Aborting it while the stack starts stops what was started and rejects. */
+  readonly signal?: AbortSignal | undefined;
 }
 
 export interface LocalStack {
@@ -87,6 +89,10 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
 
   const emulators: Pick<Emulators, 'region' | 'endpoints'> & { stop?: () => Promise<void> } =
     options.emulators ?? (await startEmulators({ dataDir: options.dataDir }));
+  if (options.signal?.aborted) {
+    await emulators.stop?.();
+    throw abortError();
+  }
   let supervisor: Supervisor | undefined;
   const stopAll = async () => {
     await supervisor?.stop();
@@ -174,7 +180,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       },
     });
     publish();
-    await supervisor.ready();
+    await untilAborted(supervisor.ready(), options.signal);
     const running = supervisor;
     return {
       get config() {
@@ -204,4 +210,24 @@ function hostedFunctions(requested: LocalFunctions | undefined, log: (line: stri
     else log(`warning: ${path} does not exist; the local stack runs without the ${name} function`);
   }
   return present;
+}
+
+const abortError = () => new DOMException('the local stack start was aborted', 'AbortError');
+
+async function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (signal === undefined) return promise;
+  if (signal.aborted) {
+    promise.catch(() => {}); // settles after the caller has moved on; nobody needs its outcome
+    throw abortError();
+  }
+  let onAbort: (() => void) | undefined;
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(abortError());
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  try {
+    return await Promise.race([promise, aborted]);
+  } finally {
+    if (onAbort !== undefined) signal.removeEventListener('abort', onAbort);
+  }
 }

@@ -10,6 +10,8 @@ const STOP_TIMEOUT_MS = 5_000;
 const CRASH_LOOP_WINDOW_MS = 2_000;
 const MAX_RESTART_DELAY_MS = 5_000;
 const FIRST_RESTART_DELAY_MS = 250;
+/** ready() gives up on a slot whose worker dies this many times in a row before loading its handlers. */
+const MAX_FAILED_STARTS = 3;
 /** Loading the handlers through tsx takes a second or two; a cold CI box can take much longer. */
 const DEFAULT_READY_TIMEOUT_MS = 60_000;
 
@@ -59,7 +61,7 @@ export interface WorkerInfo {
 export interface Supervisor {
   /** The live worker processes, one per slot. */
   workers(): WorkerInfo[];
-  /** Resolves when every slot's current process has loaded its handlers; rejects after `timeoutMs`. */
+  /** Resolves when every slot's process has loaded its handlers; rejects after `timeoutMs` or repeated failed starts. */
   ready(timeoutMs?: number): Promise<void>;
   /** Stops every worker this supervisor started (SIGTERM, then SIGKILL) and restarts none. */
   stop(): Promise<void>;
@@ -73,8 +75,10 @@ interface Slot {
   ready: boolean;
   startedAtMs: number;
   crashes: number;
+  /** Consecutive exits before the worker said it was ready (its handlers failed to load). */
+  failedStarts: number;
   readonly deadlines: Map<string, NodeJS.Timeout>;
-  readyWaiters: Array<() => void>;
+  readyWaiters: Array<{ resolve: () => void; reject: (error: Error) => void }>;
 }
 
 const WORKER_PATH = fileURLToPath(new URL('./worker.ts', import.meta.url));
@@ -117,9 +121,17 @@ export function startSupervisor(options: SupervisorOptions): Supervisor {
       if (slot.child !== child) return;
       for (const timer of slot.deadlines.values()) clearTimeout(timer);
       slot.deadlines.clear();
+      const wasReady = slot.ready;
       slot.ready = false;
       emit({ type: 'worker-exited', slot: slot.index, pid, code, signal });
       if (stopping) return;
+      slot.failedStarts = wasReady ? 0 : slot.failedStarts + 1;
+      if (slot.failedStarts === MAX_FAILED_STARTS) {
+        const error = new Error(
+          `worker ${slot.index} failed to start ${MAX_FAILED_STARTS} times in a row (its log lines above say why)`,
+        );
+        for (const waiter of slot.readyWaiters.splice(0)) waiter.reject(error);
+      }
       const livedMs = Date.now() - slot.startedAtMs;
       slot.crashes = livedMs < CRASH_LOOP_WINDOW_MS ? slot.crashes + 1 : 0;
       const delayMs =
@@ -141,7 +153,8 @@ export function startSupervisor(options: SupervisorOptions): Supervisor {
       case 'ready': {
         slot.ready = true;
         emit({ type: 'worker-ready', slot: slot.index, pid: slot.pid });
-        for (const resolve of slot.readyWaiters.splice(0)) resolve();
+        slot.failedStarts = 0;
+        for (const waiter of slot.readyWaiters.splice(0)) waiter.resolve();
         return;
       }
       case 'invocation-start': {
@@ -193,6 +206,7 @@ export function startSupervisor(options: SupervisorOptions): Supervisor {
       ready: false,
       startedAtMs: Date.now(),
       crashes: 0,
+      failedStarts: 0,
       deadlines: new Map(),
       readyWaiters: [],
     };
@@ -211,7 +225,13 @@ export function startSupervisor(options: SupervisorOptions): Supervisor {
       slots.map((slot) => ({ slot: slot.index, pid: slot.pid, restarts: slot.restarts, ready: slot.ready })),
     ready: async (timeoutMs = DEFAULT_READY_TIMEOUT_MS) => {
       const allReady = Promise.all(
-        slots.map((slot) => (slot.ready ? undefined : new Promise<void>((resolve) => slot.readyWaiters.push(resolve)))),
+        slots.map((slot) => {
+          if (slot.ready) return undefined;
+          if (slot.failedStarts >= MAX_FAILED_STARTS) {
+            return Promise.reject(new Error(`worker ${slot.index} keeps failing to start (its log lines say why)`));
+          }
+          return new Promise<void>((resolve, reject) => slot.readyWaiters.push({ resolve, reject }));
+        }),
       );
       let timer: NodeJS.Timeout | undefined;
       const timeout = new Promise<never>((_, reject) => {
@@ -233,7 +253,7 @@ export function startSupervisor(options: SupervisorOptions): Supervisor {
       await Promise.all(slots.map((slot) => stopChild(slot.child)));
       for (const slot of slots) {
         for (const timer of slot.deadlines.values()) clearTimeout(timer);
-        for (const resolve of slot.readyWaiters.splice(0)) resolve();
+        for (const waiter of slot.readyWaiters.splice(0)) waiter.reject(new Error('the supervisor was stopped'));
       }
     },
   };
