@@ -55,11 +55,9 @@ describeSessionStoreContract('DynamoDbSessionStore on DynamoDB Local', async (op
       (await documents.send(new GetCommand({ TableName: tableName, Key: { pk: pkOf(key), sk }, ConsistentRead: true })))
         .Item,
     putRawItem: async (key, sk, item) => {
-      await documents.send(
-        item === undefined
-          ? new DeleteCommand({ TableName: tableName, Key: { pk: pkOf(key), sk } })
-          : new PutCommand({ TableName: tableName, Item: { ...item, pk: pkOf(key), sk } }),
-      );
+      if (item === undefined)
+        await documents.send(new DeleteCommand({ TableName: tableName, Key: { pk: pkOf(key), sk } }));
+      else await documents.send(new PutCommand({ TableName: tableName, Item: { ...item, pk: pkOf(key), sk } }));
     },
     retryNextWriteAfterCommit: () => fault.armNextWrite(),
   };
