@@ -24,17 +24,26 @@ const SWEEPER_TIMEOUT_MARGIN_S = 10;
 
 const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
-/** The Lambda handlers the local stack hosts, as module paths. */
+/** A handler: a module path (its `handler` export) or a module and an export name. */
+export type FunctionRef = string | { readonly module: string; readonly export: string };
+
+/** The Lambda handlers the local stack hosts. */
 export interface LocalFunctions {
   /** Consumes the tickets queue. */
-  readonly intake?: string | undefined;
+  readonly intake?: FunctionRef | undefined;
   /** Consumes the work queue. */
-  readonly step?: string | undefined;
+  readonly step?: FunctionRef | undefined;
   /** Runs on a schedule. */
-  readonly sweeper?: string | undefined;
+  readonly sweeper?: FunctionRef | undefined;
 }
 
-export const DEFAULT_FUNCTIONS: Required<LocalFunctions> = {
+interface ResolvedFunction {
+  readonly module: string;
+  readonly export: string;
+  readonly functionName: string;
+}
+
+export const DEFAULT_FUNCTIONS: LocalFunctions = {
   intake: join(REPO_ROOT, 'functions', 'intake.ts'),
   step: join(REPO_ROOT, 'functions', 'step.ts'),
   sweeper: join(REPO_ROOT, 'functions', 'sweeper.ts'),
@@ -111,17 +120,17 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const mappings: MappingConfig[] = [];
     if (functions.intake !== undefined) {
       const { url, arn } = resources.queues.tickets;
-      mappings.push({ queueUrl: url, queueArn: arn, module: functions.intake, timeoutS: functionTimeoutS });
+      mappings.push({ queueUrl: url, queueArn: arn, ...functions.intake, timeoutS: functionTimeoutS });
     }
     if (functions.step !== undefined) {
       const { url, arn } = resources.queues.work;
-      mappings.push({ queueUrl: url, queueArn: arn, module: functions.step, timeoutS: functionTimeoutS });
+      mappings.push({ queueUrl: url, queueArn: arn, ...functions.step, timeoutS: functionTimeoutS });
     }
     const schedules: ScheduleConfig[] = [];
     if (functions.sweeper !== undefined) {
       const windowMs = Number(options.handlerEnv?.[ENV.sweepWindowMs] ?? DEFAULT_SWEEP_WINDOW_MS);
       schedules.push({
-        module: functions.sweeper,
+        ...functions.sweeper,
         everyMs: options.sweepEveryMs ?? DEFAULT_SWEEP_EVERY_MS,
         timeoutS: Math.ceil(windowMs / 1000) + SWEEPER_TIMEOUT_MARGIN_S,
       });
@@ -150,9 +159,9 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       supervisorPid: process.pid,
       workers: [],
       functions: {
-        ...(functions.intake === undefined ? {} : { intake: functions.intake }),
-        ...(functions.step === undefined ? {} : { step: functions.step }),
-        ...(functions.sweeper === undefined ? {} : { sweeper: functions.sweeper }),
+        ...(functions.intake === undefined ? {} : { intake: functions.intake.module }),
+        ...(functions.step === undefined ? {} : { step: functions.step.module }),
+        ...(functions.sweeper === undefined ? {} : { sweeper: functions.sweeper.module }),
       },
       ledger,
       startedAt: new Date().toISOString(),
@@ -200,14 +209,18 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   }
 }
 
-function hostedFunctions(requested: LocalFunctions | undefined, log: (line: string) => void): LocalFunctions {
+function hostedFunctions(
+  requested: LocalFunctions | undefined,
+  log: (line: string) => void,
+): Partial<Record<keyof LocalFunctions, ResolvedFunction>> {
   const chosen = requested ?? DEFAULT_FUNCTIONS;
-  const present: { -readonly [K in keyof LocalFunctions]: string } = {};
+  const present: Partial<Record<keyof LocalFunctions, ResolvedFunction>> = {};
   for (const name of ['intake', 'step', 'sweeper'] as const) {
-    const path = chosen[name];
-    if (path === undefined) continue;
-    if (existsSync(path)) present[name] = resolve(path);
-    else log(`warning: ${path} does not exist; the local stack runs without the ${name} function`);
+    const ref = chosen[name];
+    if (ref === undefined) continue;
+    const { module, export: exportName } = typeof ref === 'string' ? { module: ref, export: 'handler' } : ref;
+    if (existsSync(module)) present[name] = { module: resolve(module), export: exportName, functionName: name };
+    else log(`warning: ${module} does not exist; the local stack runs without the ${name} function`);
   }
   return present;
 }
