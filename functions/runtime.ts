@@ -1,6 +1,7 @@
 import { agents } from '#agents';
 import { createDocumentClient, createS3Client, createSqsClient } from '../lib/adapters/aws-clients.ts';
 import { DynamoDbSessionStore } from '../lib/adapters/dynamodb/dynamodb-session-store.ts';
+import { installFaultsFromEnv } from '../lib/adapters/faults/install-faults.ts';
 import { S3BlobStore } from '../lib/adapters/s3/s3-blob-store.ts';
 import { SqsResultPublisher, SqsWorkQueue } from '../lib/adapters/sqs/sqs-queues.ts';
 import { addAwsTraceHeaderShim } from '../lib/local/aws-trace-header-shim.ts';
@@ -23,9 +24,12 @@ const sqs = createSqsClient(aws);
 if (process.env.BATON_LOCAL === '1') addAwsTraceHeaderShim(sqs);
 const s3 = config.bucket ? createS3Client(aws) : undefined;
 const blobs = s3 && config.bucket ? new S3BlobStore({ client: s3, bucket: config.bucket }) : undefined;
+const documents = createDocumentClient(aws);
+// Chaos testing only: with BATON_FAULTS unset nothing is installed.
+installFaultsFromEnv({ dynamodb: documents, sqs, workQueueUrl: config.workQueueUrl }, process.env);
 
 export const deps: RuntimeDeps = {
-  store: new DynamoDbSessionStore({ client: createDocumentClient(aws), table: config.table, blobs }),
+  store: new DynamoDbSessionStore({ client: documents, table: config.table, blobs }),
   workQueue: new SqsWorkQueue({ client: sqs, queueUrl: config.workQueueUrl }),
   results: new SqsResultPublisher({ client: sqs, queueUrl: config.resultsQueueUrl }),
   blobs,
