@@ -165,6 +165,20 @@ export function newSessionItem(session: NewSession): SessionItem {
   };
 }
 
+/**
+ * Is `old` — the item a conditional create found in its place — the one this very create wrote
+ * (a first attempt that committed before the SDK retried)? A resubmission differs in its trace
+ * id (sessions) or creation time (turns); one that matches in every field is harmless either way.
+ */
+export function isOwnCreate(old: Record<string, unknown> | undefined, item: SessionItem | TurnItem): boolean {
+  if (old === undefined) return false;
+  const fields =
+    'traceId' in item
+      ? (['ticketId', 'traceId', 'createdAt'] as const)
+      : (['ticketId', 'inputHash', 'createdAt'] as const);
+  return fields.every((field) => old[field] === (item as Record<string, unknown>)[field]);
+}
+
 /** A validated session record; the key inside the item must be the key asked for. */
 export function decodeSession(raw: unknown, expected?: SessionKey): SessionRecord {
   const where = expected ? `session ${formatSessionKey(expected)}` : 'session record';
@@ -269,15 +283,6 @@ async function decodeOutcome(
   return validate(TurnOutcomeSchema, parseJson(text, what), what) as TurnOutcome;
 }
 
-/** The outcome attributes of a raw turn item, validated (for a write-once outcome read back from ALL_OLD). */
-export async function decodeTurnOutcome(
-  raw: unknown,
-  key: SessionKey,
-  offload: PayloadOffload,
-): Promise<TurnOutcome | undefined> {
-  return (await decodeTurn(raw, key, offload)).outcome;
-}
-
 /**
  * The item of a journal entry. `data` is stored as JSON text, so the bytes written are about
  * the payload's own; a large one goes to the blob store first, under a key no other writer uses.
@@ -306,9 +311,6 @@ export async function encodeEntry(
     ...(ttlSeconds === undefined ? {} : { ttl: ttlSeconds }),
   };
 }
-
-/** The writeId of a raw journal item, if it has one (own-write recognition needs only this). */
-export const writeIdOf = (raw: Record<string, unknown> | undefined): unknown => raw?.writeId;
 
 /**
  * A journal entry read back, validated as untrusted input: the item's attributes, its seq

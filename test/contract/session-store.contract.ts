@@ -103,6 +103,20 @@ export function describeSessionStoreContract(name: string, makeHarness: MakeHarn
         expect(await harness.store.getSession(key)).toEqual(first.record);
       });
 
+      it('reports its own create as created when the first attempt committed and the retry found it', async () => {
+        // Arrange
+        const harness = await makeHarness();
+        const key = newKey();
+        harness.retryNextWriteAfterCommit('createSession');
+
+        // Act
+        const result = await harness.store.createSession(newSession(key, Date.now()));
+
+        // Assert
+        expect(result.created).toBe(true);
+        expect(result.record.key).toEqual(key);
+      });
+
       it('answers undefined for a session that does not exist', async () => {
         const harness = await makeHarness();
 
@@ -641,6 +655,20 @@ export function describeSessionStoreContract(name: string, makeHarness: MakeHarn
         expect(await harness.store.getTurn(key, 'turn-1')).toEqual(turn);
         expect(await harness.store.getTurn(key, 'turn-2')).toBeUndefined();
         expect((await harness.rawItem(key, turnSk('turn-1')))?.ttl).toBe(1_900_000_000);
+      });
+
+      it('reports its own turn as created when the first attempt committed and the retry found it', async () => {
+        // Arrange
+        const harness = await makeHarness();
+        const key = newKey();
+        const turn = { turnId: 'turn-1', ticketId: 'ticket-1', input: [1, 2], inputHash: 'hash-1', createdAt: 5 };
+        harness.retryNextWriteAfterCommit('putTurn');
+
+        // Act
+        const result = await harness.store.putTurn(key, turn);
+
+        // Assert
+        expect(result).toEqual({ created: true, turn });
       });
 
       it('keeps the first outcome of a turn and returns it to a second writer', async () => {

@@ -37,6 +37,7 @@ import {
   encodeEntry,
   encodeOutcome,
   encodeTurn,
+  isOwnCreate,
   JOURNAL_SK_MAX,
   journalSk,
   keyOfPk,
@@ -112,7 +113,7 @@ export class DynamoDbSessionStore implements SessionStore {
       ),
     );
     if (result.ok) return { created: true, record: decodeSession(item, session.key) };
-    return { created: false, record: decodeSession(result.old, session.key) };
+    return { created: isOwnCreate(result.old, item), record: decodeSession(result.old, session.key) };
   }
 
   async getSession(key: SessionKey): Promise<SessionRecord | undefined> {
@@ -141,7 +142,7 @@ export class DynamoDbSessionStore implements SessionStore {
       ),
     );
     if (result.ok) return { created: true, turn: await decodeTurn(item, key, this.#offload) };
-    return { created: false, turn: await decodeTurn(result.old, key, this.#offload) };
+    return { created: isOwnCreate(result.old, item), turn: await decodeTurn(result.old, key, this.#offload) };
   }
 
   async getTurn(key: SessionKey, turnId: string): Promise<TurnRecord | undefined> {

@@ -26,6 +26,7 @@ import {
   encodeEntry,
   encodeOutcome,
   encodeTurn,
+  isOwnCreate,
   journalSk,
   keyOfPk,
   META_SK,
@@ -154,7 +155,7 @@ export class MemorySessionStore implements SessionStore {
     const item = newSessionItem(session);
     return this.#write('createSession', session.key, () => {
       const old = this.#meta(session.key);
-      if (old !== undefined) return { created: false, record: decodeSession(old, session.key) };
+      if (old !== undefined) return { created: isOwnCreate(old, item), record: decodeSession(old, session.key) };
       this.#setMeta(session.key, item);
       return { created: true, record: decodeSession(item, session.key) };
     });
@@ -174,7 +175,7 @@ export class MemorySessionStore implements SessionStore {
     const item = await encodeTurn(key, turn, this.#offload, ttlSeconds);
     const outcome = await this.#write('putTurn', key, () => {
       const old = this.#item(key, item.sk);
-      if (old !== undefined) return { created: false, raw: old };
+      if (old !== undefined) return { created: isOwnCreate(old, item), raw: old };
       this.#put(key, item.sk, item);
       return { created: true, raw: item as Item };
     });
