@@ -24,7 +24,7 @@ const lookupOrderTool = defineTool({
   description: 'Reads an order from the order database.',
   input: z.object({ orderId: z.string() }),
   effect: 'pure',
-  maxDurationMs: 5_000,
+  maxDurationMs: 3_000,
   run: ({ orderId }, ctx) => lookupOrder(orderId, ctx),
 });
 
@@ -33,7 +33,7 @@ const trackShipmentTool = defineTool({
   description: "Asks the shipping carrier's API where the order's parcel is.",
   input: z.object({ orderId: z.string() }),
   effect: 'pure',
-  maxDurationMs: 8_000,
+  maxDurationMs: 4_000,
   run: ({ orderId }, ctx) => trackShipment(orderId, ctx),
 });
 
@@ -42,7 +42,7 @@ const checkFraudTool = defineTool({
   description: 'Scores the customer with the fraud service (0 = safe, 1 = fraud).',
   input: z.object({ customerId: z.string() }),
   effect: 'pure',
-  maxDurationMs: 5_000,
+  maxDurationMs: 3_000,
   run: ({ customerId }, ctx) => scoreFraud(customerId, ctx),
 });
 
@@ -51,7 +51,9 @@ const issueRefundTool = defineTool({
   description: 'Refunds the order. Once-only: never repeated for the same call.',
   input: z.object({ orderId: z.string(), amountCents: z.number().int().positive() }),
   effect: 'once',
-  maxDurationMs: 5_000,
+  // A once-only call starts only when the lease outlives it (+ clock skew): this bound keeps it
+  // startable under the demo's 3 s lease TTL.
+  maxDurationMs: 1_500,
   run: ({ orderId, amountCents }, ctx) => issueRefund(orderId, amountCents, ctx),
   reconcile: async (idempotencyKey) => {
     // The simulated service keeps its state in the ledger; without one nobody can tell.
@@ -141,5 +143,7 @@ export function orderInvestigator(
     output: Verdict,
     tools: [lookupOrderTool, trackShipmentTool, checkFraudTool, issueRefundTool],
     limits: { maxSteps: 20 },
+    // The simulated services fail 5% of calls transiently; five attempts make a lost turn rare.
+    retry: { attempts: 5, initialDelayMs: 500 },
   });
 }

@@ -2,6 +2,8 @@
  * The `baton` command. Each command is a function `(args, io) => exit code` in a module of
  * lib/cli; adding one is an import and a line in COMMANDS.
  */
+import { bench } from './bench.ts';
+import { demo } from './demo.ts';
 import { dev } from './dev.ts';
 import { schemas } from './schemas.ts';
 import { type CommandIo, cancel, events, list, status, submit } from './session-commands.ts';
@@ -24,6 +26,17 @@ const COMMANDS: Record<string, CommandEntry> = {
     run: dev,
     summary: 'start the embedded local AWS stack and the functions',
     usage: 'baton dev [--workers N] [--timeout-s S] [--visibility-s S] [--data DIR]',
+  },
+  demo: {
+    run: demo,
+    summary: 'run the order-investigation demo on the local stack, with live progress',
+    usage:
+      'baton demo [--tickets N] [--workers W] [--chaos] [--chaos-every-s S] [--timeout-s S] [--deadline-s S] [--verbose]',
+  },
+  bench: {
+    run: bench,
+    summary: 'measure journal cost, the full-rewrite and durable-function baselines, throughput, recovery, bundle',
+    usage: 'baton bench [--json] [--only SECTION,...]',
   },
   submit: {
     run: submit,

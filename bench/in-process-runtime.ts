@@ -1,0 +1,145 @@
+import { randomUUID } from 'node:crypto';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { createDocumentClient } from '../lib/adapters/aws-clients.ts';
+import { DynamoDbSessionStore } from '../lib/adapters/dynamodb/dynamodb-session-store.ts';
+import { MemoryResultPublisher, MemoryWorkQueue } from '../lib/adapters/memory/memory-queues.ts';
+import { type AgentDefinition, agentRegistry } from '../lib/agent/define-agent.ts';
+import type { SessionKey } from '../lib/core/ids.ts';
+import type { JournalEntry } from '../lib/core/journal.ts';
+import type { Result } from '../lib/core/messages.ts';
+import { LOCAL_CREDENTIALS } from '../lib/local/aws-clients.ts';
+import { systemClock } from '../lib/ports/clock.ts';
+import type { SessionStore } from '../lib/ports/session-store.ts';
+import type { RuntimeDeps, RuntimeLogger, RuntimeTelemetry } from '../lib/runtime/deps.ts';
+import { noFailpoints } from '../lib/runtime/failpoints.ts';
+import { acceptTicket } from '../lib/runtime/intake.ts';
+import { runKick } from '../lib/runtime/step-runner.ts';
+import { RequestMeter } from './request-meter.ts';
+
+const silentLogger: RuntimeLogger = {
+  debug: () => {},
+  info: () => {},
+  warn: () => {},
+  error: () => {},
+  child: () => silentLogger,
+};
+
+/** Telemetry that records nothing: the bench measures DynamoDB, not the logger. */
+export const silentTelemetry: RuntimeTelemetry = {
+  logger: silentLogger,
+  metrics: { count: () => {}, duration: () => {}, bytes: () => {} },
+  tracer: { annotateLeg: () => {} },
+};
+
+export interface BenchDynamoDb {
+  readonly region: string;
+  readonly endpoint: string;
+  readonly table: string;
+}
+
+/** A DynamoDB client on the bench's DynamoDB Local with a request meter installed. */
+export function meteredClient(db: BenchDynamoDb): { client: DynamoDBClient; meter: RequestMeter } {
+  const client = new DynamoDBClient({ region: db.region, endpoint: db.endpoint, credentials: LOCAL_CREDENTIALS });
+  const meter = new RequestMeter();
+  meter.install(client);
+  return { client, meter };
+}
+
+/** Called after each journal append that the store accepted. */
+export type AppendListener = (key: SessionKey, entry: JournalEntry) => void;
+
+/** A store that reports every accepted append (to cut the meter's totals per step). */
+function observedStore(store: SessionStore, onAppend: AppendListener | undefined): SessionStore {
+  if (!onAppend) return store;
+  return new Proxy(store, {
+    get(target, property, receiver) {
+      if (property === 'append') {
+        return async (key: SessionKey, entry: JournalEntry, ttl?: number) => {
+          await target.append(key, entry, ttl);
+          onAppend(key, entry);
+        };
+      }
+      const value = Reflect.get(target, property, receiver);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
+export interface InProcessRuntimeOptions {
+  readonly db: BenchDynamoDb;
+  readonly agents: readonly AgentDefinition[];
+  /** Each leg's simulated function timeout: a leg yields to a continuation near it. */
+  readonly functionTimeoutMs: number;
+  readonly reserveMs?: number | undefined;
+  readonly leaseTtlMs?: number | undefined;
+  readonly onAppend?: AppendListener | undefined;
+}
+
+/**
+ * The real runtime (intake, step runner, DynamoDB session store) in this process, with the
+ * queues in memory: the bench drives legs itself so that DynamoDB is the only thing measured.
+ */
+export class InProcessRuntime {
+  readonly meter: RequestMeter;
+  readonly deps: RuntimeDeps;
+  readonly work = new MemoryWorkQueue();
+  readonly results = new MemoryResultPublisher();
+  readonly #timeoutMs: number;
+
+  constructor(options: InProcessRuntimeOptions) {
+    const { client, meter } = meteredClient(options.db);
+    this.meter = meter;
+    this.#timeoutMs = options.functionTimeoutMs;
+    const store = new DynamoDbSessionStore({
+      client: createDocumentClient({ region: options.db.region }, client),
+      table: options.db.table,
+    });
+    const leaseTtlMs = options.leaseTtlMs ?? 30_000;
+    this.deps = {
+      store: observedStore(store, options.onAppend),
+      workQueue: this.work,
+      results: this.results,
+      clock: systemClock,
+      agents: agentRegistry(options.agents),
+      telemetry: silentTelemetry,
+      failpoint: noFailpoints,
+      config: { leaseTtlMs, reserveMs: options.reserveMs ?? 500, retentionDays: 1, sweepGraceMs: leaseTtlMs },
+      random: Math.random,
+    };
+  }
+
+  /** Accepts a ticket through the real intake (turn, session record, first kick). */
+  async submit(agent: string, input: unknown, ticketId = randomUUID()): Promise<SessionKey> {
+    const accepted = await acceptTicket(JSON.stringify({ v: 1, ticketId, agent, input }), undefined, this.deps);
+    return accepted.key;
+  }
+
+  /**
+   * Runs kicks as they come (each in a fresh simulated invocation) until every session submitted
+   * so far has published a result. Concurrency is the number of sessions in flight.
+   */
+  async drain(expectedResults: number): Promise<Result[]> {
+    const inFlight = new Set<Promise<void>>();
+    while (this.results.sent.length < expectedResults) {
+      const kicks = this.work.receive();
+      for (const message of kicks) {
+        const deadline = Date.now() + this.#timeoutMs;
+        const run = runKick(
+          message.body,
+          { requestId: randomUUID(), remainingMs: () => deadline - Date.now() },
+          this.deps,
+        )
+          .then(() => undefined)
+          .finally(() => inFlight.delete(run));
+        inFlight.add(run);
+      }
+      if (kicks.length === 0) {
+        if (inFlight.size > 0) await Promise.race(inFlight);
+        else if (this.work.pendingCount > 0) await new Promise((resolve) => setTimeout(resolve, 20));
+        else throw new Error(`no kick pending and ${expectedResults - this.results.sent.length} result(s) missing`);
+      }
+    }
+    await Promise.all(inFlight);
+    return this.results.bodies;
+  }
+}

@@ -1,0 +1,118 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createDocumentClient, createSqsClient } from '../lib/adapters/aws-clients.ts';
+import { DynamoDbSessionStore } from '../lib/adapters/dynamodb/dynamodb-session-store.ts';
+import { SqsTicketQueue } from '../lib/adapters/sqs/sqs-queues.ts';
+import { DEFAULT_TENANT, deriveSessionId } from '../lib/core/ids.ts';
+import { ENV } from '../lib/core/resources.ts';
+import { percentile } from '../lib/demo/demo-summary.ts';
+import { LOCAL_CREDENTIALS } from '../lib/local/aws-clients.ts';
+import type { Endpoints } from '../lib/local/emulators.ts';
+import { startLocalStack } from '../lib/local/local-stack.ts';
+
+export interface RecoveryFigures {
+  readonly leaseTtlMs: number;
+  readonly sweepIntervalMs: number;
+  /** kill -9 (the failpoint's timestamp) → the recovering owner's leg marker, per sample. */
+  readonly samplesMs: number[];
+  readonly p50Ms: number;
+  readonly maxMs: number;
+}
+
+const LEASE_TTL_MS = 2_000;
+const SWEEP_INTERVAL_MS = 500;
+const SAMPLE_TIMEOUT_MS = 30_000;
+const POLL_MS = 50;
+
+/**
+ * kill -9 of the owner mid-step, through the runtime's own failpoint (the worker SIGKILLs itself
+ * inside a step, after logging the time), then the time until another worker's leg marker lands
+ * in the journal. Runs the real local stack: worker processes, SQS, sweeper.
+ */
+export async function measureRecovery(options: {
+  emulators: { region: string; endpoints: Endpoints };
+  samples: number;
+  log: (line: string) => void;
+}): Promise<RecoveryFigures> {
+  const dir = mkdtempSync(join(tmpdir(), 'baton-bench-recovery-'));
+  const failpoints = join(dir, 'failpoints.json');
+  const stack = await startLocalStack({
+    workers: 2,
+    functionTimeoutS: 10,
+    visibilityTimeoutS: 20,
+    prefix: `benchrec${Date.now().toString(36)}`,
+    stateDir: dir,
+    emulators: options.emulators,
+    sweepEveryMs: 5_000,
+    workerOutput: 'ignore',
+    log: () => {},
+    handlerEnv: {
+      [ENV.leaseTtlMs]: String(LEASE_TTL_MS),
+      [ENV.reserveMs]: '1500',
+      [ENV.sweepIntervalMs]: String(SWEEP_INTERVAL_MS),
+      [ENV.sweepWindowMs]: '4500',
+      BATON_FAILPOINTS_FILE: failpoints,
+      POWERTOOLS_LOG_LEVEL: 'ERROR',
+      POWERTOOLS_METRICS_DISABLED: 'true',
+    },
+  });
+  try {
+    const { config } = stack;
+    const aws = { region: config.region, endpoints: config.endpoints, credentials: LOCAL_CREDENTIALS };
+    const store = new DynamoDbSessionStore({ client: createDocumentClient(aws), table: config.resources.table });
+    const tickets = new SqsTicketQueue({ client: createSqsClient(aws), queueUrl: config.resources.queues.tickets.url });
+    const samplesMs: number[] = [];
+    for (let sample = 0; sample < options.samples; sample++) {
+      // Re-arm: the claim file makes each arm fire once across all workers.
+      rmSync(`${failpoints}.mid-step.fired`, { force: true });
+      rmSync(`${failpoints}.log`, { force: true });
+      writeFileSync(failpoints, JSON.stringify({ 'mid-step': { action: 'kill', hit: 3 } }));
+      const ticketId = `recovery-${Date.now().toString(36)}-${sample}`;
+      const key = {
+        tenant: DEFAULT_TENANT,
+        agent: 'long-haul',
+        id: deriveSessionId(DEFAULT_TENANT, 'long-haul', ticketId),
+      };
+      await tickets.submit({
+        v: 1,
+        ticketId,
+        agent: 'long-haul',
+        input: { steps: 12, payloadBytes: 256, stepMs: 200 },
+      });
+      const deadline = Date.now() + SAMPLE_TIMEOUT_MS;
+      let killedAt: number | undefined;
+      let recoveredAt: number | undefined;
+      while (Date.now() < deadline && recoveredAt === undefined) {
+        await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+        if (killedAt === undefined && existsSync(`${failpoints}.log`)) {
+          const line = readFileSync(`${failpoints}.log`, 'utf8').trim().split('\n')[0];
+          if (line) killedAt = (JSON.parse(line) as { at: number }).at;
+          // Disarm before the recovering worker reaches its third mid-step.
+          writeFileSync(failpoints, '{}');
+        }
+        if (killedAt === undefined) continue;
+        const entries = await store.readJournal(key);
+        const marker = entries.find((e) => e.kind === 'leg' && e.at > killedAt! && e.data.reason === 'recovery');
+        if (marker) recoveredAt = marker.at;
+      }
+      if (killedAt === undefined || recoveredAt === undefined) {
+        throw new Error(
+          `sample ${sample + 1}: ${killedAt === undefined ? 'the failpoint never fired' : 'no recovery leg within 30 s'}`,
+        );
+      }
+      samplesMs.push(recoveredAt - killedAt);
+      options.log(`recovery sample ${sample + 1}: ${recoveredAt - killedAt} ms`);
+    }
+    return {
+      leaseTtlMs: LEASE_TTL_MS,
+      sweepIntervalMs: SWEEP_INTERVAL_MS,
+      samplesMs,
+      p50Ms: percentile(samplesMs, 50),
+      maxMs: Math.max(...samplesMs),
+    };
+  } finally {
+    await stack.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,140 @@
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+
+/** Commands that accept `ReturnConsumedCapacity`; the others (CreateTable, DescribeTable…) refuse it. */
+const CAPACITY_COMMANDS = new Set([
+  'GetItemCommand',
+  'PutItemCommand',
+  'UpdateItemCommand',
+  'DeleteItemCommand',
+  'QueryCommand',
+  'ScanCommand',
+  'BatchGetItemCommand',
+  'BatchWriteItemCommand',
+  'TransactGetItemsCommand',
+  'TransactWriteItemsCommand',
+]);
+
+const WRITE_COMMANDS = new Set([
+  'PutItemCommand',
+  'UpdateItemCommand',
+  'DeleteItemCommand',
+  'BatchWriteItemCommand',
+  'TransactWriteItemsCommand',
+]);
+
+/** Running totals of the DynamoDB requests one client sent, as counted at the client. */
+export interface MeterTotals {
+  /** Write requests (Put, Update, Delete, batch and transaction writes), failed conditions included. */
+  writes: number;
+  /** Read requests (Get, Query, Scan, batch and transaction reads). */
+  reads: number;
+  /** Serialized bytes of the write requests' bodies. */
+  writeBytes: number;
+  /** Serialized bytes of the read requests' responses (Content-Length). */
+  readBytes: number;
+  /** Capacity units the service reported (ConsumedCapacity, TOTAL: table and indexes). */
+  wcu: number;
+  rcu: number;
+}
+
+export const zeroTotals = (): MeterTotals => ({ writes: 0, reads: 0, writeBytes: 0, readBytes: 0, wcu: 0, rcu: 0 });
+
+/** The difference `after − before`, field by field. */
+export function diffTotals(after: MeterTotals, before: MeterTotals): MeterTotals {
+  return {
+    writes: after.writes - before.writes,
+    reads: after.reads - before.reads,
+    writeBytes: after.writeBytes - before.writeBytes,
+    readBytes: after.readBytes - before.readBytes,
+    wcu: after.wcu - before.wcu,
+    rcu: after.rcu - before.rcu,
+  };
+}
+
+/** The SDK serializes JSON bodies to bytes (a Uint8Array); older paths leave a string. */
+function bodyBytes(body: unknown): number {
+  if (body instanceof Uint8Array) return body.byteLength;
+  return typeof body === 'string' ? Buffer.byteLength(body) : 0;
+}
+
+interface Capacity {
+  readonly CapacityUnits?: number;
+  readonly ReadCapacityUnits?: number;
+  readonly WriteCapacityUnits?: number;
+}
+
+/**
+ * Counts every DynamoDB request a client sends: its serialized size and the capacity DynamoDB
+ * reports. Installed as SDK middleware, so the figures come from the wire, not from estimates.
+ * @example const meter = new RequestMeter(); meter.install(dynamodbClient); ...; meter.snapshot()
+ */
+export class RequestMeter {
+  #totals = zeroTotals();
+  #enabled = true;
+
+  /** A copy of the running totals. */
+  snapshot(): MeterTotals {
+    return { ...this.#totals };
+  }
+
+  /** Stops counting while `fn` runs (bench set-up that is not part of a figure). */
+  async paused<T>(fn: () => Promise<T>): Promise<T> {
+    this.#enabled = false;
+    try {
+      return await fn();
+    } finally {
+      this.#enabled = true;
+    }
+  }
+
+  /** Adds the two middlewares to `client` (the document client shares its stack). */
+  install(client: DynamoDBClient): void {
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        const input = args.input as Record<string, unknown>;
+        if (CAPACITY_COMMANDS.has(context.commandName ?? '')) input.ReturnConsumedCapacity = 'TOTAL';
+        return next(args);
+      },
+      // Before the serializer turns the input into the request body, after the document client marshalled it.
+      { step: 'serialize', priority: 'high', name: 'benchReturnConsumedCapacity' },
+    );
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        const command = context.commandName ?? '';
+        const request = args.request as { body?: unknown };
+        const requestBytes = bodyBytes(request.body);
+        let result: Awaited<ReturnType<typeof next>>;
+        try {
+          result = await next(args);
+        } catch (error) {
+          // A failed condition still cost a write (DynamoDB charges it).
+          this.#record(command, requestBytes, 0, undefined);
+          throw error;
+        }
+        const response = result.response as { headers?: Record<string, string> };
+        const responseBytes = Number(response.headers?.['content-length'] ?? 0);
+        const output = result.output as { ConsumedCapacity?: Capacity | Capacity[] };
+        this.#record(command, requestBytes, responseBytes, output.ConsumedCapacity);
+        return result;
+      },
+      { step: 'build', name: 'benchRequestMeter' },
+    );
+  }
+
+  #record(command: string, requestBytes: number, responseBytes: number, capacity: Capacity | Capacity[] | undefined) {
+    if (!this.#enabled || !CAPACITY_COMMANDS.has(command)) return;
+    const units = (Array.isArray(capacity) ? capacity : capacity ? [capacity] : []).reduce(
+      (sum, c) => sum + (c.CapacityUnits ?? 0),
+      0,
+    );
+    if (WRITE_COMMANDS.has(command)) {
+      this.#totals.writes++;
+      this.#totals.writeBytes += requestBytes;
+      this.#totals.wcu += units;
+    } else {
+      this.#totals.reads++;
+      this.#totals.readBytes += responseBytes;
+      this.#totals.rcu += units;
+    }
+  }
+}

@@ -1,0 +1,287 @@
+import { spawnSync } from 'node:child_process';
+import { cpus, totalmem } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { startBenchDatabase } from './bench-database.ts';
+import { type BundleFigures, measureStepBundle } from './bundle.ts';
+import type { DurableReplayFigures } from './durable-replay.ts';
+import { measureFullRewrite } from './full-rewrite-baseline.ts';
+import { measureResumeCost, measureSessionCost, type ResumeCost, type SessionCost } from './journal-cost.ts';
+import { measureRecovery, type RecoveryFigures } from './recovery.ts';
+import {
+  measureRawConditionalWrites,
+  measureThroughput,
+  type RawWriteFigures,
+  type ThroughputFigures,
+} from './throughput.ts';
+
+export const BENCH_SECTIONS = ['journal', 'resume', 'durable', 'throughput', 'recovery', 'bundle'] as const;
+export type BenchSection = (typeof BENCH_SECTIONS)[number];
+
+/** The workload: a long-haul session of 250 tool calls = 501 steps (a model call and a tool result per call, and the answer). */
+export const BENCH_WORKLOAD = {
+  toolCalls: 250,
+  payloadBytes: 256,
+  windowsAt: [50, 500],
+  windowSteps: 40,
+  /** A short simulated function timeout, so the 500-step session runs over several legs. */
+  functionTimeoutMs: 4_000,
+  resumeToolCalls: [25, 250],
+  throughputConcurrency: 4,
+  throughputToolCalls: 50,
+  rawWriteMs: 5_000,
+  recoverySamples: 3,
+} as const;
+
+export interface BenchReport {
+  readonly machine: { cpu: string; cores: number; memoryGiB: number; node: string; platform: string };
+  readonly workload: typeof BENCH_WORKLOAD;
+  readonly journal?: { baton: SessionCost; fullRewrite: SessionCost; bytesRatio: number } | undefined;
+  readonly resume?: ResumeCost[] | undefined;
+  readonly durable?: DurableReplayFigures | { unavailable: string } | undefined;
+  readonly throughput?: { baton: ThroughputFigures; raw: RawWriteFigures; ratio: number } | undefined;
+  readonly recovery?: RecoveryFigures | { unavailable: string } | undefined;
+  readonly bundle?: BundleFigures[] | { unavailable: string } | undefined;
+  readonly seconds: number;
+}
+
+export interface RunBenchOptions {
+  readonly sections: readonly BenchSection[];
+  readonly progress: (line: string) => void;
+  readonly signal?: AbortSignal;
+}
+
+const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+/** Runs the chosen sections on one DynamoDB Local; each figure is counted at the client. */
+export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
+  const started = performance.now();
+  const w = BENCH_WORKLOAD;
+  const want = (s: BenchSection) => options.sections.includes(s) && !options.signal?.aborted;
+  const report: { -readonly [K in keyof BenchReport]: BenchReport[K] } = {
+    machine: machine(),
+    workload: w,
+    seconds: 0,
+  };
+  const needsDb = (['journal', 'resume', 'throughput', 'recovery'] as const).some(want);
+  const db = needsDb ? await startBenchDatabase() : undefined;
+  try {
+    if (db && want('journal')) {
+      options.progress(
+        `journal: one ${w.toolCalls * 2 + 1}-step long-haul session through the runtime, then the full-rewrite baseline`,
+      );
+      const baton = await measureSessionCost({ db, ...w });
+      const fullRewrite = await measureFullRewrite({ db, ...w });
+      report.journal = { baton, fullRewrite, bytesRatio: fullRewrite.totals.writeBytes / baton.totals.writeBytes };
+    }
+    if (db && want('resume')) {
+      options.progress(`resume: read cost of sessions of ${w.resumeToolCalls.join(' and ')} tool calls`);
+      report.resume = [];
+      for (const toolCalls of w.resumeToolCalls) {
+        report.resume.push(
+          await measureResumeCost({
+            db,
+            toolCalls,
+            payloadBytes: w.payloadBytes,
+            functionTimeoutMs: w.functionTimeoutMs,
+          }),
+        );
+      }
+    }
+    if (want('durable')) {
+      options.progress('durable: the same loop on the durable execution SDK local runner (real-time waits, ~15 s)');
+      const stepsPerLeg = report.journal ? Math.round(report.journal.baton.steps / report.journal.baton.legs) : 50;
+      report.durable = runDurableChild(w.toolCalls, w.payloadBytes, stepsPerLeg);
+    }
+    if (db && want('throughput')) {
+      options.progress(
+        `throughput: ${w.throughputConcurrency} sessions at once, zero-latency model; then raw conditional writes`,
+      );
+      const baton = await measureThroughput({
+        db,
+        concurrency: w.throughputConcurrency,
+        toolCalls: w.throughputToolCalls,
+        payloadBytes: w.payloadBytes,
+        functionTimeoutMs: w.functionTimeoutMs,
+      });
+      const itemBytes = report.journal ? Math.round(report.journal.baton.windows[0]!.bytesPerStep) : 600;
+      const raw = await measureRawConditionalWrites({
+        db,
+        concurrency: w.throughputConcurrency,
+        itemBytes,
+        durationMs: w.rawWriteMs,
+      });
+      report.throughput = { baton, raw, ratio: baton.stepsPerSecond / raw.writesPerSecond };
+    }
+    if (db && want('recovery')) {
+      options.progress(`recovery: kill -9 of the owner mid-step, ${w.recoverySamples} times, on the local stack`);
+      report.recovery = await measureRecovery({
+        emulators: db.emulators,
+        samples: w.recoverySamples,
+        log: options.progress,
+      }).catch((error: unknown) => ({ unavailable: error instanceof Error ? error.message : String(error) }));
+    }
+    if (want('bundle')) {
+      options.progress('bundle: esbuild of functions/step.ts, minified; cold import in fresh node processes');
+      report.bundle = await measureStepBundle().catch((error: unknown) => ({
+        unavailable: error instanceof Error ? error.message : String(error),
+      }));
+    }
+  } finally {
+    await db?.stop();
+  }
+  report.seconds = (performance.now() - started) / 1000;
+  return report;
+}
+
+function runDurableChild(
+  toolCalls: number,
+  payloadBytes: number,
+  stepsPerInvocation: number,
+): DurableReplayFigures | { unavailable: string } {
+  const result = spawnSync(
+    process.execPath,
+    [
+      '--import',
+      import.meta.resolve('tsx'),
+      fileURLToPath(new URL('./durable-replay.ts', import.meta.url)),
+      String(toolCalls),
+      String(payloadBytes),
+      String(stepsPerInvocation),
+    ],
+    { cwd: REPO_ROOT, encoding: 'utf8', timeout: 120_000 },
+  );
+  if (result.status !== 0)
+    return { unavailable: `the durable runner failed: ${(result.stderr || String(result.error)).slice(0, 400)}` };
+  return JSON.parse(result.stdout.trim().split('\n').at(-1) ?? '{}') as DurableReplayFigures;
+}
+
+function machine(): BenchReport['machine'] {
+  const all = cpus();
+  return {
+    cpu: all[0]?.model.trim() ?? 'unknown',
+    cores: all.length,
+    memoryGiB: Math.round(totalmem() / 2 ** 30),
+    node: process.version,
+    platform: `${process.platform}-${process.arch}`,
+  };
+}
+
+const int = (n: number) => Math.round(n).toLocaleString('en-US');
+const dec = (n: number, digits = 2) => n.toFixed(digits);
+
+/** The report as the table docs/PERFORMANCE.md shows. */
+export function formatBenchReport(report: BenchReport): string[] {
+  const rows: Array<[string, string, string]> = [];
+  const section = (title: string) => rows.push([`— ${title}`, '', '']);
+  const { journal, resume, durable, throughput, recovery, bundle } = report;
+  if (journal) {
+    section('journal cost (DynamoDB Local, counted at the client)');
+    for (const [i, window] of journal.baton.windows.entries()) {
+      const base = journal.fullRewrite.windows[i]!;
+      rows.push([
+        `writes per step at step ${window.atStep}`,
+        dec(window.writesPerStep),
+        `full rewrite ${dec(base.writesPerStep)}`,
+      ]);
+      rows.push([
+        `bytes written per step at step ${window.atStep}`,
+        int(window.bytesPerStep),
+        `full rewrite ${int(base.bytesPerStep)}`,
+      ]);
+      rows.push([
+        `WCU per step at step ${window.atStep}`,
+        dec(window.wcuPerStep),
+        `full rewrite ${dec(base.wcuPerStep)}`,
+      ]);
+    }
+    rows.push([
+      `total bytes written, ${journal.baton.steps}-step session`,
+      int(journal.baton.totals.writeBytes),
+      `full rewrite ${int(journal.fullRewrite.totals.writeBytes)} (${dec(journal.bytesRatio, 0)}× more)`,
+    ]);
+    rows.push([
+      'total writes / WCU',
+      `${int(journal.baton.totals.writes)} / ${int(journal.baton.totals.wcu)}`,
+      `full rewrite ${int(journal.fullRewrite.totals.writes)} / ${int(journal.fullRewrite.totals.wcu)}`,
+    ]);
+    rows.push(['legs of the session', String(journal.baton.legs), '']);
+    rows.push([
+      'tool calls run / journaled',
+      `${journal.baton.toolRuns} / ${journal.baton.toolResults}`,
+      'nothing ran twice',
+    ]);
+  }
+  if (resume) {
+    section('resume read cost (GetItem + one journal query pass)');
+    for (const r of resume) {
+      rows.push([
+        `resume at step ${r.steps}`,
+        `${r.reads} requests, ${int(r.readBytes)} B, ${dec(r.rcu, 1)} RCU`,
+        `${r.journalEntries} entries, 0 re-executed`,
+      ]);
+    }
+  }
+  if (durable) {
+    section('AWS Lambda durable function, SDK local runner, same loop');
+    if ('unavailable' in durable) rows.push(['durable runner', 'unavailable', durable.unavailable]);
+    else {
+      rows.push([
+        'checkpointed bytes per step',
+        int(durable.checkpointBytesPerStep),
+        `${dec(durable.checkpointCallsPerStep)} checkpoint calls per step`,
+      ]);
+      for (const at of durable.at) {
+        rows.push([
+          `invocation running step ${at.step}`,
+          `replays ${at.replayedSteps} operations`,
+          `${dec(at.replayedSteps / Math.max(1, at.executedSteps))} replayed per new step; state in ${int(at.stateBytes)} B`,
+        ]);
+      }
+      rows.push([
+        `total over ${durable.steps} steps, ${durable.invocations} invocations`,
+        `${int(durable.totalReplayedSteps)} replayed`,
+        `${int(durable.totalCheckpointBytes)} B checkpointed`,
+      ]);
+    }
+  }
+  if (throughput) {
+    section(`local throughput, ${throughput.baton.concurrency} sessions at once, zero-latency model`);
+    rows.push([
+      'Baton steps per second',
+      dec(throughput.baton.stepsPerSecond, 0),
+      `${dec(throughput.baton.writesPerStep)} writes per step`,
+    ]);
+    rows.push([
+      'raw conditional writes per second',
+      dec(throughput.raw.writesPerSecond, 0),
+      `same DynamoDB Local, concurrency ${throughput.raw.concurrency}`,
+    ]);
+    rows.push(['ratio', dec(throughput.ratio), 'target ≥ 0.5']);
+  }
+  if (recovery) {
+    section('recovery: kill -9 of the owner mid-step → next journal append by another worker');
+    if ('unavailable' in recovery) rows.push(['recovery', 'unavailable', recovery.unavailable]);
+    else {
+      rows.push([
+        'recovery latency p50 / max',
+        `${int(recovery.p50Ms)} / ${int(recovery.maxMs)} ms`,
+        `lease TTL ${recovery.leaseTtlMs} ms + sweep ${recovery.sweepIntervalMs} ms`,
+      ]);
+      rows.push(['samples', recovery.samplesMs.map((ms) => int(ms)).join(', '), 'ms']);
+    }
+  }
+  if (bundle) {
+    section('step function bundle (esbuild, minified, ESM)');
+    if ('unavailable' in bundle) rows.push(['bundle', 'unavailable', bundle.unavailable]);
+    else
+      for (const b of bundle)
+        rows.push([`${b.variant}`, `${int(b.bytes / 1024)} KiB`, `cold import ${int(b.coldImportMs)} ms`]);
+  }
+  const w0 = Math.max(...rows.map((r) => r[0].length));
+  const w1 = Math.max(...rows.map((r) => r[1].length));
+  const { machine: m } = report;
+  return [
+    `Baton bench — ${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB, Node ${m.node}, ${m.platform}; ${dec(report.seconds, 0)} s`,
+    ...rows.map(([a, b, c]) => (b === '' && c === '' ? a : `  ${a.padEnd(w0)}  ${b.padStart(w1)}  ${c}`)),
+  ];
+}
