@@ -8,6 +8,7 @@ const Config = z.object({
   [ENV.resultsQueueUrl]: z.string().url(),
   [ENV.ticketsQueueUrl]: z.string().url().optional(),
   [ENV.bucket]: z.string().min(1).optional(),
+  [ENV.functionTimeoutMs]: z.coerce.number().int().positive().optional(),
   [ENV.leaseTtlMs]: z.coerce.number().int().positive().default(30_000),
   [ENV.reserveMs]: z.coerce.number().int().nonnegative().default(5_000),
   [ENV.sweepIntervalMs]: z.coerce.number().int().positive().default(5_000),
@@ -23,6 +24,8 @@ export interface FunctionConfig {
   readonly resultsQueueUrl: string;
   readonly ticketsQueueUrl?: string | undefined;
   readonly bucket?: string | undefined;
+  /** The function's configured timeout, for the definition-time budget check. */
+  readonly functionTimeoutMs?: number | undefined;
   readonly leaseTtlMs: number;
   readonly reserveMs: number;
   readonly sweepIntervalMs: number;
@@ -45,6 +48,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): FunctionConfig {
     resultsQueueUrl: c[ENV.resultsQueueUrl],
     ticketsQueueUrl: c[ENV.ticketsQueueUrl],
     bucket: c[ENV.bucket],
+    functionTimeoutMs: c[ENV.functionTimeoutMs],
     leaseTtlMs: c[ENV.leaseTtlMs],
     reserveMs: c[ENV.reserveMs],
     sweepIntervalMs: c[ENV.sweepIntervalMs],

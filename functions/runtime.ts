@@ -4,6 +4,7 @@ import { DynamoDbSessionStore } from '../lib/adapters/dynamodb/dynamodb-session-
 import { installFaultsFromEnv } from '../lib/adapters/faults/install-faults.ts';
 import { S3BlobStore } from '../lib/adapters/s3/s3-blob-store.ts';
 import { SqsResultPublisher, SqsWorkQueue } from '../lib/adapters/sqs/sqs-queues.ts';
+import { assertFitsBudget } from '../lib/agent/define-agent.ts';
 import { addAwsTraceHeaderShim } from '../lib/local/aws-trace-header-shim.ts';
 import { systemClock } from '../lib/ports/clock.ts';
 import type { RuntimeDeps } from '../lib/runtime/deps.ts';
@@ -27,6 +28,16 @@ const blobs = s3 && config.bucket ? new S3BlobStore({ client: s3, bucket: config
 const documents = createDocumentClient(aws);
 // Chaos testing only: with BATON_FAULTS unset nothing is installed.
 installFaultsFromEnv({ dynamodb: documents, sqs, workQueueUrl: config.workQueueUrl }, process.env);
+
+// A step that can never fit the deployed durations fails the cold start, naming it.
+if (config.functionTimeoutMs !== undefined) {
+  for (const agent of agents.values())
+    assertFitsBudget(agent, {
+      functionTimeoutMs: config.functionTimeoutMs,
+      reserveMs: config.reserveMs,
+      leaseTtlMs: config.leaseTtlMs,
+    });
+}
 
 export const deps: RuntimeDeps = {
   store: new DynamoDbSessionStore({ client: documents, table: config.table, blobs }),

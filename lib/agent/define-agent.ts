@@ -1,4 +1,5 @@
 import type { ZodType } from 'zod';
+import { MAX_CLOCK_SKEW_MS, stepCanEverFit } from '../core/budget.ts';
 import { InvalidInputError } from '../core/errors.ts';
 import { NAME_PATTERN } from '../core/ids.ts';
 import type { ModelClient } from '../ports/model-client.ts';
@@ -52,19 +53,37 @@ export function defineAgent(options: DefineAgentOptions): AgentDefinition {
   return { ...options, tools, limits: { ...DEFAULT_LIMITS, ...options.limits } };
 }
 
+/** A renewal's round trip: the lease a once-only call starts with is this much shorter than the TTL. */
+const RENEWAL_ALLOWANCE_MS = 250;
+
+/** The deployment's durations that every step must fit in. */
+export interface BudgetLimits {
+  readonly functionTimeoutMs: number;
+  readonly reserveMs: number;
+  readonly leaseTtlMs: number;
+}
+
 /**
  * Refuses an agent whose model or tool maximum cannot fit in one invocation's budget
- * (timeout − reserve − leg overhead). Called by the runtime's registry with the deployed timeout.
+ * (timeout − reserve − leg overhead), or a once-only tool the lease could never outlive.
+ * Functions call it at cold start with their deployed durations, so the error shows at deploy.
  */
-export function assertFitsBudget(agent: AgentDefinition, fits: (maxDurationMs: number) => boolean): void {
+export function assertFitsBudget(agent: AgentDefinition, limits: BudgetLimits): void {
   const steps = [
     { what: `model ${agent.model.id}`, ms: agent.model.maxDurationMs },
     ...agent.tools.map((t) => ({ what: `tool ${t.name}`, ms: t.maxDurationMs })),
   ];
   for (const step of steps) {
-    if (!fits(step.ms)) {
+    if (!stepCanEverFit(step.ms, limits.functionTimeoutMs, limits.reserveMs)) {
       throw new InvalidInputError(
-        `agent ${agent.name}: ${step.what} may take ${step.ms} ms, which cannot fit in the invocation budget`,
+        `agent ${agent.name}: ${step.what} may take ${step.ms} ms, which cannot fit in a ${limits.functionTimeoutMs} ms invocation less its ${limits.reserveMs} ms reserve`,
+      );
+    }
+  }
+  for (const tool of agent.tools.filter((t) => t.effect === 'once')) {
+    if (tool.maxDurationMs + MAX_CLOCK_SKEW_MS + RENEWAL_ALLOWANCE_MS > limits.leaseTtlMs) {
+      throw new InvalidInputError(
+        `agent ${agent.name}: once-only tool ${tool.name} may take ${tool.maxDurationMs} ms, which a ${limits.leaseTtlMs} ms lease cannot outlive (with ${MAX_CLOCK_SKEW_MS} ms clock skew)`,
       );
     }
   }

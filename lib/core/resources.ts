@@ -50,6 +50,7 @@ export const ENV = {
   workQueueUrl: 'BATON_WORK_QUEUE_URL',
   resultsQueueUrl: 'BATON_RESULTS_QUEUE_URL',
   bucket: 'BATON_BUCKET',
+  functionTimeoutMs: 'BATON_FUNCTION_TIMEOUT_MS',
   leaseTtlMs: 'BATON_LEASE_TTL_MS',
   reserveMs: 'BATON_RESERVE_MS',
   sweepIntervalMs: 'BATON_SWEEP_INTERVAL_MS',

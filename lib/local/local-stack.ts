@@ -143,6 +143,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       [ENV.workQueueUrl]: resources.queues.work.url,
       [ENV.resultsQueueUrl]: resources.queues.results.url,
       [ENV.bucket]: resources.bucket,
+      [ENV.functionTimeoutMs]: String(functionTimeoutS * 1000),
       BATON_LEDGER: ledger,
       // Tells adapters they talk to emulators (e.g. to apply the AWSTraceHeader shim).
       BATON_LOCAL: '1',

@@ -1,0 +1,167 @@
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { duplicateEffects, readLedger } from '../../examples/simulated/ledger.ts';
+import type { JournalEntry } from '../../lib/core/journal.ts';
+import { FAILPOINTS } from '../../lib/runtime/failpoints.ts';
+import { startTestStack, type TestStack } from '../fixtures/stack.ts';
+
+/** Journal invariants, checked from outside the runtime. */
+function assertJournalInvariants(entries: JournalEntry[]) {
+  entries.forEach((entry, i) => expect(entry.seq, 'gap-free').toBe(i + 1));
+  let legEpoch = 0;
+  for (const entry of entries) {
+    expect(entry.epoch, `seq ${entry.seq} epoch not below its leg marker`).toBeGreaterThanOrEqual(legEpoch);
+    if (entry.kind === 'leg') legEpoch = entry.epoch;
+  }
+  expect(entries.filter((e) => e.kind === 'outcome')).toHaveLength(1);
+  expect(entries.filter((e) => e.kind === 'published').length).toBeGreaterThanOrEqual(1);
+}
+
+const longHaul = (steps: number, stepMs: number) => ({ steps, payloadBytes: 64, stepMs });
+
+describe('the durable core on the local stack', () => {
+  let t: TestStack;
+  beforeAll(async () => {
+    t = await startTestStack();
+  });
+  afterAll(async () => {
+    await t?.stop();
+  });
+
+  it('runs tickets from the tickets queue to structured results on the results queue', async () => {
+    const submitted = await Promise.all(
+      ['O-1001', 'O-1002', 'O-1003'].map((orderId) =>
+        t.client.submit({ agent: 'order-investigator', input: { orderId, complaint: 'never arrived' } }),
+      ),
+    );
+    const ids = new Set(submitted.map((s) => s.ticketId));
+
+    const results = (await t.awaitResults((all) => [...ids].every((id) => all.some((r) => r.ticketId === id)))).filter(
+      (r) => ids.has(r.ticketId),
+    );
+
+    expect(results.map((r) => [r.status, r.error])).toEqual([
+      ['completed', undefined],
+      ['completed', undefined],
+      ['completed', undefined],
+    ]);
+    for (const result of results)
+      expect(result.output).toMatchObject({
+        orderId: expect.any(String),
+        verdict: expect.stringMatching(/refund|no-action|escalate/),
+      });
+    for (const s of submitted) {
+      const status = await t.client.status(s.sessionId);
+      expect(status).toMatchObject({ status: 'completed', outcome: { status: 'completed' }, traceId: s.traceId });
+    }
+  });
+
+  it('converges a resubmitted ticket on the same session and refuses a reused id with another input', async () => {
+    const first = await t.client.submit({ agent: 'long-haul', ticketId: 'same-ticket', input: longHaul(2, 0) });
+    const again = await t.client.submit({ agent: 'long-haul', ticketId: 'same-ticket', input: longHaul(2, 0) });
+    expect(again.sessionId).toBe(first.sessionId);
+    await t.awaitResults((all) => all.some((r) => r.ticketId === 'same-ticket'));
+    await t.client.submit({ agent: 'long-haul', ticketId: 'same-ticket', input: longHaul(3, 0) });
+    const refused = await t.awaitResults((all) => all.filter((r) => r.ticketId === 'same-ticket').length >= 2);
+    expect(
+      refused
+        .filter((r) => r.ticketId === 'same-ticket')
+        .map((r) => r.status)
+        .sort(),
+    ).toEqual(['completed', 'failed']);
+    expect(refused.find((r) => r.ticketId === 'same-ticket' && r.status === 'failed')?.error).toMatch(
+      /already submitted with a different input/,
+    );
+    const journal = await t.store.readJournal({ tenant: 'default', agent: 'long-haul', id: first.sessionId });
+    expect(journal.filter((e) => e.kind === 'input')).toHaveLength(1);
+  });
+
+  it('completes a turn longer than one invocation over three or more legs on one trace', async () => {
+    const s = await t.client.submit({ agent: 'long-haul', input: longHaul(40, 200) });
+    const [result] = (await t.awaitResults((all) => all.some((r) => r.ticketId === s.ticketId), 90_000)).filter(
+      (r) => r.ticketId === s.ticketId,
+    );
+
+    expect(result).toMatchObject({ status: 'completed', output: 'fetched 40 chunks' });
+    const journal = await t.store.readJournal({ tenant: 'default', agent: 'long-haul', id: s.sessionId });
+    assertJournalInvariants(journal);
+    const legs = journal.filter((e) => e.kind === 'leg');
+    expect(legs.length).toBeGreaterThanOrEqual(3);
+    expect(new Set(legs.map((l) => l.kind === 'leg' && l.data.traceparent.split('-')[1]))).toEqual(
+      new Set([s.traceId]),
+    );
+    expect(result?.legs).toBe(legs.length);
+  });
+
+  it('survives kill -9 of the workers while a turn runs: another worker resumes it', async () => {
+    const s = await t.client.submit({ agent: 'long-haul', input: longHaul(30, 150) });
+    const key = { tenant: 'default', agent: 'long-haul', id: s.sessionId };
+    // Wait until the turn is under way, then kill every worker that exists.
+    const started = Date.now();
+    while ((await t.store.readJournal(key)).length < 6 && Date.now() - started < 20_000)
+      await new Promise((r) => setTimeout(r, 100));
+    for (const worker of t.stack.supervisor.workers()) process.kill(worker.pid, 'SIGKILL');
+
+    const [result] = (await t.awaitResults((all) => all.some((r) => r.ticketId === s.ticketId), 90_000)).filter(
+      (r) => r.ticketId === s.ticketId,
+    );
+
+    expect(result).toMatchObject({ status: 'completed', output: 'fetched 30 chunks' });
+    const journal = await t.store.readJournal(key);
+    assertJournalInvariants(journal);
+    expect(journal.some((e) => e.kind === 'leg' && e.data.reason === 'recovery')).toBe(true);
+    expect(t.events.filter((e) => e.type === 'worker-exited' && e.signal === 'SIGKILL').length).toBeGreaterThanOrEqual(
+      2,
+    );
+  });
+});
+
+describe('every named crash point', () => {
+  let t: TestStack;
+  let failpoints: string;
+  beforeAll(async () => {
+    failpoints = join(mkdtempSync(join(tmpdir(), 'baton-fp-')), 'failpoints.json');
+    // Every crash point kills the worker that reaches it first, once.
+    writeFileSync(failpoints, JSON.stringify(Object.fromEntries(FAILPOINTS.map((name) => [name, { action: 'kill' }]))));
+    t = await startTestStack({ handlerEnv: { BATON_FAILPOINTS_FILE: failpoints } });
+  });
+  afterAll(async () => {
+    await t?.stop();
+  });
+
+  it('kills a worker at each point; another worker finishes every turn, each step and effect once', async () => {
+    // Refund-bound orders reach the once-only tool (after-intent); long-hauls need continuations.
+    const tickets = await Promise.all([
+      ...['O-5', 'O-8', 'O-17', 'O-23'].map((orderId) =>
+        t.client.submit({ agent: 'order-investigator', input: { orderId, complaint: 'lost' } }),
+      ),
+      ...[0, 1].map(() => t.client.submit({ agent: 'long-haul', input: longHaul(30, 150) })),
+    ]);
+    const ids = new Set(tickets.map((s) => s.ticketId));
+
+    const results = (
+      await t.awaitResults((all) => [...ids].every((id) => all.some((r) => r.ticketId === id)), 150_000)
+    ).filter((r) => ids.has(r.ticketId));
+
+    const fired = existsSync(`${failpoints}.log`)
+      ? readFileSync(`${failpoints}.log`, 'utf8')
+          .trim()
+          .split('\n')
+          .map((l) => JSON.parse(l) as { failpoint: string; pid: number })
+      : [];
+    const killed = new Set(
+      t.events.flatMap((e) => (e.type === 'worker-exited' && e.signal === 'SIGKILL' ? [e.pid] : [])),
+    );
+    for (const point of fired) expect(killed, `worker ${point.pid} died at ${point.failpoint}`).toContain(point.pid);
+    expect(fired.map((f) => f.failpoint).sort()).toEqual([...FAILPOINTS].sort());
+    expect(new Set(results.map((r) => r.ticketId))).toEqual(ids);
+    expect(results.every((r) => r.status === 'completed')).toBe(true);
+    for (const s of tickets)
+      assertJournalInvariants(await t.store.readJournal({ tenant: 'default', agent: s.agent, id: s.sessionId }));
+    const ledger = readLedger(join(t.stateDir, 'ledger.jsonl'));
+    expect(ledger.filter((l) => l.operation === 'issueRefund').length).toBeGreaterThan(0);
+    expect(duplicateEffects(ledger)).toEqual([]);
+  });
+});
