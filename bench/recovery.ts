@@ -20,7 +20,8 @@ export interface RecoveryFigures {
   readonly maxMs: number;
 }
 
-const LEASE_TTL_MS = 2_000;
+/** The demo's lease TTL: the shortest the example agents accept (a once-only refund must fit in it). */
+const LEASE_TTL_MS = 3_000;
 const SWEEP_INTERVAL_MS = 500;
 const SAMPLE_TIMEOUT_MS = 30_000;
 const POLL_MS = 50;
@@ -45,8 +46,8 @@ export async function measureRecovery(options: {
     stateDir: dir,
     emulators: options.emulators,
     sweepEveryMs: 5_000,
-    workerOutput: 'ignore',
-    log: () => {},
+    workerOutput: process.env.BENCH_VERBOSE ? 'inherit' : 'ignore',
+    log: process.env.BENCH_VERBOSE ? options.log : () => {},
     handlerEnv: {
       [ENV.leaseTtlMs]: String(LEASE_TTL_MS),
       [ENV.reserveMs]: '1500',

@@ -30,6 +30,8 @@ export const BENCH_WORKLOAD = {
   throughputToolCalls: 50,
   rawWriteMs: 5_000,
   recoverySamples: 3,
+  /** A durable function's invocation ends at a wait (or a timeout); one every 50 steps stands for a leg. */
+  durableStepsPerInvocation: 50,
 } as const;
 
 export interface BenchReport {
@@ -89,8 +91,7 @@ export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
     }
     if (want('durable')) {
       options.progress('durable: the same loop on the durable execution SDK local runner (real-time waits, ~15 s)');
-      const stepsPerLeg = report.journal ? Math.round(report.journal.baton.steps / report.journal.baton.legs) : 50;
-      report.durable = runDurableChild(w.toolCalls, w.payloadBytes, stepsPerLeg);
+      report.durable = runDurableChild(w.toolCalls, w.payloadBytes, w.durableStepsPerInvocation);
     }
     if (db && want('throughput')) {
       options.progress(
@@ -118,12 +119,14 @@ export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
         emulators: db.emulators,
         samples: w.recoverySamples,
         log: options.progress,
-      }).catch((error: unknown) => ({ unavailable: error instanceof Error ? error.message : String(error) }));
+      }).catch((error: unknown) => ({
+        unavailable: (error instanceof Error ? error.message : String(error)).replace(/\s+/g, ' '),
+      }));
     }
     if (want('bundle')) {
       options.progress('bundle: esbuild of functions/step.ts, minified; cold import in fresh node processes');
       report.bundle = await measureStepBundle().catch((error: unknown) => ({
-        unavailable: error instanceof Error ? error.message : String(error),
+        unavailable: (error instanceof Error ? error.message : String(error)).replace(/\s+/g, ' '),
       }));
     }
   } finally {
@@ -277,8 +280,9 @@ export function formatBenchReport(report: BenchReport): string[] {
       for (const b of bundle)
         rows.push([`${b.variant}`, `${int(b.bytes / 1024)} KiB`, `cold import ${int(b.coldImportMs)} ms`]);
   }
-  const w0 = Math.max(...rows.map((r) => r[0].length));
-  const w1 = Math.max(...rows.map((r) => r[1].length));
+  const figures = rows.filter(([, b, c]) => b !== '' || c !== '');
+  const w0 = Math.max(...figures.map((r) => r[0].length));
+  const w1 = Math.max(...figures.map((r) => r[1].length));
   const { machine: m } = report;
   return [
     `Baton bench — ${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB, Node ${m.node}, ${m.platform}; ${dec(report.seconds, 0)} s`,

@@ -1,0 +1,120 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, inject, it } from 'vitest';
+import type { DemoSummary } from '../../lib/demo/demo-summary.ts';
+
+const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const DEMO_TIMEOUT_MS = 150_000;
+
+interface CliRun {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** Runs `baton` as a user would (bin/baton), on the suite's emulators, with no terminal attached. */
+function baton(args: string[], stateDir: string): Promise<CliRun> {
+  const { region, endpoints } = inject('baton');
+  return new Promise((resolve, reject) => {
+    const child = spawn('sh', [join(REPO_ROOT, 'bin', 'baton'), '--state-dir', stateDir, ...args], {
+      cwd: REPO_ROOT,
+      env: {
+        ...process.env,
+        AWS_REGION: region,
+        AWS_ENDPOINT_URL_DYNAMODB: endpoints.dynamodb,
+        AWS_ENDPOINT_URL_SQS: endpoints.sqs,
+        AWS_ENDPOINT_URL_S3: endpoints.s3,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+describe('baton demo', () => {
+  const dirs: string[] = [];
+  const stateDir = () => {
+    const dir = mkdtempSync(join(tmpdir(), 'baton-demo-'));
+    dirs.push(dir);
+    return dir;
+  };
+  afterEach(() => {
+    for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it(
+    'runs a small batch to a green summary, exits 0 and prints the summary table without a terminal',
+    async () => {
+      // Arrange: four tickets, the fourth a long-haul job longer than the 10 s function timeout.
+      const dir = stateDir();
+
+      // Act
+      const run = await baton(['demo', '--tickets', '4', '--workers', '2', '--deadline-s', '120'], dir);
+
+      // Assert
+      expect(run.code, run.stdout + run.stderr).toBe(0);
+      expect(run.stdout).not.toContain('\x1b[');
+      expect(run.stdout).toMatch(/T04 {2}long-haul +leg +\d+ +step +\d+ +completed/);
+      expect(run.stdout).toMatch(/completed +4\n/);
+      expect(run.stdout).toMatch(/failed +0\n/);
+      expect(run.stdout).toMatch(/duplicate effects +0\n/);
+      expect(run.stdout).toMatch(/turn time p95 +\d+\.\d s/);
+      expect(run.stdout).toContain('✓ every ticket completed correctly');
+    },
+    DEMO_TIMEOUT_MS,
+  );
+
+  it(
+    'still ends green with --chaos: workers are killed, sessions recover, no once-only effect runs twice',
+    async () => {
+      // Arrange
+      const dir = stateDir();
+
+      // Act: --json puts the summary object alone on stdout, progress on stderr.
+      const run = await baton(
+        [
+          '--json',
+          'demo',
+          '--tickets',
+          '4',
+          '--workers',
+          '2',
+          '--chaos',
+          '--chaos-every-s',
+          '3',
+          '--deadline-s',
+          '120',
+        ],
+        dir,
+      );
+
+      // Assert
+      expect(run.code, run.stdout + run.stderr).toBe(0);
+      const summary = JSON.parse(run.stdout.trim().split('\n').at(-1) ?? '{}') as DemoSummary;
+      expect(summary).toMatchObject({
+        tickets: 4,
+        completed: 4,
+        failed: 0,
+        missing: 0,
+        duplicateEffects: 0,
+        green: true,
+      });
+      expect(summary.workerKills).toBeGreaterThan(0);
+      expect(summary.legs).toBeGreaterThan(summary.tickets);
+      expect(run.stderr).toContain('[chaos] kill -9 worker');
+    },
+    DEMO_TIMEOUT_MS,
+  );
+});
