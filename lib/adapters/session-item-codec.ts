@@ -4,6 +4,7 @@ import { CorruptStateError } from '../core/errors.ts';
 import { canonicalJson, formatSessionKey, type SessionKey } from '../core/ids.ts';
 import { type JournalEntry, parseEntry } from '../core/journal.ts';
 import { describeIssues } from '../core/messages.ts';
+import type { SessionSnapshot } from '../core/snapshot.ts';
 import { OutcomeStatus, SessionState } from '../core/vocabulary.ts';
 import type { NewSession, SessionRecord, TurnOutcome, TurnRecord } from '../ports/session-store.ts';
 import { type PayloadOffload, type StoredPayload, toJson } from './payload-offload.ts';
@@ -16,6 +17,7 @@ import { sweepShardOf } from './sweep-shard.ts';
  *   session  pk S#{tenant}#{agent}#{id}  sk META                 (sid, sweepShard/sweepAt for the indexes)
  *   turn     same pk                     sk T#{turnId}
  *   journal  same pk                     sk J#{seq, 12 digits}
+ *   snapshot same pk                     sk SNAP#{seq, 12 digits}
  */
 
 export const META_SK = 'META';
@@ -346,4 +348,46 @@ export async function decodeEntry(raw: unknown, key: SessionKey, offload: Payloa
     throw new CorruptStateError(`${what} (${item.kind}) holds fields its kind does not define`);
   }
   return entry;
+}
+
+const SNAPSHOT_PREFIX = 'SNAP#';
+export const snapshotSk = (seq: number): string => `${SNAPSHOT_PREFIX}${String(seq).padStart(SEQ_DIGITS, '0')}`;
+export const SNAPSHOT_SK_MIN = snapshotSk(0);
+export const SNAPSHOT_SK_MAX = snapshotSk(10 ** SEQ_DIGITS - 1);
+
+/** A snapshot is small derived state (never the transcript), so it is always stored inline. */
+const SnapshotItemSchema = z
+  .object({
+    pk: z.string(),
+    sk: z.string().startsWith(SNAPSHOT_PREFIX),
+    seq: int.positive(),
+    foldVersion: int.nonnegative(),
+    entryHash: z.string().min(1),
+    view: z.string(),
+    ttl: int.optional(),
+  })
+  .strict();
+
+export function encodeSnapshot(key: SessionKey, snapshot: SessionSnapshot, ttlSeconds?: number) {
+  return {
+    pk: pkOf(key),
+    sk: snapshotSk(snapshot.seq),
+    seq: snapshot.seq,
+    foldVersion: snapshot.foldVersion,
+    entryHash: snapshot.entryHash,
+    view: JSON.stringify(snapshot.view),
+    ...(ttlSeconds === undefined ? {} : { ttl: ttlSeconds }),
+  };
+}
+
+export function decodeSnapshot(raw: unknown, key: SessionKey): SessionSnapshot {
+  const item = validate(SnapshotItemSchema, raw, `snapshot of ${formatSessionKey(key)}`);
+  if (item.pk !== pkOf(key) || item.sk !== snapshotSk(item.seq))
+    throw new CorruptStateError(`snapshot ${item.sk} does not belong to ${formatSessionKey(key)}`);
+  return {
+    seq: item.seq,
+    foldVersion: item.foldVersion,
+    entryHash: item.entryHash,
+    view: parseJson(item.view, `snapshot ${item.seq}`),
+  };
 }

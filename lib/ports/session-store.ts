@@ -1,5 +1,6 @@
 import type { SessionKey } from '../core/ids.ts';
 import type { JournalEntry } from '../core/journal.ts';
+import type { SessionSnapshot } from '../core/snapshot.ts';
 import type { OutcomeStatus, SessionState } from '../core/vocabulary.ts';
 
 /** The session record (sk META): state, lease and the counters that drive wake-ups. */
@@ -135,6 +136,11 @@ export interface SessionStore {
   append(key: SessionKey, entry: JournalEntry, ttlSeconds?: number): Promise<void>;
   /** Entries with seq > afterSeq, in order, validated. */
   readJournal(key: SessionKey, afterSeq?: number): Promise<JournalEntry[]>;
+
+  /** Write-once per seq: a snapshot already at that seq is kept. */
+  putSnapshot(key: SessionKey, snapshot: SessionSnapshot, ttlSeconds?: number): Promise<void>;
+  /** The snapshot with the highest seq, unvalidated beyond its shape: the runtime decides whether to trust it. */
+  getLatestSnapshot(key: SessionKey): Promise<SessionSnapshot | undefined>;
 
   /** Sessions whose sweepAt has passed, from one shard of the sparse sweep index. */
   findDue(shard: number, now: number, limit: number): Promise<SessionKey[]>;

@@ -16,6 +16,7 @@ import { formatSessionKey, idempotencyKey, newOwnerId, newWriteId, type SessionK
 import type { EntryDataOf, JournalEntry } from '../core/journal.ts';
 import { planAcquire } from '../core/lease.ts';
 import type { Kick, Result } from '../core/messages.ts';
+import { restoreView, takeSnapshot } from '../core/snapshot.ts';
 import { childContext, formatTraceparent, type TraceContext } from '../core/trace-context.ts';
 import type { EntryKind, KickReason, OutcomeStatus, SessionState } from '../core/vocabulary.ts';
 import type { ModelResponse } from '../ports/model-client.ts';
@@ -182,8 +183,15 @@ class Leg {
 
   async #runLoaded(): Promise<KickOutcome> {
     try {
-      this.#entries = await this.deps.store.readJournal(this.key);
-      this.#view = foldJournal(this.#entries);
+      // One pass over the journal (the transcript needs it) and the latest snapshot, in parallel.
+      const [entries, snapshot] = await Promise.all([
+        this.deps.store.readJournal(this.key),
+        this.deps.store.getLatestSnapshot(this.key),
+      ]);
+      this.#entries = entries;
+      const restored = restoreView(snapshot, entries);
+      this.#view = restored.view;
+      if (restored.fromSnapshot) this.#log.debug('resumed from a snapshot', { snapshotSeq: snapshot?.seq });
     } catch (error) {
       if (error instanceof CorruptStateError)
         return this.#failUnjournaled(`stored state failed validation: ${error.message}`);
@@ -491,6 +499,13 @@ class Leg {
   }
 
   /** Waits for a retry timer: a delayed kick wakes the session; the sweeper is the backstop. */
+  /** Leaves derived state for the next leg. Not a journal write: any owner may write the same one. */
+  async #snapshot(): Promise<void> {
+    const snapshot = takeSnapshot(this.#view, this.#entries);
+    if (snapshot)
+      await this.deps.store.putSnapshot(this.key, snapshot, ttlSeconds(this.deps.config, this.deps.clock.now()));
+  }
+
   async #wait(): Promise<KickOutcome> {
     const retryAt = this.#view.retryAt ?? this.deps.clock.now();
     const delayMs = Math.max(0, retryAt - this.deps.clock.now());
@@ -520,6 +535,7 @@ class Leg {
       return this.#finish('failed', undefined, `step cannot fit in the budget: ${what}`);
     }
     await this.#heartbeat.stop();
+    await this.#snapshot();
     await this.deps.workQueue.sendKick(
       { v: 1, session: this.key, reason: 'continuation', fromEpoch: this.epoch, turnId: this.#record.activeTurnId },
       { trace: this.#trace },

@@ -712,6 +712,31 @@ export function describeSessionStoreContract(name: string, makeHarness: MakeHarn
       });
     });
 
+    describe('snapshots', () => {
+      it('returns the latest snapshot, keeps the first one written at a seq, and none for a new session', async () => {
+        // Arrange
+        const { store, key } = await setup();
+        const snapshot = (seq: number, entryHash: string) => ({
+          seq,
+          foldVersion: 1,
+          entryHash,
+          view: { lastSeq: seq },
+        });
+        await store.putSnapshot(key, snapshot(3, 'h3'));
+        await store.putSnapshot(key, snapshot(12, 'h12'));
+
+        // Act
+        await store.putSnapshot(key, snapshot(12, 'other'));
+        const latest = await store.getLatestSnapshot(key);
+
+        // Assert
+        expect(latest).toEqual(snapshot(12, 'h12'));
+        expect(await store.getLatestSnapshot(newKey())).toBeUndefined();
+        // Journal reads never see snapshot items.
+        expect(await store.readJournal(key)).toEqual([]);
+      });
+    });
+
     describe('journal', () => {
       it('reads back appended entries in seq order, from after a cursor', async () => {
         // Arrange

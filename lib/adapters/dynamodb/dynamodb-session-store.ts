@@ -12,6 +12,7 @@ import { CorruptStateError, LeaseLostError, SeqTakenError } from '../../core/err
 import { formatSessionKey, type SessionKey } from '../../core/ids.ts';
 import type { JournalEntry } from '../../core/journal.ts';
 import { SESSION_TABLE } from '../../core/resources.ts';
+import type { SessionSnapshot } from '../../core/snapshot.ts';
 import { SessionState, TERMINAL_SESSION_STATES } from '../../core/vocabulary.ts';
 import type { BlobStore } from '../../ports/blob-store.ts';
 import { type Clock, systemClock } from '../../ports/clock.ts';
@@ -33,9 +34,11 @@ import { PayloadOffload } from '../payload-offload.ts';
 import {
   decodeEntry,
   decodeSession,
+  decodeSnapshot,
   decodeTurn,
   encodeEntry,
   encodeOutcome,
+  encodeSnapshot,
   encodeTurn,
   isOwnCreate,
   JOURNAL_SK_MAX,
@@ -44,6 +47,8 @@ import {
   META_SK,
   newSessionItem,
   pkOf,
+  SNAPSHOT_SK_MAX,
+  SNAPSHOT_SK_MIN,
   sweepShardAttr,
   turnSk,
 } from '../session-item-codec.ts';
@@ -372,6 +377,37 @@ export class DynamoDbSessionStore implements SessionStore {
       startKey = page.LastEvaluatedKey;
     } while (startKey !== undefined);
     return entries;
+  }
+
+  async putSnapshot(key: SessionKey, snapshot: SessionSnapshot, ttlSeconds?: number): Promise<void> {
+    const x = new Expression();
+    // Write-once: two owners folding to the same seq derive the same state; the first one stays.
+    await conditional(() =>
+      this.#db.send(
+        new PutCommand({
+          TableName: this.#table,
+          Item: encodeSnapshot(key, snapshot, ttlSeconds),
+          ConditionExpression: `attribute_not_exists(${x.name(SESSION_TABLE.sortKey)})`,
+          ...x.attributes(),
+        }),
+      ),
+    );
+  }
+
+  async getLatestSnapshot(key: SessionKey): Promise<SessionSnapshot | undefined> {
+    const x = new Expression();
+    const page = await this.#db.send(
+      new QueryCommand({
+        TableName: this.#table,
+        KeyConditionExpression: `${x.name('pk')} = ${x.value(pkOf(key))} AND ${x.name('sk')} BETWEEN ${x.value(SNAPSHOT_SK_MIN)} AND ${x.value(SNAPSHOT_SK_MAX)}`,
+        ScanIndexForward: false,
+        Limit: 1,
+        ConsistentRead: true,
+        ...x.attributes(),
+      }),
+    );
+    const raw = page.Items?.[0];
+    return raw === undefined ? undefined : decodeSnapshot(raw, key);
   }
 
   /**

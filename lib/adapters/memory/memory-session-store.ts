@@ -1,6 +1,7 @@
 import { CorruptStateError, LeaseLostError, SeqTakenError } from '../../core/errors.ts';
 import { formatSessionKey, type SessionKey } from '../../core/ids.ts';
 import type { JournalEntry } from '../../core/journal.ts';
+import type { SessionSnapshot } from '../../core/snapshot.ts';
 import { SessionState, TERMINAL_SESSION_STATES } from '../../core/vocabulary.ts';
 import type { BlobStore } from '../../ports/blob-store.ts';
 import { type Clock, systemClock } from '../../ports/clock.ts';
@@ -22,9 +23,11 @@ import { PayloadOffload } from '../payload-offload.ts';
 import {
   decodeEntry,
   decodeSession,
+  decodeSnapshot,
   decodeTurn,
   encodeEntry,
   encodeOutcome,
+  encodeSnapshot,
   encodeTurn,
   isOwnCreate,
   journalSk,
@@ -341,6 +344,20 @@ export class MemorySessionStore implements SessionStore {
     );
     const sks = [...partition.keys()].filter((sk) => sk.startsWith('J#') && sk >= from && !hidden.has(sk)).sort();
     return Promise.all(sks.map((sk) => decodeEntry(partition.get(sk), key, this.#offload)));
+  }
+
+  async putSnapshot(key: SessionKey, snapshot: SessionSnapshot, ttlSeconds?: number): Promise<void> {
+    const item = encodeSnapshot(key, snapshot, ttlSeconds);
+    if (this.#item(key, item.sk) === undefined) this.#put(key, item.sk, item);
+  }
+
+  async getLatestSnapshot(key: SessionKey): Promise<SessionSnapshot | undefined> {
+    const partition = this.#items.get(pkOf(key));
+    const latest = [...(partition?.keys() ?? [])]
+      .filter((sk) => sk.startsWith('SNAP#'))
+      .sort()
+      .at(-1);
+    return latest === undefined ? undefined : decodeSnapshot(partition?.get(latest), key);
   }
 
   async findDue(shard: number, now: number, limit: number): Promise<SessionKey[]> {

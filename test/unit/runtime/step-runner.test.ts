@@ -37,7 +37,7 @@ describe('the step runner', () => {
   });
 
   it('continues a turn longer than one invocation over several legs, all on one trace', async () => {
-    const { deps, store, results, total } = makeTestDeps([lookupAgent({ modelLatencyMs: 150 })]);
+    const { deps, store, results, total, lines } = makeTestDeps([lookupAgent({ modelLatencyMs: 150 })]);
     await acceptTicket(
       ticketBody('lookup-agent', 'T-2', { ids: ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j'] }),
       undefined,
@@ -55,6 +55,8 @@ describe('the step runner', () => {
     expect(traceIds.size).toBe(1);
     expect(results.bodies[0]).toMatchObject({ status: 'completed', output: 'found 10', legs: legs.length });
     expect(total('Yields')).toBe(legs.length - 1);
+    // Each continuation resumed from the snapshot its predecessor left.
+    expect(lines.filter((l) => l.message === 'resumed from a snapshot')).toHaveLength(legs.length - 1);
   });
 
   it('drops duplicated and shuffled kicks and still writes the same journal', async () => {
