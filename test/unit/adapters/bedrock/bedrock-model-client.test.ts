@@ -3,7 +3,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { BedrockModelClient, toolSpecFromZod } from '../../../../lib/adapters/bedrock/bedrock-model-client.ts';
 import { StepError } from '../../../../lib/core/errors.ts';
-import type { ModelRequest } from '../../../../lib/ports/model-client.ts';
+import type { ModelRequest, ToolSpec } from '../../../../lib/ports/model-client.ts';
 import {
   loadFixture,
   type RecordedResponse,
@@ -13,17 +13,22 @@ import {
 const MODEL_ID = 'anthropic.claude-3-sonnet-20240229-v1:0';
 const TOOL_USE_ID = 'tooluse_kZJMlvQmRJ6eAyJE5GIl7Q';
 
-const topSong = toolSpecFromZod(
-  'top_song',
-  'Get the most popular song played on a radio station.',
-  z.object({
-    sign: z
-      .string()
-      .describe(
-        'The call sign for the radio station for which you want the most popular song. Example calls signs are WZPZ and WKRP.',
-      ),
-  }),
-);
+/** The documented top_song tool, as Baton's ToolSpec carries it. */
+const topSong: ToolSpec = {
+  name: 'top_song',
+  description: 'Get the most popular song played on a radio station.',
+  inputSchema: {
+    type: 'object',
+    properties: {
+      sign: {
+        type: 'string',
+        description:
+          'The call sign for the radio station for which you want the most popular song. Example calls signs are WZPZ and WKRP.',
+      },
+    },
+    required: ['sign'],
+  },
+};
 
 /** The documented top_song conversation, as Baton's transcript holds it after one tool call. */
 const roundTripRequest: ModelRequest = {
@@ -41,13 +46,16 @@ const roundTripRequest: ModelRequest = {
     {
       role: 'user',
       content: [
-        { type: 'toolResult', toolCallId: TOOL_USE_ID, ok: true, output: { song: 'Elemental Hotel', artist: '8 Storey Hike' } },
+        {
+          type: 'toolResult',
+          toolCallId: TOOL_USE_ID,
+          ok: true,
+          output: { song: 'Elemental Hotel', artist: '8 Storey Hike' },
+        },
       ],
     },
   ],
-  tools: [
-    { name: topSong.name ?? '', description: topSong.description ?? '', inputSchema: topSong.inputSchema?.json as Record<string, unknown> },
-  ],
+  tools: [topSong],
 };
 
 const shortRequest: ModelRequest = {
@@ -76,7 +84,13 @@ describe('BedrockModelClient request mapping', () => {
     // Arrange
     const expected = loadFixture<{ path: string; body: unknown }>('converse-request-tool-round-trip.json');
     const { client, sent } = recordedBedrockClient([loadFixture('converse-response-end-turn.json')]);
-    const model = new BedrockModelClient({ modelId: MODEL_ID, client, maxDurationMs: 5_000, maxTokens: 2000, temperature: 0 });
+    const model = new BedrockModelClient({
+      modelId: MODEL_ID,
+      client,
+      maxDurationMs: 5_000,
+      maxTokens: 2000,
+      temperature: 0,
+    });
 
     // Act
     await model.converse(roundTripRequest, new AbortController().signal);

@@ -1,0 +1,225 @@
+import {
+  BedrockRuntimeClient,
+  BedrockRuntimeServiceException,
+  type ContentBlock,
+  ConverseCommand,
+  type ConverseCommandInput,
+  type ConverseCommandOutput,
+  type Message,
+  type Tool,
+  type ToolResultContentBlock,
+  type ToolSpecification,
+  type ToolUseBlock,
+} from '@aws-sdk/client-bedrock-runtime';
+import { z } from 'zod';
+import { errorMessage, StepError } from '../../core/errors.ts';
+import type { ToolCall } from '../../core/journal.ts';
+import type {
+  AssistantContent,
+  ChatMessage,
+  ModelClient,
+  ModelRequest,
+  ModelResponse,
+  ToolSpec,
+  UserContent,
+} from '../../ports/model-client.ts';
+
+/** A JSON value as the SDK types it (tool inputs and JSON tool results). */
+type Document = NonNullable<ToolUseBlock['input']>;
+
+export interface BedrockModelClientOptions {
+  /** A model id, inference profile id or ARN, as Converse takes it. */
+  readonly modelId: string;
+  /** Used only when `client` is absent; the SDK's region chain applies otherwise. */
+  readonly region?: string | undefined;
+  /** A client built by the composition root (tests pass one with a recorded-response handler). */
+  readonly client?: BedrockRuntimeClient | undefined;
+  readonly maxTokens?: number | undefined;
+  readonly temperature?: number | undefined;
+  /** Upper bound of one call: the budget check uses it, and the call is aborted past it. */
+  readonly maxDurationMs: number;
+}
+
+/** Converse errors that another attempt, later, can cure. */
+const RETRYABLE_ERRORS: ReadonlySet<string> = new Set([
+  'ThrottlingException',
+  'ServiceUnavailableException',
+  'InternalServerException',
+  'ModelTimeoutException',
+  'ModelNotReadyException',
+  // A quota hit (e.g. tokens per day) clears with time; the retry policy's attempt cap bounds it.
+  'ServiceQuotaExceededException',
+]);
+
+/** Converse errors that the same request will meet again, whenever it is sent. */
+const TERMINAL_ERRORS: ReadonlySet<string> = new Set([
+  'ValidationException',
+  'AccessDeniedException',
+  'ResourceNotFoundException',
+]);
+
+/**
+ * Amazon Bedrock's Converse API as a ModelClient. The system prompt comes from the request (so
+ * from code); the transcript maps block by block; errors come back as StepErrors whose
+ * `retryable` the retry policy honours.
+ * @example new BedrockModelClient({ modelId: 'eu.anthropic.claude-sonnet-4-5-20250929-v1:0', maxDurationMs: 120_000 })
+ */
+export class BedrockModelClient implements ModelClient {
+  readonly id: string;
+  readonly maxDurationMs: number;
+  readonly #client: BedrockRuntimeClient;
+  readonly #options: BedrockModelClientOptions;
+
+  constructor(options: BedrockModelClientOptions) {
+    if (!(options.maxDurationMs > 0)) throw new RangeError(`model ${options.modelId}: maxDurationMs must be positive`);
+    this.id = options.modelId;
+    this.maxDurationMs = options.maxDurationMs;
+    this.#options = options;
+    // One attempt per call: Baton's retry policy owns retries, so each one is journaled and
+    // backs off through a delayed kick instead of sleeping inside this invocation's budget.
+    this.#client =
+      options.client ??
+      new BedrockRuntimeClient({ maxAttempts: 1, ...(options.region === undefined ? {} : { region: options.region }) });
+  }
+
+  async converse(request: ModelRequest, signal: AbortSignal): Promise<ModelResponse> {
+    const deadline = AbortSignal.timeout(this.maxDurationMs);
+    const command = new ConverseCommand(
+      converseInput(this.id, request, { maxTokens: this.#options.maxTokens, temperature: this.#options.temperature }),
+    );
+    let output: ConverseCommandOutput;
+    try {
+      output = await this.#client.send(command, { abortSignal: AbortSignal.any([signal, deadline]) });
+    } catch (error) {
+      // The caller's abort (cancel, budget, lost lease) is not a model failure: pass it through.
+      if (signal.aborted) throw signal.reason ?? error;
+      if (deadline.aborted)
+        throw new StepError(`model ${this.id} did not answer within ${this.maxDurationMs} ms`, {
+          cause: error,
+          retryable: true,
+        });
+      throw classifyBedrockError(this.id, error);
+    }
+    return modelResponse(output);
+  }
+}
+
+/** The Converse request for `request`: system blocks, mapped messages, tool specs, inference settings. */
+export function converseInput(
+  modelId: string,
+  request: ModelRequest,
+  inference: { maxTokens?: number | undefined; temperature?: number | undefined } = {},
+): ConverseCommandInput {
+  const inferenceConfig = {
+    ...(inference.maxTokens === undefined ? {} : { maxTokens: inference.maxTokens }),
+    ...(inference.temperature === undefined ? {} : { temperature: inference.temperature }),
+  };
+  return {
+    modelId,
+    messages: request.messages.map(toBedrockMessage),
+    // Converse refuses blank text blocks and an empty tool list: leave such fields out.
+    ...(request.system === '' ? {} : { system: [{ text: request.system }] }),
+    ...(request.tools.length === 0 ? {} : { toolConfig: { tools: request.tools.map(toBedrockTool) } }),
+    ...(Object.keys(inferenceConfig).length === 0 ? {} : { inferenceConfig }),
+  };
+}
+
+function toBedrockMessage(message: ChatMessage): Message {
+  return message.role === 'user'
+    ? { role: 'user', content: message.content.map(userBlock) }
+    : { role: 'assistant', content: message.content.map(assistantBlock) };
+}
+
+function userBlock(content: UserContent): ContentBlock {
+  if (content.type === 'text') return { text: content.text };
+  return {
+    toolResult: {
+      toolUseId: content.toolCallId,
+      content: [toolResultContent(content.output)],
+      status: content.ok ? 'success' : 'error',
+    },
+  };
+}
+
+function assistantBlock(content: AssistantContent): ContentBlock {
+  if (content.type === 'text') return { text: content.text };
+  return { toolUse: { toolUseId: content.toolCallId, name: content.name, input: (content.input ?? {}) as Document } };
+}
+
+/**
+ * A tool's output as one result block: a JSON object as `json`, a string as `text`, anything
+ * else wrapped in an object, because models behind Converse expect a JSON object there.
+ */
+function toolResultContent(output: unknown): ToolResultContentBlock {
+  if (typeof output === 'string' && output !== '') return { text: output };
+  if (isPlainObject(output)) return { json: output as Document };
+  return { json: { result: (output ?? null) as Document } };
+}
+
+const isPlainObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+function toBedrockTool(tool: ToolSpec): Tool {
+  return { toolSpec: bedrockToolSpec(tool) };
+}
+
+const bedrockToolSpec = (tool: ToolSpec): ToolSpecification => ({
+  name: tool.name,
+  description: tool.description,
+  inputSchema: { json: tool.inputSchema as Document },
+});
+
+/** The Converse answer as Baton's ModelResponse: texts joined, tool calls in the order given. */
+export function modelResponse(output: ConverseCommandOutput): ModelResponse {
+  const blocks = output.output?.message?.content ?? [];
+  const texts: string[] = [];
+  const toolCalls: ToolCall[] = [];
+  for (const block of blocks) {
+    if (block.text !== undefined && block.text !== '') texts.push(block.text);
+    else if (block.toolUse !== undefined)
+      toolCalls.push({ id: block.toolUse.toolUseId ?? '', name: block.toolUse.name ?? '', input: block.toolUse.input });
+    // Reasoning, citations and media blocks are not journaled: the transcript is text and tools.
+  }
+  return {
+    text: texts.length === 0 ? undefined : texts.join('\n'),
+    toolCalls,
+    stopReason: output.stopReason ?? 'unknown',
+    usage: { inputTokens: output.usage?.inputTokens ?? 0, outputTokens: output.usage?.outputTokens ?? 0 },
+  };
+}
+
+/** Turns what `send` threw into a StepError that says whether another attempt can help. */
+export function classifyBedrockError(modelId: string, error: unknown): StepError {
+  const message = `model ${modelId}: ${errorMessage(error)}`;
+  if (!(error instanceof BedrockRuntimeServiceException))
+    // No service answer at all (socket reset, DNS, timeout before a response): transient.
+    return new StepError(message, { cause: error, retryable: true });
+  return new StepError(message, { cause: error, retryable: isRetryable(error) });
+}
+
+function isRetryable(error: BedrockRuntimeServiceException): boolean {
+  if (RETRYABLE_ERRORS.has(error.name)) return true;
+  if (TERMINAL_ERRORS.has(error.name)) return false;
+  if (error.name === 'ModelErrorException') {
+    // The model failed while processing. Its output is sampled, so another attempt often
+    // succeeds, and the retry policy caps the attempts; but when the model's own status says
+    // the request was bad (4xx other than 429), the same request fails the same way.
+    const original = (error as { originalStatusCode?: number }).originalStatusCode;
+    return original === undefined || original === 429 || original >= 500;
+  }
+  const status = error.$metadata.httpStatusCode ?? 0;
+  return error.$fault === 'server' || status >= 500 || status === 429;
+}
+
+/**
+ * A Converse tool spec from a zod schema: Converse wants a plain JSON Schema object, so the
+ * `$schema` key that `z.toJSONSchema` adds is stripped.
+ * @example toolSpecFromZod('lookup_order', 'Finds an order by id', z.object({ orderId: z.string() }))
+ */
+export function toolSpecFromZod(name: string, description: string, schema: z.ZodType): ToolSpecification {
+  const { $schema: _dropped, ...inputSchema } = z.toJSONSchema(schema, { unrepresentable: 'any' }) as Record<
+    string,
+    unknown
+  >;
+  return bedrockToolSpec({ name, description, inputSchema });
+}
