@@ -1,10 +1,10 @@
-import { agents } from '#agents';
+import { agents as deployedAgents } from '#agents';
 import { createDocumentClient, createS3Client, createSqsClient } from '../lib/adapters/aws-clients.ts';
 import { DynamoDbSessionStore } from '../lib/adapters/dynamodb/dynamodb-session-store.ts';
 import { installFaultsFromEnv } from '../lib/adapters/faults/install-faults.ts';
 import { S3BlobStore } from '../lib/adapters/s3/s3-blob-store.ts';
 import { SqsResultPublisher, SqsWorkQueue } from '../lib/adapters/sqs/sqs-queues.ts';
-import { assertFitsBudget } from '../lib/agent/define-agent.ts';
+import { type AgentRegistry, assertFitsBudget } from '../lib/agent/define-agent.ts';
 import { addAwsTraceHeaderShim } from '../lib/local/aws-trace-header-shim.ts';
 import { systemClock } from '../lib/ports/clock.ts';
 import type { RuntimeDeps } from '../lib/runtime/deps.ts';
@@ -17,6 +17,13 @@ import { loadConfig } from './config.ts';
  * scope so warm invocations reuse them.
  */
 export const config = loadConfig(process.env);
+
+// Tests host their own agents in worker processes through this module path; deployments never set it.
+const agentsModule = process.env.BATON_AGENTS_MODULE;
+const agents: AgentRegistry = agentsModule
+  ? ((await import(agentsModule)) as { agents: AgentRegistry }).agents
+  : deployedAgents;
+
 export const telemetry = createPowertoolsTelemetry();
 
 const aws = { region: config.region };
