@@ -39,6 +39,8 @@ export interface NewSession {
   readonly now: number;
   /** When the sweeper should kick it if no kick arrives first. */
   readonly sweepAt: number;
+  /** Created already finished: a ticket refused at intake, recorded so `status` can show why. */
+  readonly rejected?: boolean | undefined;
   readonly ttlSeconds?: number | undefined;
 }
 

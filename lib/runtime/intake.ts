@@ -105,7 +105,14 @@ async function resolveInput(input: unknown, deps: IntakeDeps): Promise<unknown> 
   }
 }
 
-const hasLoneSurrogate = (text: string): boolean => !text.isWellFormed();
+/** Lone UTF-16 surrogates survive JSON.parse but break every store and model downstream. */
+function hasLoneSurrogate(value: unknown): boolean {
+  if (typeof value === 'string') return !value.isWellFormed();
+  if (Array.isArray(value)) return value.some(hasLoneSurrogate);
+  if (value && typeof value === 'object')
+    return Object.entries(value).some(([k, v]) => !k.isWellFormed() || hasLoneSurrogate(v));
+  return false;
+}
 
 /** The ids an invalid ticket still yields, so its failure can be recorded where an operator looks. */
 export function salvageIds(body: string): { ticketId: string; agent: string; tenant: string } | undefined {
@@ -153,6 +160,16 @@ export async function recordRejectedTicket(body: string, reason: string, deps: I
     retention,
   );
   await deps.store.setTurnOutcome(key, ids.ticketId, { status: 'failed', error: reason, at: now });
+  await deps.store.createSession({
+    key,
+    ticketId: ids.ticketId,
+    activeTurnId: ids.ticketId,
+    traceId: newTraceId(),
+    now,
+    sweepAt: now,
+    ttlSeconds: retention,
+    rejected: true,
+  });
   await deps.results.publish(rejection(ids, key, reason), {});
   return true;
 }

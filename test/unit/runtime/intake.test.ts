@@ -1,0 +1,80 @@
+import { describe, expect, it } from 'vitest';
+import { InvalidInputError, PayloadTooLargeError, TicketConflictError } from '../../../lib/core/errors.ts';
+import { deriveSessionId } from '../../../lib/core/ids.ts';
+import { acceptTicket, recordRejectedTicket } from '../../../lib/runtime/intake.ts';
+import { lookupAgent, makeTestDeps, ticketBody } from '../../fixtures/runtime.ts';
+
+const key = (ticketId: string, agent = 'lookup-agent') => ({
+  tenant: 'default',
+  agent,
+  id: deriveSessionId('default', agent, ticketId),
+});
+
+describe('intake', () => {
+  it('persists the turn and the session, then kicks, once per ticket however often it arrives', async () => {
+    const { deps, store, workQueue } = makeTestDeps([lookupAgent()]);
+    const first = await acceptTicket(ticketBody('lookup-agent', 'T-1', { ids: ['a'] }), undefined, deps);
+    const again = await acceptTicket(ticketBody('lookup-agent', 'T-1', { ids: ['a'] }), undefined, deps);
+
+    expect(first).toMatchObject({ created: true, turnId: 'T-1', key: key('T-1') });
+    expect(again).toMatchObject({ created: false, key: first.key });
+    expect((await store.getSession(first.key))?.state).toBe('queued');
+    expect(await store.getTurn(first.key, 'T-1')).toMatchObject({ input: { ids: ['a'] } });
+    // The resubmission kicks again: the first kick may be what was lost; a duplicate is dropped later.
+    expect(workQueue.bodies.map((k) => k.reason)).toEqual(['first', 'first']);
+  });
+
+  it('refuses a ticket id reused with a different input', async () => {
+    const { deps } = makeTestDeps([lookupAgent()]);
+    await acceptTicket(ticketBody('lookup-agent', 'T-2', { ids: ['a'] }), undefined, deps);
+    await expect(acceptTicket(ticketBody('lookup-agent', 'T-2', { ids: ['b'] }), undefined, deps)).rejects.toThrow(
+      TicketConflictError,
+    );
+  });
+
+  it.each([
+    ['malformed JSON', '{"ticketId": "T-3", "agent":', /not valid JSON/],
+    ['a missing field', JSON.stringify({ ticketId: 'T-3', input: {} }), /agent: /],
+    ['a mistyped field', JSON.stringify({ ticketId: 7, agent: 'lookup-agent', input: {} }), /ticketId: /],
+    ['an unknown field', JSON.stringify({ ticketId: 'T-3', agent: 'lookup-agent', input: {}, extra: 1 }), /extra/],
+    ['an unknown agent', ticketBody('nobody', 'T-3', {}), /unknown agent "nobody" \(deployed: lookup-agent\)/],
+    ['an agent name that could alias a key', ticketBody('a#b', 'T-3', {}), /agent must match/],
+    ['invalid Unicode', ticketBody('lookup-agent', 'T-3', { ids: ['\ud800'] }), /invalid Unicode/],
+  ])('refuses %s with an error that names the problem', async (_what, body, message) => {
+    const { deps, workQueue } = makeTestDeps([lookupAgent()]);
+    const refusal = acceptTicket(body, undefined, deps);
+    await expect(refusal).rejects.toThrow(InvalidInputError);
+    await expect(refusal).rejects.toThrow(message);
+    expect(workQueue.sent).toHaveLength(0);
+  });
+
+  it('refuses an input over the agent’s payload cap, naming the size and the cap', async () => {
+    const agent = { ...lookupAgent(), limits: { ...lookupAgent().limits, maxPayloadBytes: 1_000 } };
+    const { deps } = makeTestDeps([agent]);
+    await expect(
+      acceptTicket(ticketBody('lookup-agent', 'T-4', { ids: ['x'.repeat(2_000)] }), undefined, deps),
+    ).rejects.toThrow(PayloadTooLargeError);
+  });
+
+  it('records a refused ticket as a failed session with its reason, where status and the results queue show it', async () => {
+    const { deps, store, results } = makeTestDeps([lookupAgent()]);
+    const body = ticketBody('lookup-agent', 'T-5', { wrong: true });
+    expect(await recordRejectedTicket(body, 'input does not match', deps)).toBe(true);
+    const record = await store.getSession(key('T-5'));
+    expect(record?.state).toBe('failed');
+    expect((await store.getTurn(key('T-5'), 'T-5'))?.outcome).toMatchObject({
+      status: 'failed',
+      error: 'input does not match',
+    });
+    expect(results.bodies[0]).toMatchObject({ ticketId: 'T-5', status: 'failed', error: 'input does not match' });
+    expect(await store.findDue(0, Date.now() + 60_000, 10)).toEqual([]);
+  });
+
+  it('leaves a ticket without usable ids to the DLQ and never touches an existing session', async () => {
+    const { deps, store } = makeTestDeps([lookupAgent()]);
+    expect(await recordRejectedTicket('not json', 'not JSON', deps)).toBe(false);
+    await acceptTicket(ticketBody('lookup-agent', 'T-6', { ids: [] }), undefined, deps);
+    await recordRejectedTicket(ticketBody('lookup-agent', 'T-6', { ids: ['other'] }), 'conflict', deps);
+    expect((await store.getSession(key('T-6')))?.state).toBe('queued');
+  });
+});
