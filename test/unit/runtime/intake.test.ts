@@ -39,7 +39,7 @@ describe('intake', () => {
     ['an unknown field', JSON.stringify({ ticketId: 'T-3', agent: 'lookup-agent', input: {}, extra: 1 }), /extra/],
     ['an unknown agent', ticketBody('nobody', 'T-3', {}), /unknown agent "nobody" \(deployed: lookup-agent\)/],
     ['an agent name that could alias a key', ticketBody('a#b', 'T-3', {}), /agent must match/],
-    ['invalid Unicode', ticketBody('lookup-agent', 'T-3', { ids: ['\ud800'] }), /invalid Unicode/],
+    ['invalid Unicode', ticketBody('lookup-agent', 'T-3', { ids: [String.fromCharCode(0xd800)] }), /invalid Unicode/],
   ])('refuses %s with an error that names the problem', async (_what, body, message) => {
     const { deps, workQueue } = makeTestDeps([lookupAgent()]);
     const refusal = acceptTicket(body, undefined, deps);
