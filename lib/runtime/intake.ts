@@ -87,7 +87,7 @@ function parseTicket(body: string): Ticket {
   }
   const parsed = Ticket.safeParse(json);
   if (!parsed.success) throw new InvalidInputError(`ticket is invalid: ${describeIssues(parsed.error)}`);
-  if (hasLoneSurrogate(JSON.stringify(parsed.data.input)))
+  if (hasLoneSurrogate(parsed.data.input))
     throw new InvalidInputError('ticket input contains invalid Unicode (a lone surrogate)');
   return parsed.data;
 }
