@@ -211,7 +211,8 @@ class Leg {
 
     const agent = this.#agent;
     if (!agent) return this.#finish('failed', undefined, `unknown agent "${this.key.agent}": not deployed here`);
-    if (this.reason === 'recovery' && this.#record.recoveries > agent.limits.maxRecoveries) {
+    // Once the outcome is journaled the turn is over: a recovery only finishes publishing it.
+    if (this.reason === 'recovery' && !this.#view.outcome && this.#record.recoveries > agent.limits.maxRecoveries) {
       return this.#finish(
         'failed',
         undefined,

@@ -1,0 +1,62 @@
+import { describe, expect, it } from 'vitest';
+import { defineAgent } from '../../../lib/agent/define-agent.ts';
+import { scriptedModel } from '../../../lib/agent/scripted-model.ts';
+import { deriveSessionId } from '../../../lib/core/ids.ts';
+import type { Kick } from '../../../lib/core/messages.ts';
+import { type Failpoint, FailpointCrash } from '../../../lib/runtime/failpoints.ts';
+import { acceptTicket } from '../../../lib/runtime/intake.ts';
+import { runKick } from '../../../lib/runtime/step-runner.ts';
+import { invocation, makeTestDeps, ticketBody } from '../../fixtures/runtime.ts';
+
+/**
+ * Regression tests for violations the chaos suite found (test/chaos). Each reproduces one with
+ * the smallest setup: the in-memory twins and crashes thrown at named failpoints.
+ */
+
+const LEASE_TTL_MS = 200;
+const config = { leaseTtlMs: LEASE_TTL_MS, reserveMs: 50, retentionDays: 1, sweepGraceMs: LEASE_TTL_MS };
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Runs a kick the way a crashing worker would: a FailpointCrash ends the leg with its lease held. */
+async function runOrCrash(kick: Kick, deps: Parameters<typeof runKick>[2]) {
+  try {
+    return await runKick(kick, invocation(), deps);
+  } catch (error) {
+    if (error instanceof FailpointCrash) return `crashed at ${error.failpoint}`;
+    throw error;
+  }
+}
+
+describe('the step runner under repeated crashes', () => {
+  it('publishes the journaled outcome, not a second crash-loop outcome, when recoveries pass the cap after the outcome', async () => {
+    // Arrange: the turn finishes, the worker dies before publishing, then a recovery dies too.
+    const crashes: Failpoint[] = ['between-outcome-and-publish', 'after-marker'];
+    const agent = defineAgent({
+      name: 'quick',
+      instructions: 'Answer at once.',
+      model: scriptedModel({ script: () => ({ final: 'done' }) }),
+      limits: { maxRecoveries: 1 },
+    });
+    const { deps, store, results } = makeTestDeps([agent], {
+      config,
+      failpoint: async (name) => {
+        if (crashes[0] === name) throw new FailpointCrash(crashes.shift() as Failpoint);
+      },
+    });
+    await acceptTicket(ticketBody('quick', 'T-1', 'go'), undefined, deps);
+    const session = { tenant: 'default', agent: 'quick', id: deriveSessionId('default', 'quick', 'T-1') };
+
+    // Act
+    const legs = [await runOrCrash({ v: 1, session, reason: 'first' }, deps)];
+    while (legs.at(-1)?.startsWith('crashed')) {
+      await sleep(LEASE_TTL_MS + 50);
+      legs.push(await runOrCrash({ v: 1, session, reason: 'recovery' }, deps));
+    }
+
+    // Assert
+    expect(legs).toEqual(['crashed at between-outcome-and-publish', 'crashed at after-marker', 'finished']);
+    const outcomes = (await store.readJournal(session)).filter((e) => e.kind === 'outcome');
+    expect(outcomes.map((e) => e.data)).toEqual([{ status: 'completed', output: 'done' }]);
+    expect(results.bodies.map((r) => r.status)).toEqual(['completed']);
+  });
+});
