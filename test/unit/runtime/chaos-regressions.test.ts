@@ -59,4 +59,45 @@ describe('the step runner under repeated crashes', () => {
     expect(outcomes.map((e) => e.data)).toEqual([{ status: 'completed', output: 'done' }]);
     expect(results.bodies.map((r) => r.status)).toEqual(['completed']);
   });
+
+  it('never fails a turn as a crash loop while every recovered leg makes progress before it dies', async () => {
+    // Arrange: each leg dies right after its first step is journaled, before its first renewal.
+    const agent = defineAgent({
+      name: 'stepper',
+      instructions: 'Take five steps.',
+      model: scriptedModel({
+        script: (messages) => (messages.length >= 5 ? { final: 'walked' } : { text: 'step' } as never),
+      }),
+      limits: { maxRecoveries: 1 },
+    });
+    let appendsThisLeg = 0;
+    let legsToCrash = 4;
+    const { deps, store, results } = makeTestDeps([agent], {
+      config,
+      failpoint: async (name) => {
+        if (name !== 'after-append' || legsToCrash === 0) return;
+        // The marker is the leg's first append; its first step is the second.
+        if (++appendsThisLeg === 2) {
+          legsToCrash--;
+          throw new FailpointCrash(name);
+        }
+      },
+    });
+    await acceptTicket(ticketBody('stepper', 'T-2', 'go'), undefined, deps);
+    const session = { tenant: 'default', agent: 'stepper', id: deriveSessionId('default', 'stepper', 'T-2') };
+
+    // Act
+    const legs: string[] = [];
+    for (let reason: Kick['reason'] = 'first'; legs.at(-1) !== 'finished' && legs.length < 10; reason = 'recovery') {
+      if (reason === 'recovery') await sleep(LEASE_TTL_MS + 50);
+      appendsThisLeg = 0;
+      legs.push(await runOrCrash({ v: 1, session, reason }, deps));
+    }
+
+    // Assert
+    expect(legs.filter((l) => l.startsWith('crashed'))).toHaveLength(4);
+    expect(legs.at(-1)).toBe('finished');
+    expect(results.bodies.map((r) => [r.status, r.error])).toEqual([['completed', undefined]]);
+    expect((await store.readJournal(session)).filter((e) => e.kind === 'outcome')).toHaveLength(1);
+  });
 });

@@ -177,7 +177,7 @@ describe('the step runner', () => {
       if (frozen) await thawed;
     };
     const stale = runKick(firstKick!.body, invocation(), deps);
-    await new Promise((resolve) => setTimeout(resolve, 900));
+    await new Promise((resolve) => setTimeout(resolve, 1_700));
     store.beforeWrite = undefined;
     const recoveredBy = await runKick({ v: 1, session: key, reason: 'recovery' }, invocation(), deps);
     thaw();

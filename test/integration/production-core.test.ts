@@ -1,0 +1,252 @@
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { createS3Client } from '../../lib/adapters/aws-clients.ts';
+import type { EntryDataOf, JournalEntry } from '../../lib/core/journal.ts';
+import type { Result } from '../../lib/core/messages.ts';
+import type { EntryKind } from '../../lib/core/vocabulary.ts';
+import { LOCAL_CREDENTIALS } from '../../lib/local/aws-clients.ts';
+import { bulkText, sha256 } from '../fixtures/agents/big-result-agent.ts';
+import { FLAKY_RETRY } from '../fixtures/agents/flaky-tool-agent.ts';
+import { readProbes } from '../fixtures/agents/probe-log.ts';
+import { CAPPED_PAYLOAD_BYTES, TEST_AGENTS_MODULE } from '../fixtures/agents/registry.ts';
+import { FAST, startTestStack, type TestStack } from '../fixtures/stack.ts';
+
+/** One renewal interval of the test stack's lease: cancel must reach a running owner within it. */
+const RENEW_INTERVAL_MS = FAST.leaseTtlMs / 3;
+/** A renewal's round trip to DynamoDB Local plus the abort reaching the tool, on a loaded machine. */
+const RENEW_SLACK_MS = 750;
+
+const newDir = () => mkdtempSync(join(tmpdir(), 'baton-probe-'));
+
+async function waitFor(what: string, done: () => boolean, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!done()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+const ofKind = <K extends EntryKind>(entries: JournalEntry[], kind: K) =>
+  entries.filter((e): e is Extract<JournalEntry, { kind: K }> => e.kind === kind);
+
+describe('the production-grade core on the local stack', () => {
+  let t: TestStack;
+  let s3: S3Client;
+  let failpoints: string;
+
+  beforeAll(async () => {
+    failpoints = join(newDir(), 'failpoints.json');
+    // The failpoints file stays absent (nothing armed) until a test writes it.
+    t = await startTestStack({
+      handlerEnv: { BATON_AGENTS_MODULE: TEST_AGENTS_MODULE, BATON_FAILPOINTS_FILE: failpoints },
+    });
+    const { region, endpoints } = inject('baton');
+    s3 = createS3Client({ region, endpoints, credentials: LOCAL_CREDENTIALS });
+  });
+  afterAll(async () => {
+    await t?.stop();
+  });
+
+  const resultFor = async (ticketId: string, timeoutMs = 30_000): Promise<Result> => {
+    const all = await t.awaitResults((rs) => rs.some((r) => r.ticketId === ticketId), timeoutMs);
+    return all.find((r) => r.ticketId === ticketId)!;
+  };
+  const journalOf = (agent: string, sessionId: string) =>
+    t.store.readJournal({ tenant: 'default', agent, id: sessionId });
+  const objectKeys = async (prefix: string): Promise<string[]> => {
+    const listed = await s3.send(new ListObjectsV2Command({ Bucket: t.stack.resources.bucket, Prefix: prefix }));
+    return (listed.Contents ?? []).map((o) => o.Key ?? '');
+  };
+  const objectText = async (key: string): Promise<string> => {
+    const object = await s3.send(new GetObjectCommand({ Bucket: t.stack.resources.bucket, Key: key }));
+    return (await object.Body?.transformToString()) ?? '';
+  };
+
+  it('cancels an owner mid tool call within one renewal interval, and cancel is idempotent', async () => {
+    // Arrange: a pure tool that would wait 4 s, well past a renewal.
+    const dir = newDir();
+    const s = await t.client.submit({ agent: 'slow-tool', input: { dir, ms: 4_000 } });
+    await waitFor('the slow tool to start', () => readProbes(dir).some((p) => p.event === 'started'));
+
+    // Act
+    const requestedAt = Date.now();
+    const first = await t.client.cancel(s.sessionId);
+    const second = await t.client.cancel(s.sessionId);
+    const result = await resultFor(s.ticketId);
+
+    // Assert
+    expect([first, second]).toEqual(['requested', 'requested']);
+    const probes = readProbes(dir);
+    const aborted = probes.find((p) => p.event === 'aborted');
+    expect(aborted?.detail, 'the tool saw its signal abort').toBe('cancel');
+    expect(aborted!.at - requestedAt).toBeLessThanOrEqual(RENEW_INTERVAL_MS + RENEW_SLACK_MS);
+    expect(probes.filter((p) => p.event === 'finished')).toEqual([]);
+    expect(result).toMatchObject({ status: 'cancelled', error: 'cancelled by request' });
+    const journal = await journalOf('slow-tool', s.sessionId);
+    expect(ofKind(journal, 'tool'), 'an aborted pure call journals nothing').toEqual([]);
+    expect(ofKind(journal, 'outcome').map((e) => e.data.status)).toEqual(['cancelled']);
+    expect(await t.client.status(s.sessionId)).toMatchObject({ status: 'cancelled', cancelRequested: true });
+    expect(await t.client.cancel(s.sessionId), 'a cancel after the end').toBe('already-finished');
+    expect(await t.client.cancel('no-such-session'), 'an unknown session').toBe('not-found');
+  });
+
+  it('never interrupts a once-only call in flight: the call completes and is journaled, then the turn ends cancelled', async () => {
+    // Arrange: a once-only call of 1.5 s, longer than a renewal interval.
+    const dir = newDir();
+    const s = await t.client.submit({ agent: 'once-only', input: { dir, ms: 1_500 } });
+    await waitFor('the once-only call to start', () => readProbes(dir).some((p) => p.event === 'started'));
+
+    // Act
+    const requestedAt = Date.now();
+    const cancel = await t.client.cancel(s.sessionId);
+    const result = await resultFor(s.ticketId);
+
+    // Assert
+    expect(cancel).toBe('requested');
+    const probes = readProbes(dir);
+    expect(
+      probes.filter((p) => p.event === 'aborted'),
+      'cancel aborted the once-only call',
+    ).toEqual([]);
+    const charged = probes.filter((p) => p.event === 'charged');
+    expect(charged).toHaveLength(1);
+    expect(charged[0]!.at).toBeGreaterThan(requestedAt);
+    const journal = await journalOf('once-only', s.sessionId);
+    const [intent] = ofKind(journal, 'intent');
+    const tools = ofKind(journal, 'tool');
+    expect(tools.map((e) => e.data)).toEqual([
+      { callId: 'charge-1', tool: 'charge', ok: true, output: { charged: true } },
+    ]);
+    expect(intent?.data.idempotencyKey).toBe(charged[0]!.detail);
+    const [outcome] = ofKind(journal, 'outcome');
+    expect(outcome?.data.status).toBe('cancelled');
+    expect(outcome!.seq).toBeGreaterThan(tools[0]!.seq);
+    expect(ofKind(journal, 'model'), 'no model call after the cancel').toHaveLength(1);
+    expect(result.status).toBe('cancelled');
+  });
+
+  it('keeps a 1 MB tool result in S3 across a crash right after its entry, and the next leg reads it back', async () => {
+    // Arrange: the tool takes 1 s; meanwhile the next journal append is armed to kill its worker.
+    const dir = newDir();
+    const bytes = 1_000_000;
+    const s = await t.client.submit({ agent: 'big-result', input: { dir, bytes, ms: 1_000 } });
+    await waitFor('the tool to start', () => readProbes(dir).some((p) => p.event === 'started'));
+    writeFileSync(failpoints, JSON.stringify({ 'after-append': { action: 'kill' } }));
+
+    // Act
+    const result = await resultFor(s.ticketId, 45_000);
+
+    // Assert: the worker died right after the tool entry, and a recovery leg came next.
+    const fired = readFileSync(`${failpoints}.log`, 'utf8').trim().split('\n');
+    expect(fired.map((l) => (JSON.parse(l) as { failpoint: string }).failpoint)).toEqual(['after-append']);
+    const killed = t.events.flatMap((e) => (e.type === 'worker-exited' && e.signal === 'SIGKILL' ? [e.pid] : []));
+    expect(killed).toContain((JSON.parse(fired[0]!) as { pid: number }).pid);
+    const journal = await journalOf('big-result', s.sessionId);
+    const toolAt = journal.findIndex((e) => e.kind === 'tool');
+    const tool = journal[toolAt] as Extract<JournalEntry, { kind: 'tool' }>;
+    const next = journal[toolAt + 1];
+    expect(next?.kind === 'leg' && next.data.reason).toBe('recovery');
+    // The entry reads back equal, from an S3 object keyed by its seq and epoch.
+    const expected = bulkText(bytes);
+    expect(tool.data).toEqual({ callId: 'dump-1', tool: 'dump', ok: true, output: { data: expected } });
+    const keys = await objectKeys(`default/big-result/${s.sessionId}/J${tool.seq}-e${tool.epoch}-`);
+    expect(keys).toHaveLength(1);
+    expect(JSON.parse(await objectText(keys[0]!))).toEqual(tool.data);
+    // The tool ran once; the turn completed from what the journal held.
+    expect(readProbes(dir).filter((p) => p.event === 'started')).toHaveLength(1);
+    expect(result).toMatchObject({
+      status: 'completed',
+      output: `read ${bytes} characters, sha256 ${sha256(expected)}`,
+    });
+  });
+
+  it('fails an over-cap tool result once, naming its bytes and the cap, without retrying', async () => {
+    // Arrange
+    const dir = newDir();
+    const s = await t.client.submit({ agent: 'capped-result', input: { dir, bytes: 200_000 } });
+
+    // Act
+    const result = await resultFor(s.ticketId);
+
+    // Assert
+    expect(result.status).toBe('failed');
+    expect(result.error).toMatch(
+      new RegExp(`tool payload at seq \\d+ is 200\\d{3} bytes, over the hard cap of ${CAPPED_PAYLOAD_BYTES} bytes`),
+    );
+    const journal = await journalOf('capped-result', s.sessionId);
+    expect(ofKind(journal, 'outcome')).toHaveLength(1);
+    expect(ofKind(journal, 'error'), 'no retry was spent').toEqual([]);
+    expect(ofKind(journal, 'tool')).toEqual([]);
+    expect(readProbes(dir).filter((p) => p.event === 'started')).toHaveLength(1);
+    expect(await t.client.status(s.sessionId)).toMatchObject({ status: 'failed' });
+  });
+
+  it('retries a flaky tool through delayed kicks: success on the third attempt, failure after the fourth', async () => {
+    // Arrange: one tool that fails twice, one that never answers.
+    const [flakyDir, brokenDir] = [newDir(), newDir()];
+    const flaky = await t.client.submit({ agent: 'flaky-tool', input: { dir: flakyDir, failures: 2 } });
+    const broken = await t.client.submit({ agent: 'flaky-tool', input: { dir: brokenDir, failures: 99 } });
+
+    // Act
+    const flakyResult = await resultFor(flaky.ticketId, 45_000);
+    const brokenResult = await resultFor(broken.ticketId, 45_000);
+
+    // Assert: the attempt history and its backoff are in the journal.
+    const delays = [300, 600, 1_200];
+    const assertBackoff = (journal: JournalEntry[], errors: Extract<JournalEntry, { kind: 'error' }>[]) => {
+      for (const [i, error] of errors.entries()) {
+        if (error.data.retryAt === undefined) continue;
+        expect(error.data.retryAt - error.at, `attempt ${i + 1}'s delay`).toBeLessThanOrEqual(delays[i]!);
+        expect(error.data.retryAt - error.at).toBeGreaterThan(delays[i]! - 100);
+        // The next leg is woken by the delayed kick, not before the retry time.
+        const leg = journal.find((e) => e.seq > error.seq && e.kind === 'leg') as
+          | Extract<JournalEntry, { kind: 'leg' }>
+          | undefined;
+        expect(leg?.data.reason).toBe('retry');
+        expect(leg!.at).toBeGreaterThanOrEqual(error.data.retryAt);
+      }
+    };
+    expect(flakyResult).toMatchObject({ status: 'completed', output: 'answered: {"attempt":3}' });
+    const flakyJournal = await journalOf('flaky-tool', flaky.sessionId);
+    const flakyErrors = ofKind(flakyJournal, 'error');
+    expect(flakyErrors.map((e) => [e.data.source, e.data.attempt, typeof e.data.retryAt])).toEqual([
+      ['tool:flaky', 1, 'number'],
+      ['tool:flaky', 2, 'number'],
+    ]);
+    assertBackoff(flakyJournal, flakyErrors);
+    expect(ofKind(flakyJournal, 'tool').map((e) => e.data.output)).toEqual([{ attempt: 3 }]);
+
+    expect(brokenResult.status).toBe('failed');
+    expect(brokenResult.error).toMatch(/tool:flaky failed 4 times; last error: .*attempt 4/);
+    const brokenJournal = await journalOf('flaky-tool', broken.sessionId);
+    const brokenErrors = ofKind(brokenJournal, 'error');
+    expect(brokenErrors.map((e) => [e.data.attempt, e.data.retryAt === undefined])).toEqual([
+      [1, false],
+      [2, false],
+      [3, false],
+      [FLAKY_RETRY.attempts, true],
+    ]);
+    assertBackoff(brokenJournal, brokenErrors);
+    expect(readProbes(brokenDir).filter((p) => p.event === 'attempt')).toHaveLength(FLAKY_RETRY.attempts);
+    expect(ofKind(brokenJournal, 'outcome')).toHaveLength(1);
+  });
+
+  it('accepts a ticket input over the SQS limit through S3 and completes its turn', async () => {
+    // Arrange: 300 KB of text, over SQS's 256 KiB message limit.
+    const text = bulkText(300_000);
+
+    // Act
+    const s = await t.client.submit({ agent: 'echo', input: { text } });
+    const result = await resultFor(s.ticketId);
+
+    // Assert
+    const ticketKey = `tickets/default/echo/${encodeURIComponent(s.ticketId)}.json`;
+    expect(JSON.parse(await objectText(ticketKey))).toEqual({ text });
+    expect(result).toMatchObject({ status: 'completed', output: `read 300000 characters, sha256 ${sha256(text)}` });
+    const [input] = ofKind(await journalOf('echo', s.sessionId), 'input');
+    expect((input?.data as EntryDataOf<'input'>).input).toEqual({ text });
+  });
+});
