@@ -17,17 +17,20 @@ export interface ChaosMonkey {
 }
 
 /**
- * Kills one ready worker process with SIGKILL every `everyMs` — no goodbye, no release: the
- * lease expires, the sweeper kicks the session and another worker resumes it from its journal.
+ * Kills one worker process with SIGKILL every `everyMs` — no goodbye, no release: the lease
+ * expires, the sweeper kicks the session and another worker resumes it from its journal. A tick
+ * is skipped while any worker is still starting, so the chaos is steady rather than a wipe-out.
  */
 export function startChaosMonkey(options: ChaosMonkeyOptions): ChaosMonkey {
   const random = options.random ?? Math.random;
   const kill = options.kill ?? ((pid, signal) => process.kill(pid, signal));
   let kills = 0;
   const timer = setInterval(() => {
-    const ready = options.workers().filter((w) => w.ready && w.pid > 0);
-    const victim = ready[Math.floor(random() * ready.length)];
-    if (victim === undefined) return;
+    const workers = options.workers();
+    // One death at a time: while a replacement is still loading, the others carry the load.
+    if (workers.some((w) => !w.ready)) return;
+    const victim = workers[Math.floor(random() * workers.length)];
+    if (victim === undefined || victim.pid <= 0) return;
     try {
       kill(victim.pid, 'SIGKILL');
       kills++;

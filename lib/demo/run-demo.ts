@@ -28,7 +28,7 @@ export const DEMO_DEFAULTS = {
   /** The sweeper's schedule fires this often and polls for the whole window: it never sleeps long. */
   sweepEveryMs: 5_000,
   sweepWindowMs: 4_500,
-  chaosEveryMs: 4_000,
+  chaosEveryMs: 6_000,
   deadlineS: 240,
   pollMs: 500,
   latencyScale: 1,
