@@ -519,7 +519,9 @@ class Leg {
       },
       { trace: this.#trace, delaySeconds: Math.min(MAX_DELAY_SECONDS, Math.ceil(delayMs / 1000)) },
     );
-    await this.#release('waiting', retryAt + this.deps.config.sweepGraceMs);
+    // Due at retryAt: the delayed kick (rounded up to whole seconds) finds it due, and the sweeper
+    // wakes it at the same time should that kick be lost.
+    await this.#release('waiting', retryAt);
     return 'waiting';
   }
 
@@ -622,7 +624,16 @@ class Leg {
       this.#stepsThisLeg++;
       this.deps.telemetry.metrics.count('Steps');
     }
-    if (kind !== 'leg') this.#progressed = true;
+    if (kind !== 'leg' && !this.#progressed) {
+      this.#progressed = true;
+      // A recovered leg clears the crash-loop counter as soon as it progresses: one killed
+      // before its first renewal would otherwise count as a recovery without progress.
+      if (this.#record.recoveries > 0) {
+        await this.#heartbeat.renewNow().catch((error: unknown) => {
+          if (error instanceof LeaseLostError) throw error;
+        });
+      }
+    }
     this.#log.debug('journaled', { seq: entry.seq, kind, bytes });
     await this.deps.failpoint('after-append');
   }
