@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { defineAgent } from '../../../lib/agent/define-agent.ts';
-import { scriptedModel } from '../../../lib/agent/scripted-model.ts';
+import { defineTool } from '../../../lib/agent/define-tool.ts';
+import { scriptedModel, transcriptStats } from '../../../lib/agent/scripted-model.ts';
 import { deriveSessionId } from '../../../lib/core/ids.ts';
 import type { Kick } from '../../../lib/core/messages.ts';
 import { type Failpoint, FailpointCrash } from '../../../lib/runtime/failpoints.ts';
@@ -66,8 +68,23 @@ describe('the step runner under repeated crashes', () => {
       name: 'stepper',
       instructions: 'Take five steps.',
       model: scriptedModel({
-        script: (messages) => (messages.length >= 5 ? { final: 'walked' } : { text: 'step' } as never),
+        script: (messages) => {
+          const { toolResults } = transcriptStats(messages);
+          return toolResults >= 3
+            ? { final: 'walked' }
+            : { toolCalls: [{ id: `step-${toolResults}`, name: 'step', input: {} }] };
+        },
       }),
+      tools: [
+        defineTool({
+          name: 'step',
+          description: 'Takes a step.',
+          input: z.object({}),
+          effect: 'pure',
+          maxDurationMs: 100,
+          run: async () => 'ok',
+        }),
+      ],
       limits: { maxRecoveries: 1 },
     });
     let appendsThisLeg = 0;
