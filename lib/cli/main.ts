@@ -3,6 +3,7 @@
  * lib/cli; adding one is an import and a line in COMMANDS.
  */
 import { bench } from './bench.ts';
+import { CHAOS_USAGE, chaos } from './chaos.ts';
 import { demo } from './demo.ts';
 import { dev } from './dev.ts';
 import { schemas } from './schemas.ts';
@@ -51,6 +52,7 @@ const COMMANDS: Record<string, CommandEntry> = {
     usage: 'baton events SESSION [--after CURSOR] [--follow]',
   },
   cancel: { run: cancel, summary: 'ask a running session to stop', usage: 'baton cancel SESSION' },
+  chaos: { run: chaos, summary: 'kill, pause and fault a local stack, then check the invariants', usage: CHAOS_USAGE },
   schemas: {
     run: schemas,
     summary: 'print or write the JSON Schemas of the queue messages',

@@ -1,0 +1,276 @@
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { createDocumentClient, createS3Client, createSqsClient } from '../adapters/aws-clients.ts';
+import { DynamoDbSessionStore } from '../adapters/dynamodb/dynamodb-session-store.ts';
+import { enabledFaultKinds, FAULTS_ENV } from '../adapters/faults/fault-config.ts';
+import { readFaultCounts } from '../adapters/faults/fault-counter.ts';
+import { S3BlobStore } from '../adapters/s3/s3-blob-store.ts';
+import { SqsTicketQueue, SqsWorkQueue } from '../adapters/sqs/sqs-queues.ts';
+import { BatonClient } from '../client/baton-client.ts';
+import { DEFAULT_TENANT, deriveSessionId } from '../core/ids.ts';
+import { ENV } from '../core/resources.ts';
+import { LOCAL_CREDENTIALS } from '../local/aws-clients.ts';
+import { addAwsTraceHeaderShim } from '../local/aws-trace-header-shim.ts';
+import type { Endpoints } from '../local/emulators.ts';
+import { startLocalStack } from '../local/local-stack.ts';
+import { systemClock } from '../ports/clock.ts';
+import { readFailpointLog, startChaosMonkey } from './chaos-monkey.ts';
+import type { ChaosOptions } from './chaos-options.ts';
+import type { PublishedResult, RawSession, SubmittedTicket } from './chaos-snapshot.ts';
+import type { ChaosReport } from './figure-table.ts';
+import { checkInvariants, type Violation } from './invariant-checker.ts';
+import { drainResults, readLedgerFile, readSessions } from './snapshot-reader.ts';
+
+/** The two example agents the run mixes: every effect kind (pure, once-only) and multi-leg jobs. */
+const ORDER_AGENT = 'order-investigator';
+const LONG_HAUL_AGENT = 'long-haul';
+/** A schedule fires the sweeper this often; it polls every sweepIntervalMs within its window. */
+const SWEEP_EVERY_MS = 10_000;
+const SWEEP_WINDOW_MS = 9_000;
+const PROGRESS_EVERY_MS = 10_000;
+const RESULTS_POLL_MS = 500;
+const SUBMIT_CONCURRENCY = 16;
+
+export interface ChaosRunHooks {
+  /** Reuse running emulators (the test suite's) instead of starting DynamoDB Local and fauxqs. */
+  readonly emulators?: { readonly region: string; readonly endpoints: Endpoints } | undefined;
+  /** Resource name prefix (a fresh one per run keeps runs apart on shared emulators). */
+  readonly prefix?: string | undefined;
+  readonly log?: ((line: string) => void) | undefined;
+  readonly workerOutput?: 'inherit' | 'ignore' | undefined;
+  readonly signal?: AbortSignal | undefined;
+  /** How the run was started, for the report. */
+  readonly command?: string | undefined;
+}
+
+/**
+ * Runs a chaos experiment on the local stack: submits the tickets, kills and pauses workers and
+ * fires crash points while the injected faults run, waits for quiescence, then checks the
+ * invariants from outside the runtime and reports the figures.
+ * @example const report = await runChaos({ ...DEFAULT_CHAOS_OPTIONS, tickets: 50 });
+ */
+export async function runChaos(options: ChaosOptions, hooks: ChaosRunHooks = {}): Promise<ChaosReport> {
+  const log = hooks.log ?? ((line: string) => console.error(`[chaos] ${line}`));
+  const started = Date.now();
+  const stateDir = resolve(options.stateDir ?? mkdtempSync(join(tmpdir(), 'baton-chaos-')));
+  mkdirSync(stateDir, { recursive: true });
+  const failpointsFile = join(stateDir, 'failpoints.json');
+  writeFileSync(failpointsFile, '{}');
+  const faultsDir = join(stateDir, 'faults');
+  const faultKinds = enabledFaultKinds(options.faults);
+  const runId = `${Date.now().toString(36)}${process.pid.toString(36)}`;
+  let deadlineKills = 0;
+
+  log(`state in ${stateDir}`);
+  const stack = await startLocalStack({
+    workers: options.workers,
+    functionTimeoutS: options.functionTimeoutS,
+    visibilityTimeoutS: options.visibilityTimeoutS,
+    stateDir,
+    prefix: hooks.prefix ?? `chaos-${runId}`,
+    emulators: hooks.emulators,
+    sweepEveryMs: SWEEP_EVERY_MS,
+    waitTimeSeconds: 1,
+    workerOutput: hooks.workerOutput ?? 'ignore',
+    log: (line) => log(`stack: ${line}`),
+    onEvent: (event) => {
+      if (event.type === 'deadline-kill') deadlineKills++;
+    },
+    handlerEnv: {
+      [ENV.leaseTtlMs]: String(options.leaseTtlMs),
+      [ENV.reserveMs]: String(options.reserveMs),
+      [ENV.sweepIntervalMs]: String(options.sweepIntervalMs),
+      [ENV.sweepWindowMs]: String(SWEEP_WINDOW_MS),
+      BATON_FAILPOINTS_FILE: failpointsFile,
+      BATON_DEMO_LATENCY_SCALE: String(options.latencyScale),
+      BATON_DEMO_FAILURE_RATE: String(options.failureRate),
+      POWERTOOLS_LOG_LEVEL: 'ERROR',
+      ...(faultKinds.length > 0 ? { [FAULTS_ENV]: JSON.stringify({ ...options.faults, countsDir: faultsDir }) } : {}),
+    },
+  });
+
+  const { region, endpoints, resources } = stack.config;
+  const aws = { region, endpoints, credentials: LOCAL_CREDENTIALS };
+  const sqs = addAwsTraceHeaderShim(createSqsClient(aws));
+  const documents = createDocumentClient(aws);
+  const blobs = new S3BlobStore({ client: createS3Client(aws), bucket: resources.bucket });
+  const client = new BatonClient({
+    store: new DynamoDbSessionStore({ client: documents, table: resources.table, blobs }),
+    tickets: new SqsTicketQueue({ client: sqs, queueUrl: resources.queues.tickets.url }),
+    workQueue: new SqsWorkQueue({ client: sqs, queueUrl: resources.queues.work.url }),
+    blobs,
+    clock: systemClock,
+  });
+
+  const monkey = startChaosMonkey(() => stack.supervisor.workers(), {
+    killEveryMs: options.killEveryMs,
+    pauseEveryMs: options.pauseEveryMs,
+    pauseForMs: options.pauseForMs,
+    failpointEveryMs: options.failpointEveryMs,
+    failpointsFile,
+    log: (line) => log(line),
+  });
+  const results: PublishedResult[] = [];
+  const finished = new Set<string>();
+  let draining = true;
+  const drainer = (async () => {
+    while (draining) {
+      const batch = await drainResults(sqs, resources.queues.results.url).catch(() => []);
+      results.push(...batch);
+      for (const result of batch) finished.add(result.ticketId);
+      await systemClock.sleep(RESULTS_POLL_MS);
+    }
+  })();
+
+  let monkeyStopped = false;
+  const stopMonkey = () => {
+    if (!monkeyStopped) monkey.stop();
+    monkeyStopped = true;
+  };
+  try {
+    const tickets = await submitTickets(client, options, runId, hooks.signal, log);
+    const allDone = () => tickets.every((t) => finished.has(t.ticketId));
+    const deadline = Date.now() + options.quiesceTimeoutMs;
+    let lastProgress = Date.now();
+    while (!allDone() && Date.now() < deadline && !hooks.signal?.aborted) {
+      await systemClock.sleep(500);
+      if (Date.now() - lastProgress >= PROGRESS_EVERY_MS) {
+        lastProgress = Date.now();
+        const stats = monkey.stats();
+        log(
+          `${Math.round((Date.now() - started) / 1000)} s: ${finished.size}/${tickets.length} finished; kills ${stats.kills}, pauses ${stats.pauses}`,
+        );
+      }
+    }
+    stopMonkey();
+    // Let stragglers settle with no more chaos: resumed stale owners fail their writes, the
+    // sweeper covers any lease left behind, late duplicates are dropped.
+    const settleMs = allDone()
+      ? options.leaseTtlMs + 4 * options.sweepIntervalMs
+      : 3 * options.leaseTtlMs + SWEEP_EVERY_MS + options.functionTimeoutS * 1000;
+    const settleUntil = Date.now() + settleMs;
+    while (Date.now() < settleUntil && !hooks.signal?.aborted) await systemClock.sleep(250);
+    draining = false;
+    await drainer;
+    results.push(...(await drainResults(sqs, resources.queues.results.url)));
+
+    const snapshot = {
+      tickets,
+      sessions: await readSessions(documents, resources.table),
+      results,
+      ledger: readLedgerFile(stack.config.ledger),
+      takenAt: Date.now(),
+      sweepPeriodMs: SWEEP_EVERY_MS + options.sweepIntervalMs,
+    };
+    const deadLetters = {
+      tickets: await queueDepth(sqs, resources.queues.ticketsDlq.url),
+      work: await queueDepth(sqs, resources.queues.workDlq.url),
+    };
+    const { violations, figures } = checkInvariants(snapshot);
+    writeEvidence(stateDir, violations, snapshot.sessions, log);
+    const firings = readFailpointLog(failpointsFile);
+    const crashPointKills: Record<string, number> = {};
+    for (const firing of firings.filter((f) => f.action === 'kill')) {
+      crashPointKills[firing.failpoint] = (crashPointKills[firing.failpoint] ?? 0) + 1;
+    }
+    const faults = readFaultCounts(faultsDir);
+    const stats = monkey.stats();
+
+    const vacuous: string[] = [];
+    if (options.killEveryMs > 0 && stats.kills === 0) vacuous.push('no worker was killed from outside');
+    if (options.pauseEveryMs > 0 && stats.pauses === 0) vacuous.push('no worker was paused');
+    const midStepKills = crashPointKills['mid-step'] ?? 0;
+    if (options.failpointEveryMs > 0 ? midStepKills === 0 : figures.interruptedLegs === 0) {
+      vacuous.push('no kill landed mid-step (no mid-step crash point fired, or no leg was recovered after progress)');
+    }
+    if (figures.recoveries === 0) vacuous.push('no leg started as a recovery');
+    for (const kind of faultKinds) {
+      if (faults[kind] === 0) vacuous.push(`no ${kind} fault was injected`);
+    }
+
+    return {
+      command: hooks.command ?? 'baton chaos',
+      figures,
+      kills: { external: stats.kills, crashPoints: crashPointKills },
+      pauses: { external: stats.pauses, crashPoints: firings.filter((f) => f.action === 'pause').length },
+      deadlineKills,
+      faults,
+      deadLetters,
+      wallTimeMs: Date.now() - started,
+      violations,
+      vacuous,
+    };
+  } finally {
+    stopMonkey();
+    draining = false;
+    await drainer.catch(() => undefined);
+    await stack.stop();
+  }
+}
+
+/** Submits the tickets through the tickets queue (as producers do), interleaving the two agents. */
+async function submitTickets(
+  client: BatonClient,
+  options: ChaosOptions,
+  runId: string,
+  signal: AbortSignal | undefined,
+  log: (line: string) => void,
+): Promise<SubmittedTicket[]> {
+  const tickets: SubmittedTicket[] = Array.from({ length: options.tickets }, (_, i) => {
+    // A low-discrepancy sequence spreads long-haul jobs evenly through the run.
+    const longHaul = ((i + 1) * 0.6180339887) % 1 < options.longHaulShare;
+    const agent = longHaul ? LONG_HAUL_AGENT : ORDER_AGENT;
+    const ticketId = `chaos-${runId}-${i}`;
+    return { ticketId, tenant: DEFAULT_TENANT, agent, sessionId: deriveSessionId(DEFAULT_TENANT, agent, ticketId) };
+  });
+  const inputOf = (ticket: SubmittedTicket, i: number) =>
+    ticket.agent === LONG_HAUL_AGENT
+      ? { steps: options.longHaulSteps, payloadBytes: 256, stepMs: options.longHaulStepMs }
+      : { orderId: `O-${runId}-${i}`, complaint: 'My parcel never arrived.' };
+  const gapMs = options.submitPerSecond > 0 ? 1000 / options.submitPerSecond : 0;
+  const began = Date.now();
+  let next = 0;
+  const sender = async () => {
+    while (next < tickets.length && !signal?.aborted) {
+      const i = next++;
+      const ticket = tickets[i] as SubmittedTicket;
+      if (gapMs > 0) await systemClock.sleep(Math.max(0, began + i * gapMs - Date.now()));
+      await client.submit({ agent: ticket.agent, ticketId: ticket.ticketId, input: inputOf(ticket, i) });
+    }
+  };
+  await Promise.all(Array.from({ length: SUBMIT_CONCURRENCY }, sender));
+  log(`submitted ${tickets.length} tickets in ${Date.now() - began} ms`);
+  return tickets;
+}
+
+/** Writes the stored items of every session a violation names, for the post-mortem. */
+function writeEvidence(
+  stateDir: string,
+  violations: readonly Violation[],
+  sessions: ReadonlyMap<string, RawSession>,
+  log: (line: string) => void,
+): void {
+  if (violations.length === 0) return;
+  const named = new Set(violations.map((v) => v.sessionId).filter((id) => id !== undefined));
+  const path = join(stateDir, 'violations.json');
+  writeFileSync(
+    path,
+    JSON.stringify({ violations, sessions: [...named].map((id) => sessions.get(id)).filter(Boolean) }, null, 2),
+  );
+  log(`violations and the sessions they name: ${path}`);
+}
+
+async function queueDepth(sqs: SQSClient, queueUrl: string): Promise<number> {
+  const { Attributes } = await sqs.send(
+    new GetQueueAttributesCommand({
+      QueueUrl: queueUrl,
+      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+    }),
+  );
+  return (
+    Number(Attributes?.ApproximateNumberOfMessages ?? 0) +
+    Number(Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0)
+  );
+}

@@ -1,0 +1,321 @@
+import type { ChaosSnapshot, LedgerCall, RawEntry, RawSession } from './chaos-snapshot.ts';
+
+/** The invariants a chaos run checks, each named as the report prints it. */
+export const Invariant = {
+  /** A submitted ticket without a terminal outcome. */
+  lost: 'lost',
+  /** Two outcomes for one turn, or outcomes that disagree (journal, turn, record, results). */
+  oneOutcome: 'one-outcome',
+  /** A finished turn whose result never reached the results queue. */
+  published: 'published',
+  /** A once-only effect executed twice for one key. */
+  duplicateEffect: 'duplicate-effect',
+  /** A once-only effect with no watermark (intent entry) before it. */
+  watermark: 'watermark',
+  /** Pending work and no live owner after the sweeper's period. */
+  stuck: 'stuck',
+  /** A journal with a missing seq. */
+  gapFree: 'gap-free',
+  /** An entry written by an epoch other than the leg marker before it (a stale or unmarked owner). */
+  fenced: 'fenced',
+  /** A completed step journaled twice (a tool result, a write landing at two seqs). */
+  onceJournaled: 'once-journaled',
+  /** A turn the runtime failed for a reason chaos must never cause (crash loop, corrupt state, …). */
+  runtimeFailure: 'runtime-failure',
+} as const;
+export type Invariant = (typeof Invariant)[keyof typeof Invariant];
+
+export interface Violation {
+  readonly invariant: Invariant;
+  readonly sessionId?: string | undefined;
+  readonly detail: string;
+}
+
+/** Counts the checker derives from the journals and the ledger. */
+export interface ChaosFigures {
+  readonly tickets: number;
+  readonly completed: number;
+  readonly failed: number;
+  readonly cancelled: number;
+  readonly lost: number;
+  readonly stuck: number;
+  readonly duplicateEffects: number;
+  readonly legs: number;
+  readonly recoveries: number;
+  readonly continuations: number;
+  readonly retries: number;
+  /** Legs that ended without a hand-off and had made progress: a kill or a pause landed mid-leg. */
+  readonly interruptedLegs: number;
+  readonly steps: number;
+  readonly onceOnlyCalls: number;
+  readonly reconciled: number;
+  /** Result messages drained, duplicates included (delivery is at least once). */
+  readonly resultMessages: number;
+  /** Failed turns, by reason (shortened). */
+  readonly failures: Readonly<Record<string, number>>;
+}
+
+export interface CheckOptions {
+  /** A failed outcome chaos may legitimately cause; default: a transient downstream error that outlasted its retries. */
+  readonly acceptableFailure?: ((error: string) => boolean) | undefined;
+}
+
+/** Retries of a simulated transient error, exhausted: an honest outcome, not a runtime fault. */
+export const TRANSIENT_EXHAUSTED = /failed \d+ times; last error: .*\(transient\)/;
+
+const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
+const STEP_KINDS = new Set(['model', 'tool', 'reconciled']);
+
+/**
+ * Checks a chaos run's snapshot against Baton's invariants. Pure: reads only the snapshot.
+ * @example const { violations, figures } = checkInvariants(snapshot);
+ */
+export function checkInvariants(
+  snapshot: ChaosSnapshot,
+  options: CheckOptions = {},
+): { violations: Violation[]; figures: ChaosFigures } {
+  const acceptable = options.acceptableFailure ?? ((error: string) => TRANSIENT_EXHAUSTED.test(error));
+  const violations: Violation[] = [];
+  const add = (invariant: Invariant, sessionId: string | undefined, detail: string) =>
+    violations.push({ invariant, sessionId, detail });
+
+  let completed = 0;
+  let failed = 0;
+  let cancelled = 0;
+  let lost = 0;
+  const failures: Record<string, number> = {};
+  const resultsByTurn = new Map<string, Set<string>>();
+  for (const result of snapshot.results) {
+    const id = `${result.sessionId}/${result.turnId}`;
+    resultsByTurn.set(id, (resultsByTurn.get(id) ?? new Set()).add(result.status));
+  }
+
+  for (const ticket of snapshot.tickets) {
+    const session = snapshot.sessions.get(ticket.sessionId);
+    const turnId = ticket.ticketId;
+    if (!session?.record) {
+      lost++;
+      add(Invariant.lost, ticket.sessionId, `ticket ${ticket.ticketId}: no session record`);
+      continue;
+    }
+    const turn = session.turns.find((t) => t.turnId === turnId);
+    const outcome = turn?.outcome;
+    if (!outcome) {
+      lost++;
+      const { state, owner, until } = session.record;
+      add(
+        Invariant.lost,
+        ticket.sessionId,
+        `ticket ${ticket.ticketId}: no outcome (state ${state}, owner ${owner ?? 'none'}, lease until ${until ?? '-'})`,
+      );
+      continue;
+    }
+    if (outcome.status === 'completed') completed++;
+    else if (outcome.status === 'cancelled') cancelled++;
+    else if (outcome.status === 'failed') {
+      failed++;
+      const reason = (outcome.error ?? 'no reason').replace(/[0-9a-f]{8,}|\d+/g, '#').slice(0, 120);
+      failures[reason] = (failures[reason] ?? 0) + 1;
+      if (!acceptable(outcome.error ?? ''))
+        add(Invariant.runtimeFailure, ticket.sessionId, `ticket ${ticket.ticketId} failed: ${outcome.error}`);
+    }
+
+    const journaled = session.journal.filter((e) => e.kind === 'outcome' && e.turnId === turnId);
+    if (journaled.length !== 1) {
+      add(Invariant.oneOutcome, ticket.sessionId, `turn ${turnId} has ${journaled.length} outcome entries`);
+    } else if (journaled[0]?.data?.status !== outcome.status) {
+      add(
+        Invariant.oneOutcome,
+        ticket.sessionId,
+        `turn ${turnId}: journal says ${String(journaled[0]?.data?.status)}, turn says ${outcome.status}`,
+      );
+    }
+    const recordState = session.record.state;
+    const expectedState = outcome.status === 'superseded' ? 'completed' : outcome.status;
+    if (recordState !== expectedState) {
+      add(
+        Invariant.oneOutcome,
+        ticket.sessionId,
+        `turn ${turnId} is ${outcome.status} but the session is ${recordState}`,
+      );
+    }
+    const published = resultsByTurn.get(`${ticket.sessionId}/${turnId}`);
+    if (!published) add(Invariant.published, ticket.sessionId, `turn ${turnId} (${outcome.status}) has no result`);
+    else if (published.size > 1 || !published.has(outcome.status)) {
+      add(
+        Invariant.oneOutcome,
+        ticket.sessionId,
+        `turn ${turnId} is ${outcome.status}; results say ${[...published].join(', ')}`,
+      );
+    }
+    const publishedEntries = session.journal.filter((e) => e.kind === 'published' && e.turnId === turnId).length;
+    if (publishedEntries > 1)
+      add(Invariant.oneOutcome, ticket.sessionId, `turn ${turnId} was marked published ${publishedEntries} times`);
+  }
+
+  let stuck = 0;
+  for (const session of snapshot.sessions.values()) {
+    const record = session.record;
+    if (!record || TERMINAL.has(record.state)) continue;
+    const leaseDead = record.owner === undefined || (record.until ?? 0) < snapshot.takenAt - snapshot.sweepPeriodMs;
+    if (leaseDead) {
+      stuck++;
+      add(
+        Invariant.stuck,
+        session.sessionId,
+        `state ${record.state}, owner ${record.owner ?? 'none'}, lease until ${record.until ?? '-'}, sweepAt ${record.sweepAt ?? 'none'}`,
+      );
+    }
+  }
+
+  const journalFigures = {
+    legs: 0,
+    recoveries: 0,
+    continuations: 0,
+    retries: 0,
+    interruptedLegs: 0,
+    steps: 0,
+    reconciled: 0,
+  };
+  for (const session of snapshot.sessions.values()) {
+    checkJournal(session, add, journalFigures);
+  }
+
+  const onceCalls = snapshot.ledger.filter((l) => l.effect === 'once' && !l.operation.startsWith('refuse:'));
+  const duplicates = duplicateOnceKeys(onceCalls);
+  for (const [id, count] of duplicates) {
+    add(Invariant.duplicateEffect, sessionOf(onceCalls, id), `${id} executed ${count} times`);
+  }
+  const watermarks = new Set<string>();
+  for (const session of snapshot.sessions.values()) {
+    for (const entry of session.journal) {
+      const key = entry.kind === 'intent' ? entry.data?.idempotencyKey : undefined;
+      if (typeof key === 'string') watermarks.add(key);
+    }
+  }
+  for (const call of onceCalls) {
+    if (!watermarks.has(call.idempotencyKey) && snapshot.sessions.has(call.sessionId)) {
+      add(
+        Invariant.watermark,
+        call.sessionId,
+        `${call.service}:${call.operation} ran with key ${call.idempotencyKey} and no intent`,
+      );
+    }
+  }
+
+  return {
+    violations,
+    figures: {
+      tickets: snapshot.tickets.length,
+      completed,
+      failed,
+      cancelled,
+      lost,
+      stuck,
+      duplicateEffects: duplicates.size,
+      ...journalFigures,
+      onceOnlyCalls: onceCalls.length,
+      resultMessages: snapshot.results.length,
+      failures,
+    },
+  };
+}
+
+type Add = (invariant: Invariant, sessionId: string | undefined, detail: string) => void;
+type JournalFigures = {
+  legs: number;
+  recoveries: number;
+  continuations: number;
+  retries: number;
+  interruptedLegs: number;
+  steps: number;
+  reconciled: number;
+};
+
+/**
+ * Gap-free seqs from 1; every entry written by the epoch of the leg marker before it (lower: a
+ * stale owner wrote after being fenced; higher: an owner wrote before its marker); each write
+ * landing once; each tool call of a model entry settled at most once.
+ */
+function checkJournal(session: RawSession, add: Add, figures: JournalFigures): void {
+  const id = session.sessionId;
+  let legEpoch = 0;
+  let legProgress = 0;
+  let lastMarkerSeen = false;
+  const writeIds = new Set<string>();
+  let settled = new Set<string>();
+  let intents = new Set<string>();
+  for (const [index, entry] of session.journal.entries()) {
+    if (entry.seq !== index + 1) {
+      add(Invariant.gapFree, id, `seq ${entry.seq} stands at position ${index + 1}`);
+      return;
+    }
+    if (writeIds.has(entry.writeId))
+      add(Invariant.onceJournaled, id, `write ${entry.writeId} landed twice (seq ${entry.seq})`);
+    writeIds.add(entry.writeId);
+    if (entry.kind === 'leg') {
+      if (entry.epoch <= legEpoch)
+        add(Invariant.fenced, id, `leg marker at seq ${entry.seq} has epoch ${entry.epoch} after epoch ${legEpoch}`);
+      const reason = entry.data?.reason;
+      figures.legs++;
+      if (reason === 'recovery') {
+        figures.recoveries++;
+        if (lastMarkerSeen && legProgress > 0) figures.interruptedLegs++;
+      }
+      if (reason === 'continuation') figures.continuations++;
+      if (reason === 'retry') figures.retries++;
+      legEpoch = Math.max(legEpoch, entry.epoch);
+      legProgress = 0;
+      lastMarkerSeen = true;
+      continue;
+    }
+    if (!lastMarkerSeen) add(Invariant.fenced, id, `seq ${entry.seq} (${entry.kind}) precedes any leg marker`);
+    if (entry.epoch < legEpoch) {
+      add(
+        Invariant.fenced,
+        id,
+        `seq ${entry.seq} (${entry.kind}) has epoch ${entry.epoch} after the leg marker of epoch ${legEpoch}`,
+      );
+    } else if (entry.epoch > legEpoch) {
+      add(
+        Invariant.fenced,
+        id,
+        `seq ${entry.seq} (${entry.kind}) has epoch ${entry.epoch}, whose leg marker is missing`,
+      );
+    }
+    legProgress++;
+    if (STEP_KINDS.has(entry.kind)) figures.steps++;
+    checkSettlement(entry, settled, intents, (detail) => add(Invariant.onceJournaled, id, detail));
+    if (entry.kind === 'reconciled') figures.reconciled++;
+    if (entry.kind === 'model' || entry.kind === 'input') {
+      settled = new Set();
+      intents = new Set();
+    }
+  }
+}
+
+function checkSettlement(entry: RawEntry, settled: Set<string>, intents: Set<string>, fail: (detail: string) => void) {
+  const callId = typeof entry.data?.callId === 'string' ? entry.data.callId : undefined;
+  if (callId === undefined) return;
+  if (entry.kind === 'intent') {
+    if (intents.has(callId)) fail(`call ${callId} got a second watermark at seq ${entry.seq}`);
+    intents.add(callId);
+  }
+  const settles = entry.kind === 'tool' || (entry.kind === 'reconciled' && entry.data?.verdict === 'done');
+  if (entry.kind === 'reconciled' && entry.data?.verdict === 'notDone') intents.delete(callId);
+  if (!settles) return;
+  if (settled.has(callId)) fail(`call ${callId} settled twice (again at seq ${entry.seq})`);
+  settled.add(callId);
+}
+
+function duplicateOnceKeys(calls: readonly LedgerCall[]): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const call of calls) {
+    const id = `${call.service}:${call.operation}:${call.idempotencyKey}`;
+    counts.set(id, (counts.get(id) ?? 0) + 1);
+  }
+  return new Map([...counts].filter(([, n]) => n > 1));
+}
+
+const sessionOf = (calls: readonly LedgerCall[], id: string): string | undefined =>
+  calls.find((c) => id.endsWith(`:${c.idempotencyKey}`))?.sessionId;
