@@ -7,6 +7,7 @@ import type { JournalEntry } from '../../../lib/core/journal.ts';
 import { FailpointCrash } from '../../../lib/runtime/failpoints.ts';
 import { acceptTicket } from '../../../lib/runtime/intake.ts';
 import { runKick } from '../../../lib/runtime/step-runner.ts';
+import { unrulyWorkQueue } from '../../../lib/runtime/unruly-work-queue.ts';
 import { drain, invocation, lookupAgent, makeTestDeps, ticketBody } from '../../fixtures/runtime.ts';
 
 const keyOf = (agent: string, ticketId: string) => ({
@@ -62,18 +63,23 @@ describe('the step runner', () => {
   it('drops duplicated and shuffled kicks and still writes the same journal', async () => {
     const plain = makeTestDeps([lookupAgent({ modelLatencyMs: 100 })]);
     const noisy = makeTestDeps([lookupAgent({ modelLatencyMs: 100 })]);
-    for (const { deps } of [plain, noisy])
+    // Every kick the noisy runtime sends arrives three times, the copies up to a second apart.
+    let seed = 7;
+    const random = () => (seed = (seed * 16807) % 2147483647) / 2147483647;
+    const noisyDeps = {
+      ...noisy.deps,
+      workQueue: unrulyWorkQueue(noisy.workQueue, { copies: 3, maxExtraDelaySeconds: 1, random }),
+    };
+    for (const deps of [plain.deps, noisyDeps])
       await acceptTicket(ticketBody('lookup-agent', 'T-3', { ids: ['a', 'b', 'c', 'd'] }), undefined, deps);
-    // Every kick the noisy runtime sends is delivered three times, in reverse order.
-    let copying = false;
-    noisy.workQueue.onSend((message) => {
-      if (copying) return; // the copy's own send (enqueue calls listeners synchronously)
-      copying = true;
-      void noisy.workQueue.sendKick(message.body);
-      copying = false;
-    });
+
     await drain(plain.deps, { budgetMs: 1_500 });
-    await drain(noisy.deps, { budgetMs: 1_500, shuffle: (kicks) => [...kicks, ...kicks].reverse(), maxKicks: 200 });
+    await drain(noisyDeps, {
+      budgetMs: 1_500,
+      shuffle: (kicks) => [...kicks].reverse(),
+      maxKicks: 200,
+      queue: noisy.workQueue,
+    });
 
     const semantic = (entries: JournalEntry[]) =>
       entries.filter((e) => e.kind !== 'leg').map((e) => ({ kind: e.kind, data: e.data }));

@@ -1,0 +1,59 @@
+import { describe, expect, it } from 'vitest';
+import { acceptTicket } from '../../../lib/runtime/intake.ts';
+import { runKick } from '../../../lib/runtime/step-runner.ts';
+import { sweep } from '../../../lib/runtime/sweeper.ts';
+import { invocation, lookupAgent, makeTestDeps, ticketBody } from '../../fixtures/runtime.ts';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('the sweeper', () => {
+  it('kicks a session whose owner died, and only once its lease has expired', async () => {
+    // Arrange: a leg dies (its lease stays) before the turn finishes.
+    const { deps, store, workQueue, total } = makeTestDeps([lookupAgent({ modelLatencyMs: 50 })]);
+    const { key } = await acceptTicket(ticketBody('lookup-agent', 'S-1', { ids: ['a', 'b'] }), undefined, deps);
+    const [first] = workQueue.receive();
+    const dying = {
+      ...deps,
+      failpoint: async (name: string) => {
+        if (name === 'after-marker') throw new Error('killed');
+      },
+    };
+    await expect(runKick(first!.body, invocation(), dying)).rejects.toThrow('killed');
+    const options = { windowMs: 1, intervalMs: 10, stalledAfterMs: 60_000, remainingMs: () => 60_000 };
+
+    // Act + Assert: while the lease is fresh, nothing is kicked.
+    expect(await sweep(options, deps)).toMatchObject({ kicked: 0 });
+    await sleep(deps.config.leaseTtlMs + 50);
+    expect(await sweep(options, deps)).toMatchObject({ kicked: 1 });
+    const kick = workQueue.receive()[0]!.body;
+    expect(kick).toMatchObject({ reason: 'recovery', session: key });
+
+    // The kicked recovery finishes the turn; then the session is no longer watched.
+    expect(await runKick(kick, invocation(), deps)).toBe('finished');
+    expect((await store.getSession(key))?.state).toBe('completed');
+    expect(await sweep(options, deps)).toMatchObject({ kicked: 0 });
+    expect(total('StalledSessions')).toBe(0);
+  });
+
+  it('counts a session overdue for longer than the stall threshold as stalled', async () => {
+    const { deps, total } = makeTestDeps([lookupAgent()]);
+    await acceptTicket(ticketBody('lookup-agent', 'S-2', { ids: [] }), undefined, deps);
+    await sleep(deps.config.sweepGraceMs + 20);
+    await sweep({ windowMs: 1, intervalMs: 10, stalledAfterMs: 10, remainingMs: () => 60_000 }, deps);
+    expect(total('StalledSessions')).toBe(1);
+  });
+
+  it('polls every interval within its window and stops before the invocation runs out', async () => {
+    const { deps } = makeTestDeps([lookupAgent()]);
+    const polls = await sweep(
+      { windowMs: 250, intervalMs: 50, stalledAfterMs: 1_000, remainingMs: () => 60_000 },
+      deps,
+    );
+    expect(polls.polls).toBeGreaterThanOrEqual(3);
+    const short = await sweep(
+      { windowMs: 10_000, intervalMs: 50, stalledAfterMs: 1_000, remainingMs: () => 1_000 },
+      deps,
+    );
+    expect(short.polls).toBe(1);
+  });
+});
