@@ -1,13 +1,49 @@
-import type { RuntimeTelemetry } from '../runtime/deps.ts';
+/** Structured fields of a log line; values must serialise to JSON. */
+export type LogFields = Record<string, unknown>;
+
+/** A structured logger. `child` returns one whose fields appear on every line it writes. */
+export interface TelemetryLogger {
+  debug(message: string, fields?: LogFields): void;
+  info(message: string, fields?: LogFields): void;
+  warn(message: string, fields?: LogFields): void;
+  error(message: string, fields?: LogFields): void;
+  /** The runtime adds tenant, agent, sessionId, turnId, seq, epoch and traceId this way. */
+  child(fields: LogFields): TelemetryLogger;
+}
+
+/** Metrics, buffered until `flush` (the Lambda middleware flushes at the end of each invocation). */
+export interface TelemetryMetrics {
+  count(name: string, value?: number, dimensions?: Record<string, string>): void;
+  duration(name: string, ms: number): void;
+  bytes(name: string, n: number): void;
+  flush(): void;
+}
+
+/** What one leg is annotated with, so one filter finds every leg of a session. */
+export interface LegAnnotations {
+  readonly session: string;
+  readonly turn?: string | undefined;
+  readonly tenant: string;
+  readonly agent: string;
+  readonly traceId: string;
+  readonly epoch: number;
+}
 
 /**
- * Baton's telemetry: a structured logger, EMF metrics and a tracer behind one small interface.
- * Tracing is behind it on purpose: the X-Ray SDK is in maintenance (support ends February 2027),
- * and an OpenTelemetry exporter can replace it here without touching the runtime.
+ * Tracing, kept this small on purpose: the X-Ray SDK is in maintenance (support ends February
+ * 2027), so an OpenTelemetry exporter can replace the X-Ray implementation without touching the runtime.
  */
-export interface Telemetry extends RuntimeTelemetry {
-  /** Emits buffered metrics (EMF); the middleware calls it at the end of each invocation. */
-  flush(): void;
+export interface TelemetryTracer {
+  annotateLeg(annotations: LegAnnotations): void;
+  /** Runs `fn` inside a named span (an X-Ray subsegment), recording its error if it throws. */
+  span<T>(name: string, fn: () => Promise<T>): Promise<T>;
+}
+
+/** Baton's telemetry: a structured logger, metrics and a tracer behind one small interface. */
+export interface Telemetry {
+  readonly logger: TelemetryLogger;
+  readonly metrics: TelemetryMetrics;
+  readonly tracer: TelemetryTracer;
 }
 
 /** Metric names, one place (the dashboard and alarms use the same). */
@@ -22,9 +58,26 @@ export const METRIC = {
   bytesJournaled: 'BytesJournaled',
   inputTokens: 'InputTokens',
   outputTokens: 'OutputTokens',
+  /** Counted with the dimension `status` (completed · failed · cancelled · superseded). */
   outcomes: 'Outcomes',
   stalledSessions: 'StalledSessions',
 } as const;
+export type MetricName = (typeof METRIC)[keyof typeof METRIC];
 
 export const METRICS_NAMESPACE = 'Baton';
 export const SERVICE_NAME = 'baton';
+
+const noopLogger: TelemetryLogger = {
+  debug: () => {},
+  info: () => {},
+  warn: () => {},
+  error: () => {},
+  child: () => noopLogger,
+};
+
+/** Telemetry that records nothing (benchmarks, tools that must stay quiet). */
+export const noopTelemetry: Telemetry = {
+  logger: noopLogger,
+  metrics: { count: () => {}, duration: () => {}, bytes: () => {}, flush: () => {} },
+  tracer: { annotateLeg: () => {}, span: (_name, fn) => fn() },
+};
