@@ -51,9 +51,10 @@ const issueRefundTool = defineTool({
   description: 'Refunds the order. Once-only: never repeated for the same call.',
   input: z.object({ orderId: z.string(), amountCents: z.number().int().positive() }),
   effect: 'once',
-  // A once-only call starts only when the lease outlives it (+ clock skew): this bound keeps it
-  // startable under the demo's 3 s lease TTL.
-  maxDurationMs: 1_500,
+  // A once-only call starts only when the lease, just renewed, outlives it plus 1 s of clock skew.
+  // 1 s (the simulated refund takes at most 0.6 s) leaves a second of slack for the renew's round
+  // trip under the demo's 3 s lease TTL, even on a busy laptop.
+  maxDurationMs: 1_000,
   run: ({ orderId, amountCents }, ctx) => issueRefund(orderId, amountCents, ctx),
   reconcile: async (idempotencyKey) => {
     // The simulated service keeps its state in the ledger; without one nobody can tell.
