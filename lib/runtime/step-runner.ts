@@ -684,7 +684,8 @@ class StepSourceError extends BatonError {
     readonly source: string,
     cause: Error,
   ) {
-    super(errorMessage(cause), { cause, retryable: true });
+    super(cause.message, { cause, retryable: true });
+    this.name = cause.name;
   }
 }
 
