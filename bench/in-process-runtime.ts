@@ -14,6 +14,7 @@ import type { RuntimeDeps, RuntimeLogger, RuntimeTelemetry } from '../lib/runtim
 import { noFailpoints } from '../lib/runtime/failpoints.ts';
 import { acceptTicket } from '../lib/runtime/intake.ts';
 import { runKick } from '../lib/runtime/step-runner.ts';
+import { sweep } from '../lib/runtime/sweeper.ts';
 import { RequestMeter } from './request-meter.ts';
 
 const silentLogger: RuntimeLogger = {
@@ -65,6 +66,12 @@ function observedStore(store: SessionStore, onAppend: AppendListener | undefined
   });
 }
 
+/** How soon the sweeper looks at a session that yielded or was accepted, if no kick made progress. */
+const SWEEP_GRACE_MS = 1_000;
+const IDLE_POLL_MS = 20;
+/** A session stuck this long with nothing pending and nothing due is a bench failure, not a wait. */
+const STUCK_AFTER_MS = 30_000;
+
 export interface InProcessRuntimeOptions {
   readonly db: BenchDynamoDb;
   readonly agents: readonly AgentDefinition[];
@@ -103,7 +110,7 @@ export class InProcessRuntime {
       agents: agentRegistry(options.agents),
       telemetry: silentTelemetry,
       failpoint: noFailpoints,
-      config: { leaseTtlMs, reserveMs: options.reserveMs ?? 500, retentionDays: 1, sweepGraceMs: leaseTtlMs },
+      config: { leaseTtlMs, reserveMs: options.reserveMs ?? 500, retentionDays: 1, sweepGraceMs: SWEEP_GRACE_MS },
       random: Math.random,
     };
   }
@@ -116,10 +123,12 @@ export class InProcessRuntime {
 
   /**
    * Runs kicks as they come (each in a fresh simulated invocation) until every session submitted
-   * so far has published a result. Concurrency is the number of sessions in flight.
+   * so far has published a result. Concurrency is the number of sessions in flight. When nothing
+   * is pending, the real sweeper runs one pass, as its schedule would (a dropped kick is its job).
    */
   async drain(expectedResults: number): Promise<Result[]> {
     const inFlight = new Set<Promise<void>>();
+    let idleSince: number | undefined;
     while (this.results.sent.length < expectedResults) {
       const kicks = this.work.receive();
       for (const message of kicks) {
@@ -133,10 +142,23 @@ export class InProcessRuntime {
           .finally(() => inFlight.delete(run));
         inFlight.add(run);
       }
+      if (kicks.length > 0 || inFlight.size > 0) idleSince = undefined;
       if (kicks.length === 0) {
         if (inFlight.size > 0) await Promise.race(inFlight);
-        else if (this.work.pendingCount > 0) await new Promise((resolve) => setTimeout(resolve, 20));
-        else throw new Error(`no kick pending and ${expectedResults - this.results.sent.length} result(s) missing`);
+        else if (this.work.pendingCount > 0) await new Promise((resolve) => setTimeout(resolve, IDLE_POLL_MS));
+        else {
+          idleSince ??= Date.now();
+          if (Date.now() - idleSince > STUCK_AFTER_MS) {
+            throw new Error(
+              `nothing pending or due for ${STUCK_AFTER_MS} ms and ${expectedResults - this.results.sent.length} result(s) missing`,
+            );
+          }
+          const swept = await sweep(
+            { windowMs: 0, intervalMs: 1, stalledAfterMs: STUCK_AFTER_MS, remainingMs: () => STUCK_AFTER_MS },
+            this.deps,
+          );
+          if (swept.kicked === 0) await new Promise((resolve) => setTimeout(resolve, IDLE_POLL_MS * 5));
+        }
       }
     }
     await Promise.all(inFlight);
