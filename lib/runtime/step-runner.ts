@@ -480,11 +480,19 @@ class Leg {
 
   /** Ends the turn with an outcome and runs the rest of the finish protocol. */
   async #finish(status: OutcomeStatus, output: unknown, error: string | undefined): Promise<KickOutcome> {
-    if (error) this.#log.error('turn failed', { error });
-    await this.#append('outcome', { status, ...(output !== undefined ? { output } : {}), ...(error ? { error } : {}) });
-    await this.#publish();
-    await this.#release(status === 'superseded' ? 'completed' : status, undefined);
-    this.deps.telemetry.metrics.count('Outcomes', 1, { status });
+    // A turn has one outcome: once it is journaled, a later leg only publishes and releases it.
+    if (!this.#view.outcome) {
+      if (error) this.#log.error('turn failed', { error });
+      await this.#append('outcome', {
+        status,
+        ...(output !== undefined ? { output } : {}),
+        ...(error ? { error } : {}),
+      });
+    }
+    if (!this.#view.published) await this.#publish();
+    const final = this.#view.outcome?.status ?? status;
+    await this.#release(final === 'superseded' ? 'completed' : final, undefined);
+    this.deps.telemetry.metrics.count('Outcomes', 1, { status: final });
     return 'finished';
   }
 

@@ -209,6 +209,30 @@ describe('the step runner', () => {
     expect((await store.getSession(keyOf('lookup-agent', 'T-8')))?.state).toBe('failed');
   });
 
+  it('only publishes an outcome already journaled when the agent has since been undeployed', async () => {
+    const { deps, store, results } = makeTestDeps([lookupAgent()]);
+    await acceptTicket(ticketBody('lookup-agent', 'T-10', { ids: [] }), undefined, deps);
+    // The first leg dies between its outcome and the publish.
+    const dying = {
+      ...deps,
+      failpoint: async (name: string) => {
+        if (name === 'between-outcome-and-publish') throw new FailpointCrash(name);
+      },
+    };
+    await expect(drain(dying)).rejects.toThrow(FailpointCrash);
+    await new Promise((resolve) => setTimeout(resolve, deps.config.leaseTtlMs + 50));
+
+    // A redeploy removed the agent; the recovery finishes what was journaled.
+    await runKick({ v: 1, session: keyOf('lookup-agent', 'T-10'), reason: 'recovery' }, invocation(), {
+      ...deps,
+      agents: new Map(),
+    });
+
+    const journal = await store.readJournal(keyOf('lookup-agent', 'T-10'));
+    expect(journal.filter((e) => e.kind === 'outcome')).toHaveLength(1);
+    expect(results.bodies).toEqual([expect.objectContaining({ status: 'completed', output: 'found 0' })]);
+  });
+
   it('cancels a running turn at the next renewal and aborts the tool in flight', async () => {
     let aborted = false;
     const slow = defineTool({
