@@ -97,9 +97,11 @@ export async function runKick(kick: Kick, invocation: Invocation, deps: RuntimeD
   }
   if (plan.recovery) deps.telemetry.metrics.count('Recoveries');
   deps.telemetry.metrics.count('Legs');
+  // The leg marker says why this leg really started: only a taken-over expired lease is a
+  // recovery; a sweeper kick or a late first kick that finds a free lease is a wake-up.
   const reason: KickReason = plan.recovery
     ? 'recovery'
-    : kick.reason === 'first' && record.legs > 0
+    : kick.reason === 'recovery' || (kick.reason === 'first' && record.legs > 0)
       ? 'wake'
       : kick.reason;
   return new Leg(key, acquired.record, owner, reason, invocation, deps, log).run();
