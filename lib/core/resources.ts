@@ -10,10 +10,20 @@ export const SESSION_TABLE = {
   sortKey: 'sk',
   ttlAttribute: 'ttl',
   indexes: {
-    /** Sparse: only sessions that hold a lease or have pending work carry `sweepShard`/`sweepAt`. */
-    sweep: { name: 'sweep', partitionKey: 'sweepShard', partitionKeyType: 'S', sortKey: 'sweepAt', sortKeyType: 'N' },
-    /** Session records only (the META item carries `sid`): the CLI finds a session by its id. */
-    bySessionId: { name: 'bySessionId', partitionKey: 'sid', partitionKeyType: 'S' },
+    /**
+     * Sparse: only sessions that hold a lease or have pending work carry `sweepShard`/`sweepAt`.
+     * Keys only: the sweeper needs just the pk, and the index is written on every renew.
+     */
+    sweep: {
+      name: 'sweep',
+      partitionKey: 'sweepShard',
+      partitionKeyType: 'S',
+      sortKey: 'sweepAt',
+      sortKeyType: 'N',
+      projection: 'KEYS_ONLY',
+    },
+    /** Session records only (the META item carries `sid`): the CLI finds a session by its id, then reads it. */
+    bySessionId: { name: 'bySessionId', partitionKey: 'sid', partitionKeyType: 'S', projection: 'KEYS_ONLY' },
   },
 } as const;
 

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { EMPTY_VIEW, foldJournal, type SessionView } from './fold.ts';
+import { foldJournal, type SessionView } from './fold.ts';
 import { type JournalEntry, ToolCall } from './journal.ts';
 import { OutcomeStatus } from './vocabulary.ts';
 
@@ -83,5 +83,3 @@ export function restoreView(
     return { view: foldJournal(entries), fromSnapshot: false };
   return { view: foldJournal(entries.slice(snapshot.seq), parsed.data as SessionView), fromSnapshot: true };
 }
-
-export { EMPTY_VIEW };

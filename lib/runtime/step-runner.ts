@@ -12,7 +12,7 @@ import {
   SeqTakenError,
 } from '../core/errors.ts';
 import { applyEntry, EMPTY_VIEW, foldJournal, nextAction, type PendingCall, type SessionView } from '../core/fold.ts';
-import { formatSessionKey, idempotencyKey, newOwnerId, newWriteId, type SessionKey } from '../core/ids.ts';
+import { idempotencyKey, newOwnerId, newWriteId, type SessionKey } from '../core/ids.ts';
 import type { EntryDataOf, JournalEntry } from '../core/journal.ts';
 import { planAcquire } from '../core/lease.ts';
 import type { Kick, Result } from '../core/messages.ts';
@@ -239,76 +239,69 @@ class Leg {
 
   /** Takes the next action; returns how the leg ends, or undefined to go on. */
   async #next(agent: AgentDefinition): Promise<KickOutcome | undefined> {
-    {
-      this.#throwIfLeaseLost();
-      const now = this.deps.clock.now();
-      if (this.#record.cancelRequested && !this.#view.outcome) {
-        await this.#append('outcome', { status: 'cancelled', error: 'cancelled by request' });
-        return undefined;
-      }
-      const action = nextAction(this.#view, this.#record.activeTurnId, now);
-      switch (action.kind) {
-        case 'start-turn': {
-          const turnId = this.#record.activeTurnId!;
-          const turn = await this.deps.store.getTurn(this.key, turnId);
-          if (!turn) return this.#finish('failed', undefined, `turn ${turnId} not found`);
-          await this.#append('input', { input: turn.input }, turnId);
-          break;
-        }
-        case 'model': {
-          if (this.#view.steps >= agent.limits.maxSteps) {
-            await this.#append('outcome', {
-              status: 'failed',
-              error: `step limit of ${agent.limits.maxSteps} reached`,
-            });
-            break;
-          }
-          if (!this.#fits(agent.model.maxDurationMs)) return this.#yieldForBudget(`model ${agent.model.id}`);
-          const outcome = await this.#step(`model`, agent, () => this.#callModel(agent));
-          if (outcome === 'waiting') return this.#wait();
-          break;
-        }
-        case 'tools': {
-          const tools = action.calls.map((p) => agent.tools.find((t) => t.name === p.call.name));
-          const longest = Math.max(0, ...tools.map((t) => t?.maxDurationMs ?? 0));
-          if (!this.#fits(longest))
-            return this.#yieldForBudget(`tools ${action.calls.map((p) => p.call.name).join(', ')}`);
-          if (tools.some((t) => t?.effect === 'once')) {
-            const fresh = await this.#heartbeat.renewNow();
-            if (fresh.cancelRequested) return undefined;
-            if (!onceOnlyFitsLease(this.#heartbeat.until, this.deps.clock.now(), longest)) {
-              return this.#yieldForBudget('a once-only call that the lease would not outlive');
-            }
-          }
-          const outcome = await this.#step('tools', agent, () => this.#runTools(agent, action.calls));
-          if (outcome === 'waiting') return this.#wait();
-          break;
-        }
-        case 'reconcile':
-          await this.#reconcile(agent, action.call);
-          break;
-        case 'parked':
-          this.#log.warn('once-only call in an unknown state: parked for a human', { callId: action.callId });
-          await this.#release('waiting', undefined);
-          return 'parked';
-        case 'wait-retry':
-          return this.#wait();
-        case 'finish':
-          await this.#append('outcome', finalOutcome(agent, action.text));
-          break;
-        case 'publish':
-          await this.#publish();
-          break;
-        case 'done': {
-          const status = this.#view.outcome!.status;
-          await this.#release(status === 'superseded' ? 'completed' : status, undefined);
-          this.deps.telemetry.metrics.count('Outcomes', 1, { status });
-          this.#log.info('turn finished', { status, legs: this.#view.legs, steps: this.#view.steps });
-          return 'finished';
-        }
-      }
+    this.#throwIfLeaseLost();
+    const now = this.deps.clock.now();
+    if (this.#record.cancelRequested && !this.#view.outcome) {
+      await this.#append('outcome', { status: 'cancelled', error: 'cancelled by request' });
       return undefined;
     }
+    const action = nextAction(this.#view, this.#record.activeTurnId, now);
+    switch (action.kind) {
+      case 'start-turn': {
+        const turnId = this.#record.activeTurnId!;
+        const turn = await this.deps.store.getTurn(this.key, turnId);
+        if (!turn) return this.#finish('failed', undefined, `turn ${turnId} not found`);
+        await this.#append('input', { input: turn.input }, turnId);
+        break;
+      }
+      case 'model': {
+        if (this.#view.steps >= agent.limits.maxSteps) {
+          await this.#append('outcome', {
+            status: 'failed',
+            error: `step limit of ${agent.limits.maxSteps} reached`,
+          });
+          break;
+        }
+        if (!this.#fits(agent.model.maxDurationMs)) return this.#yieldForBudget(`model ${agent.model.id}`);
+        const outcome = await this.#step(`model`, agent, () => this.#callModel(agent));
+        if (outcome === 'waiting') return this.#wait();
+        break;
+      }
+      case 'tools': {
+        const tools = action.calls.map((p) => agent.tools.find((t) => t.name === p.call.name));
+        const longest = Math.max(0, ...tools.map((t) => t?.maxDurationMs ?? 0));
+        if (!this.#fits(longest))
+          return this.#yieldForBudget(`tools ${action.calls.map((p) => p.call.name).join(', ')}`);
+        if (tools.some((t) => t?.effect === 'once')) {
+          const fresh = await this.#heartbeat.renewNow();
+          if (fresh.cancelRequested) return undefined;
+          if (!onceOnlyFitsLease(this.#heartbeat.until, this.deps.clock.now(), longest)) {
+            return this.#yieldForBudget('a once-only call that the lease would not outlive');
+          }
+        }
+        const outcome = await this.#step('tools', agent, () => this.#runTools(agent, action.calls));
+        if (outcome === 'waiting') return this.#wait();
+        break;
+      }
+      case 'reconcile':
+        await this.#reconcile(agent, action.call);
+        break;
+      case 'parked':
+        this.#log.warn('once-only call in an unknown state: parked for a human', { callId: action.callId });
+        await this.#release('waiting', undefined);
+        return 'parked';
+      case 'wait-retry':
+        return this.#wait();
+      case 'finish':
+        await this.#append('outcome', finalOutcome(agent, action.text));
+        break;
+      case 'publish':
+        await this.#publish();
+        break;
+      case 'done':
+        return this.#finish(this.#view.outcome!.status, undefined, undefined);
+    }
+    return undefined;
   }
 
   /** Runs a model or tools step; turns its errors into journal entries per the retry policy. */
@@ -495,6 +488,7 @@ class Leg {
     const final = this.#view.outcome?.status ?? status;
     await this.#release(final === 'superseded' ? 'completed' : final, undefined);
     this.deps.telemetry.metrics.count('Outcomes', 1, { status: final });
+    this.#log.info('turn finished', { status: final, legs: this.#view.legs, steps: this.#view.steps });
     return 'finished';
   }
 
@@ -698,5 +692,3 @@ class StepSourceError extends BatonError {
     this.name = cause.name;
   }
 }
-
-export const describeKey = formatSessionKey;
