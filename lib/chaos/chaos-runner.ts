@@ -86,7 +86,7 @@ export async function runChaos(options: ChaosOptions, hooks: ChaosRunHooks = {})
       BATON_FAILPOINTS_FILE: failpointsFile,
       BATON_DEMO_LATENCY_SCALE: String(options.latencyScale),
       BATON_DEMO_FAILURE_RATE: String(options.failureRate),
-      POWERTOOLS_LOG_LEVEL: 'ERROR',
+      POWERTOOLS_LOG_LEVEL: process.env.BATON_CHAOS_LOG_LEVEL ?? 'ERROR',
       ...(faultKinds.length > 0 ? { [FAULTS_ENV]: JSON.stringify({ ...options.faults, countsDir: faultsDir }) } : {}),
     },
   });

@@ -43,6 +43,8 @@ export function formatFigureTable(report: ChaosReport): string {
     ['injected faults', `${sum(report.faults)} (${list(report.faults)})`],
     ['legs', `${f.legs} (continuations ${f.continuations}, recoveries ${f.recoveries}, retries ${f.retries})`],
     ['legs interrupted after progress', String(f.interruptedLegs)],
+    ['acquires that died before their leg marker', String(f.unmarkedLegs)],
+    ['turns failed as honest crash loops', String(f.crashLoops)],
     ['steps journaled', String(f.steps)],
     ['once-only calls executed', `${f.onceOnlyCalls} (reconciled after a crash: ${f.reconciled})`],
     ['result messages (at least once)', String(f.resultMessages)],

@@ -53,6 +53,10 @@ export interface ChaosFigures {
   readonly resultMessages: number;
   /** Failed turns, by reason (shortened). */
   readonly failures: Readonly<Record<string, number>>;
+  /** Turns failed as crash loops whose counted legs indeed made no progress (the designed outcome, not a violation). */
+  readonly crashLoops: number;
+  /** Acquires whose owner died (or was fenced) before its leg marker landed. */
+  readonly unmarkedLegs: number;
 }
 
 export interface CheckOptions {
@@ -83,6 +87,7 @@ export function checkInvariants(
   let failed = 0;
   let cancelled = 0;
   let lost = 0;
+  let crashLoops = 0;
   const failures: Record<string, number> = {};
   const resultsByTurn = new Map<string, Set<string>>();
   for (const result of snapshot.results) {
@@ -116,11 +121,25 @@ export function checkInvariants(
       failed++;
       const reason = (outcome.error ?? 'no reason').replace(/[0-9a-f]{8,}|\d+/g, '#').slice(0, 120);
       failures[reason] = (failures[reason] ?? 0) + 1;
-      if (!acceptable(outcome.error ?? ''))
+      const crashLoop = CRASH_LOOP.exec(outcome.error ?? '');
+      if (crashLoop) {
+        const progress = progressInsideCrashLoop(session, Number(crashLoop[1]));
+        if (progress === undefined) crashLoops++;
+        else
+          add(
+            Invariant.runtimeFailure,
+            ticket.sessionId,
+            `ticket ${ticket.ticketId} failed as a crash loop, yet ${progress}`,
+          );
+      } else if (!acceptable(outcome.error ?? '')) {
         add(Invariant.runtimeFailure, ticket.sessionId, `ticket ${ticket.ticketId} failed: ${outcome.error}`);
+      }
     }
 
-    const journaled = session.journal.filter((e) => e.kind === 'outcome' && e.turnId === turnId);
+    // An outcome written before the turn's input entry (a crash loop on the first legs) has no turn id.
+    const journaled = session.journal.filter(
+      (e) => e.kind === 'outcome' && (e.turnId === turnId || e.turnId === undefined),
+    );
     if (journaled.length !== 1) {
       add(Invariant.oneOutcome, ticket.sessionId, `turn ${turnId} has ${journaled.length} outcome entries`);
     } else if (journaled[0]?.data?.status !== outcome.status) {
@@ -177,8 +196,11 @@ export function checkInvariants(
     steps: 0,
     reconciled: 0,
   };
+  let unmarkedLegs = 0;
   for (const session of snapshot.sessions.values()) {
     checkJournal(session, add, journalFigures);
+    const markers = session.journal.filter((e) => e.kind === 'leg').length;
+    unmarkedLegs += Math.max(0, (session.record?.epoch ?? 0) - markers);
   }
 
   const onceCalls = snapshot.ledger.filter((l) => l.effect === 'once' && !l.operation.startsWith('refuse:'));
@@ -217,8 +239,30 @@ export function checkInvariants(
       onceOnlyCalls: onceCalls.length,
       resultMessages: snapshot.results.length,
       failures,
+      crashLoops,
+      unmarkedLegs,
     },
   };
+}
+
+const CRASH_LOOP = /^crash loop: (\d+) consecutive recoveries without progress/;
+
+/**
+ * A crash-loop outcome is honest only if none of the legs it counts journaled progress: the
+ * counter is reset by a leg that progresses. The outcome's epoch E and its count R bound them:
+ * epochs E−R+1 … E−1 must hold no entry but leg markers. Returns what contradicts it, if anything.
+ */
+function progressInsideCrashLoop(session: RawSession, recoveries: number): string | undefined {
+  const outcome = session.journal.find((e) => e.kind === 'outcome');
+  if (!outcome) return undefined;
+  const first = outcome.epoch - recoveries + 1;
+  const progress = session.journal.find(
+    (e) => e.kind !== 'leg' && e.kind !== 'outcome' && e.epoch >= first && e.epoch < outcome.epoch,
+  );
+  return (
+    progress &&
+    `epoch ${progress.epoch} journaled ${progress.kind} at seq ${progress.seq} inside its ${recoveries} counted recoveries`
+  );
 }
 
 type Add = (invariant: Invariant, sessionId: string | undefined, detail: string) => void;
