@@ -1,0 +1,99 @@
+import { type Duration, type RemovalPolicy, Validations } from 'aws-cdk-lib';
+import { type IRole, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import { ApplicationLogLevel, Architecture, LoggingFormat, Runtime, SystemLogLevel, Tracing } from 'aws-cdk-lib/aws-lambda';
+import { NodejsFunction, OutputFormat, SourceMapMode } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { Construct } from 'constructs';
+
+/** The module specifier the functions import their agents from; mapped at bundle time. */
+export const AGENTS_SPECIFIER = '#agents';
+
+/**
+ * ESM bundles still meet CommonJS dependencies that call `require()` for Node built-ins;
+ * this banner gives them one.
+ */
+const ESM_REQUIRE_BANNER = "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);";
+
+export interface BatonFunctionProps {
+  /** Absolute path of the handler file (it exports `handler`). */
+  readonly entry: string;
+  /** Absolute path of the module that exports the deployment's `agents`. */
+  readonly agentsEntry: string;
+  /** The folder holding package.json and package-lock.json. */
+  readonly projectRoot: string;
+  readonly timeout: Duration;
+  readonly memorySize: number;
+  readonly environment: Record<string, string>;
+  readonly logRetention: RetentionDays;
+  readonly removalPolicy: RemovalPolicy;
+  readonly description: string;
+}
+
+/**
+ * A Baton function with the house defaults: Node.js 24 on ARM64, X-Ray active, JSON logs into
+ * its own log group, an ESM bundle with source maps built by the local esbuild (no Docker),
+ * and its own role that starts with nothing but writing its own logs.
+ */
+export class BatonFunction extends Construct {
+  readonly function: NodejsFunction;
+  readonly role: IRole;
+  readonly logGroup: LogGroup;
+
+  constructor(scope: Construct, id: string, props: BatonFunctionProps) {
+    super(scope, id);
+    this.logGroup = new LogGroup(this, 'Logs', {
+      retention: props.logRetention,
+      removalPolicy: props.removalPolicy,
+    });
+    // An explicit role instead of AWSLambdaBasicExecutionRole: logs go to this one log group only.
+    const role = new Role(this, 'Role', {
+      assumedBy: new ServicePrincipal('lambda.amazonaws.com'),
+      description: props.description,
+    });
+    this.logGroup.grantWrite(role);
+    this.role = role;
+
+    this.function = new NodejsFunction(this, 'Function', {
+      entry: props.entry,
+      handler: 'handler',
+      projectRoot: props.projectRoot,
+      depsLockFilePath: `${props.projectRoot}/package-lock.json`,
+      description: props.description,
+      runtime: Runtime.NODEJS_24_X,
+      architecture: Architecture.ARM_64,
+      memorySize: props.memorySize,
+      timeout: props.timeout,
+      tracing: Tracing.ACTIVE,
+      role,
+      logGroup: this.logGroup,
+      loggingFormat: LoggingFormat.JSON,
+      applicationLogLevelV2: ApplicationLogLevel.INFO,
+      systemLogLevelV2: SystemLogLevel.WARN,
+      environment: { ...props.environment, NODE_OPTIONS: '--enable-source-maps' },
+      bundling: {
+        format: OutputFormat.ESM,
+        target: 'node24',
+        mainFields: ['module', 'main'],
+        banner: ESM_REQUIRE_BANNER,
+        minify: true,
+        sourceMap: true,
+        sourceMapMode: SourceMapMode.DEFAULT,
+        // The deployed code runs the SDK versions it was tested with, not the runtime's copy.
+        bundleAwsSDK: true,
+        externalModules: [],
+        forceDockerBundling: false,
+        esbuildArgs: { [`--alias:${AGENTS_SPECIFIER}`]: props.agentsEntry },
+      },
+    });
+
+    Validations.of(this.function).acknowledge({
+      id: 'Serverless-LambdaDLQ',
+      reason:
+        'Baton functions are invoked by SQS event source mappings (failures go to the source queue and its DLQ) or by a schedule whose next tick supersedes a failed one; a function DLQ would never receive anything.',
+    });
+    Validations.of(role).acknowledge({
+      id: 'AwsSolutions-IAM5[Resource::*]',
+      reason: 'X-Ray PutTraceSegments and PutTelemetryRecords support no resource-level permissions (Tracing.ACTIVE).',
+    });
+  }
+}

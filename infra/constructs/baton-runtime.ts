@@ -1,0 +1,374 @@
+import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
+import type { Table } from 'aws-cdk-lib/aws-dynamodb';
+import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
+import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
+import { type IGrantable, PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import type { IFunction } from 'aws-cdk-lib/aws-lambda';
+import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import { RetentionDays } from 'aws-cdk-lib/aws-logs';
+import {
+  BlockPublicAccess,
+  Bucket,
+  BucketEncryption,
+  type IBucket,
+  ObjectOwnership,
+} from 'aws-cdk-lib/aws-s3';
+import type { ITopic } from 'aws-cdk-lib/aws-sns';
+import type { Queue } from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import { ENV, SESSION_TABLE, visibilityTimeoutSeconds } from '../../lib/core/resources.ts';
+import { BatonFunction } from './baton-function.ts';
+import { BatonQueues } from './baton-queues.ts';
+import { BatonMonitoring } from './monitoring.ts';
+import { createSessionTable } from './session-table.ts';
+
+/** The repository root: functions/ and examples/ are found from here, wherever the app runs. */
+const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const FUNCTIONS_DIR = join(PROJECT_ROOT, 'functions');
+/** The demo agents, used when a team passes none. */
+export const DEFAULT_AGENTS_ENTRY = join(PROJECT_ROOT, 'examples', 'agents.ts');
+
+/** Tickets per intake invocation: each is a few writes and a send, handled concurrently. */
+const INTAKE_BATCH_SIZE = 10;
+/** Lambda's hard limit on a function's timeout. */
+const LAMBDA_MAX_TIMEOUT = Duration.minutes(15);
+/** Schedules fire at most once a minute; the sweeper polls for most of that minute. */
+const SWEEP_SCHEDULE_PERIOD = Duration.minutes(1);
+const SWEEP_WINDOW = Duration.seconds(55);
+/** Room after the sweep window for the last poll and the metrics flush. */
+const SWEEPER_TIMEOUT_MARGIN = Duration.seconds(15);
+/** An S3 object must outlive the journal entry pointing to it; DynamoDB's TTL deletion lags by up to days. */
+const PAYLOAD_RETENTION_GRACE_DAYS = 2;
+
+/** What a team tunes; every field has a default. */
+export interface BatonRuntimeProps {
+  /**
+   * Path of the team's module that exports `agents` (an agent registry); the functions import it
+   * as `#agents`, mapped at bundle time.
+   * @default the demo agents, examples/agents.ts
+   */
+  readonly agentsEntry?: string;
+  /**
+   * Timeout of the step function: the length of one leg. A leg yields `budgetReserve` before it.
+   * @default Duration.minutes(5)
+   */
+  readonly functionTimeout?: Duration;
+  /**
+   * Timeout of the intake function (a few writes per ticket).
+   * @default Duration.seconds(30)
+   */
+  readonly intakeTimeout?: Duration;
+  /**
+   * Time kept back at the end of each leg to checkpoint and hand off.
+   * @default Duration.seconds(5)
+   */
+  readonly budgetReserve?: Duration;
+  /**
+   * Lease time to live: a crashed leg's session is recovered about this long (plus a sweep
+   * interval) after its last renewal.
+   * @default Duration.seconds(30)
+   */
+  readonly leaseTtl?: Duration;
+  /**
+   * How often the sweeper polls for expired leases within each scheduled invocation.
+   * @default Duration.seconds(5)
+   */
+  readonly sweepInterval?: Duration;
+  /**
+   * Maximum concurrent invocations of each SQS event source (intake and step), 2 to 1000.
+   * @default 10
+   */
+  readonly maxConcurrency?: number;
+  /**
+   * Kicks per step invocation, 1 to 10. The kicks of one batch run concurrently and share one
+   * invocation's deadline and memory; 1 keeps each leg alone in its invocation. (Intake takes
+   * tickets 10 at a time: each is a few writes.)
+   * @default 1
+   */
+  readonly batchSize?: number;
+  /**
+   * Days a finished session's items (and payload objects) are kept before they expire.
+   * @default 30
+   */
+  readonly retentionDays?: number;
+  /**
+   * Memory of the intake and step functions, in MB (CPU scales with it).
+   * @default 1024
+   */
+  readonly memorySize?: number;
+  /**
+   * Where alarms are published.
+   * @default no alarm actions (the alarms still show in the console)
+   */
+  readonly alarmTopic?: ITopic;
+  /**
+   * A bucket for the payload bucket's server access logs.
+   * @default none (CloudTrail data events are the audit trail if one is needed)
+   */
+  readonly accessLogsBucket?: IBucket;
+  /**
+   * Extra environment for the intake and step functions (what the agents read, e.g. a model id).
+   * @default none
+   */
+  readonly agentEnvironment?: Record<string, string>;
+  /**
+   * Retention of the functions' log groups.
+   * @default RetentionDays.ONE_MONTH
+   */
+  readonly logRetention?: RetentionDays;
+  /**
+   * What happens to the table, bucket, queues and log groups when the stack is deleted.
+   * RETAIN also turns on the table's deletion protection.
+   * @default RemovalPolicy.RETAIN
+   */
+  readonly removalPolicy?: RemovalPolicy;
+}
+
+/**
+ * Baton on AWS: the tickets, work and results queues (with DLQs), the session table, the payload
+ * bucket, the intake, step and sweeper functions with least-privilege grants, the sweeper's
+ * schedule, and a dashboard with alarms.
+ *
+ * @example
+ * new BatonRuntime(this, 'Baton', { agentsEntry: join(import.meta.dirname, 'agents.ts'), alarmTopic });
+ */
+export class BatonRuntime extends Construct {
+  readonly table: Table;
+  readonly bucket: Bucket;
+  readonly ticketsQueue: Queue;
+  readonly ticketsDlq: Queue;
+  readonly workQueue: Queue;
+  readonly workDlq: Queue;
+  readonly resultsQueue: Queue;
+  readonly intakeFunction: BatonFunction;
+  readonly stepFunction: BatonFunction;
+  readonly sweeperFunction: BatonFunction;
+  readonly monitoring: BatonMonitoring;
+
+  constructor(scope: Construct, id: string, props: BatonRuntimeProps = {}) {
+    super(scope, id);
+    const settings = resolveSettings(props);
+
+    this.table = createSessionTable(this, 'Sessions', { removalPolicy: settings.removalPolicy });
+    this.bucket = this.#payloadBucket(settings, props.accessLogsBucket);
+    const queues = new BatonQueues(this, 'Queues', {
+      consumerTimeouts: { tickets: settings.intakeTimeout, work: settings.functionTimeout },
+      removalPolicy: settings.removalPolicy,
+    });
+    this.ticketsQueue = queues.tickets;
+    this.ticketsDlq = queues.ticketsDlq;
+    this.workQueue = queues.work;
+    this.workDlq = queues.workDlq;
+    this.resultsQueue = queues.results;
+
+    const shared = {
+      [ENV.table]: this.table.tableName,
+      [ENV.workQueueUrl]: this.workQueue.queueUrl,
+      [ENV.resultsQueueUrl]: this.resultsQueue.queueUrl,
+      [ENV.leaseTtlMs]: String(settings.leaseTtl.toMilliseconds()),
+      [ENV.reserveMs]: String(settings.budgetReserve.toMilliseconds()),
+      [ENV.retentionDays]: String(settings.retentionDays),
+      // The leg length, for the cold-start check that every agent's step fits a leg (all functions load the agents).
+      [ENV.functionTimeoutMs]: String(settings.functionTimeout.toMilliseconds()),
+    };
+    const fn = (name: string, timeout: Duration, memorySize: number, environment: Record<string, string>) =>
+      new BatonFunction(this, `${name[0]!.toUpperCase()}${name.slice(1)}`, {
+        entry: join(FUNCTIONS_DIR, `${name}.ts`),
+        agentsEntry: settings.agentsEntry,
+        projectRoot: PROJECT_ROOT,
+        timeout,
+        memorySize,
+        environment: { ...shared, ...environment },
+        logRetention: settings.logRetention,
+        removalPolicy: settings.removalPolicy,
+        description: `Baton ${name} (${this.node.path})`,
+      });
+    const withAgents = { ...props.agentEnvironment, [ENV.bucket]: this.bucket.bucketName };
+    this.intakeFunction = fn('intake', settings.intakeTimeout, settings.memorySize, {
+      ...withAgents,
+      [ENV.ticketsQueueUrl]: this.ticketsQueue.queueUrl,
+    });
+    this.stepFunction = fn('step', settings.functionTimeout, settings.memorySize, withAgents);
+    this.sweeperFunction = fn('sweeper', settings.sweepWindow.plus(SWEEPER_TIMEOUT_MARGIN), 256, {
+      [ENV.sweepIntervalMs]: String(settings.sweepInterval.toMilliseconds()),
+      [ENV.sweepWindowMs]: String(settings.sweepWindow.toMilliseconds()),
+    });
+
+    this.#consume(this.intakeFunction, this.ticketsQueue, INTAKE_BATCH_SIZE, settings);
+    this.#consume(this.stepFunction, this.workQueue, settings.batchSize, settings);
+    this.#grantLeastPrivilege();
+    this.#scheduleSweeper();
+
+    this.monitoring = new BatonMonitoring(this, 'Monitoring', {
+      functions: {
+        intake: this.intakeFunction.function,
+        step: this.stepFunction.function,
+        sweeper: this.sweeperFunction.function,
+      },
+      queues: queues,
+      // A message older than its queue's visibility timeout has been redelivered, or waits without a consumer.
+      oldestMessageAge: {
+        tickets: visibilityOf(settings.intakeTimeout),
+        work: visibilityOf(settings.functionTimeout),
+      },
+      stalledMinutes: 5,
+      stepErrorRatePercent: 5,
+      alarmTopic: props.alarmTopic,
+    });
+  }
+
+  /** An SQS event source with partial batch responses: a failed record returns alone, the rest are deleted. */
+  #consume(consumer: BatonFunction, queue: Queue, batchSize: number, settings: Settings): void {
+    const source = new SqsEventSource(queue, {
+      batchSize,
+      maxConcurrency: settings.maxConcurrency,
+      reportBatchItemFailures: true,
+    });
+    consumer.function.addEventSource(source);
+    Validations.of(consumer.function).acknowledge({
+      id: 'Serverless-LambdaEventSourceMappingDestination',
+      reason:
+        "SQS event source mappings take no on-failure destination (streams and Kafka do); a record that keeps failing goes to the source queue's DLQ after maxReceiveCount receives.",
+    });
+  }
+
+  /** The grants, each function only the actions its code uses (see lib/adapters). */
+  #grantLeastPrivilege(): void {
+    const tableArn = this.table.tableArn;
+    const sweepIndexArn = `${tableArn}/index/${SESSION_TABLE.indexes.sweep.name}`;
+    const allow = (grantee: IGrantable, actions: string[], resources: string[]) =>
+      grantee.grantPrincipal.addToPrincipalPolicy(new PolicyStatement({ actions, resources }));
+    const sendTo = (queues: Queue[]) => queues.map((q) => q.queueArn);
+    // ListBucket makes S3 answer NoSuchKey instead of AccessDenied for a missing payload.
+    const payloads = (grantee: IGrantable) => {
+      allow(grantee, ['s3:GetObject', 's3:PutObject'], [this.bucket.arnForObjects('*')]);
+      allow(grantee, ['s3:ListBucket'], [this.bucket.bucketArn]);
+    };
+
+    const intake = this.intakeFunction.function;
+    // Rejected tickets publish a failed result; a large input is offloaded again as the turn's payload.
+    allow(intake, ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'], [tableArn]);
+    allow(intake, ['sqs:SendMessage'], sendTo([this.workQueue, this.resultsQueue]));
+    payloads(intake);
+
+    const step = this.stepFunction.function;
+    allow(step, ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Query'], [tableArn]);
+    allow(step, ['sqs:SendMessage'], sendTo([this.workQueue, this.resultsQueue]));
+    payloads(step);
+
+    const sweeper = this.sweeperFunction.function;
+    allow(sweeper, ['dynamodb:Query'], [sweepIndexArn]);
+    allow(sweeper, ['sqs:SendMessage'], sendTo([this.workQueue]));
+
+    for (const fn of [this.intakeFunction, this.stepFunction])
+      Validations.of(fn.role).acknowledge({
+        id: `AwsSolutions-IAM5[Resource::<${logicalIdOf(this.bucket)}.Arn>/*]`,
+        reason:
+          'Payload objects are keyed by session, seq and epoch, created at run time: object-level access needs the bucket/* resource. Only GetObject and PutObject are granted.',
+      });
+  }
+
+  #scheduleSweeper(): void {
+    const sweeper = this.sweeperFunction.function;
+    const rule = new Rule(this, 'SweepSchedule', {
+      description: 'Starts the Baton sweeper every minute; it polls for expired leases within each run.',
+      schedule: Schedule.rate(SWEEP_SCHEDULE_PERIOD),
+    });
+    // A failed run is superseded by the next tick: retrying it would only overlap.
+    rule.addTarget(new LambdaFunction(sweeper, { retryAttempts: 0, maxEventAge: SWEEP_SCHEDULE_PERIOD }));
+    Validations.of(rule).acknowledge({
+      id: 'Serverless-EventBusDLQ',
+      reason:
+        'The schedule fires every minute and a missed tick is superseded by the next; the StalledSessions alarm treats a silent sweeper as breaching.',
+    });
+  }
+
+  #payloadBucket(settings: Settings, accessLogsBucket: IBucket | undefined): Bucket {
+    const bucket = new Bucket(this, 'Payloads', {
+      encryption: BucketEncryption.S3_MANAGED,
+      blockPublicAccess: BlockPublicAccess.BLOCK_ALL,
+      enforceSSL: true,
+      objectOwnership: ObjectOwnership.BUCKET_OWNER_ENFORCED,
+      removalPolicy: settings.removalPolicy,
+      lifecycleRules: [
+        { expiration: Duration.days(settings.retentionDays + PAYLOAD_RETENTION_GRACE_DAYS) },
+        { abortIncompleteMultipartUploadAfter: Duration.days(1) },
+      ],
+      ...(accessLogsBucket ? { serverAccessLogsBucket: accessLogsBucket, serverAccessLogsPrefix: 'baton-payloads/' } : {}),
+    });
+    if (!accessLogsBucket)
+      Validations.of(bucket).acknowledge({
+        id: 'AwsSolutions-S1',
+        reason:
+          'Only Baton functions read and write payload objects (no public or cross-account access); pass accessLogsBucket to turn on server access logs, or use CloudTrail data events.',
+      });
+    return bucket;
+  }
+}
+
+interface Settings {
+  readonly agentsEntry: string;
+  readonly functionTimeout: Duration;
+  readonly intakeTimeout: Duration;
+  readonly budgetReserve: Duration;
+  readonly leaseTtl: Duration;
+  readonly sweepInterval: Duration;
+  readonly sweepWindow: Duration;
+  readonly maxConcurrency: number;
+  readonly batchSize: number;
+  readonly retentionDays: number;
+  readonly memorySize: number;
+  readonly logRetention: RetentionDays;
+  readonly removalPolicy: RemovalPolicy;
+}
+
+/** Defaults applied and the combinations that cannot work refused, naming the prop. */
+function resolveSettings(props: BatonRuntimeProps): Settings {
+  const settings: Settings = {
+    agentsEntry: props.agentsEntry
+      ? isAbsolute(props.agentsEntry)
+        ? props.agentsEntry
+        : resolve(props.agentsEntry)
+      : DEFAULT_AGENTS_ENTRY,
+    functionTimeout: props.functionTimeout ?? Duration.minutes(5),
+    intakeTimeout: props.intakeTimeout ?? Duration.seconds(30),
+    budgetReserve: props.budgetReserve ?? Duration.seconds(5),
+    leaseTtl: props.leaseTtl ?? Duration.seconds(30),
+    sweepInterval: props.sweepInterval ?? Duration.seconds(5),
+    sweepWindow: SWEEP_WINDOW,
+    maxConcurrency: props.maxConcurrency ?? 10,
+    batchSize: props.batchSize ?? 1,
+    retentionDays: props.retentionDays ?? 30,
+    memorySize: props.memorySize ?? 1024,
+    logRetention: props.logRetention ?? RetentionDays.ONE_MONTH,
+    removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
+  };
+  const ms = (d: Duration) => d.toMilliseconds();
+  const refuse = (message: string) => {
+    throw new Error(`BatonRuntime: ${message}`);
+  };
+  if (ms(settings.functionTimeout) > ms(LAMBDA_MAX_TIMEOUT)) refuse('functionTimeout exceeds Lambda’s 15 minutes');
+  if (ms(settings.intakeTimeout) > ms(LAMBDA_MAX_TIMEOUT)) refuse('intakeTimeout exceeds Lambda’s 15 minutes');
+  if (ms(settings.budgetReserve) >= ms(settings.functionTimeout))
+    refuse('budgetReserve must be shorter than functionTimeout, or no step ever fits a leg');
+  if (ms(settings.sweepInterval) >= ms(settings.sweepWindow))
+    refuse(`sweepInterval must be shorter than the sweep window (${settings.sweepWindow.toHumanString()})`);
+  if (ms(settings.leaseTtl) < 3 * 1000) refuse('leaseTtl under 3 seconds leaves no room to renew (every TTL/3)');
+  if (!Number.isInteger(settings.maxConcurrency) || settings.maxConcurrency < 2 || settings.maxConcurrency > 1000)
+    refuse('maxConcurrency must be an integer from 2 to 1000 (the SQS event source limits)');
+  if (!Number.isInteger(settings.batchSize) || settings.batchSize < 1 || settings.batchSize > 10)
+    refuse('batchSize must be an integer from 1 to 10 (more needs a batching window)');
+  if (!Number.isInteger(settings.retentionDays) || settings.retentionDays < 1)
+    refuse('retentionDays must be a positive integer');
+  return settings;
+}
+
+function visibilityOf(consumerTimeout: Duration): Duration {
+  return Duration.seconds(visibilityTimeoutSeconds(consumerTimeout.toSeconds()));
+}
+
+function logicalIdOf(bucket: Bucket): string {
+  return bucket.stack.getLogicalId(bucket.node.defaultChild as never);
+}
