@@ -1,0 +1,45 @@
+import { describe, expect, inject, it } from 'vitest';
+import { DEFAULT_CHAOS_OPTIONS } from '../../lib/chaos/chaos-options.ts';
+import { runChaos } from '../../lib/chaos/chaos-runner.ts';
+import { formatFigureTable, formatVerdict } from '../../lib/chaos/figure-table.ts';
+
+/** The CI-sized chaos run: a few minutes on two cores. Bigger runs: `npm run chaos -- --tickets 1000`. */
+const CI_RUN = {
+  ...DEFAULT_CHAOS_OPTIONS,
+  tickets: 32,
+  workers: 3,
+  killEveryMs: 4_000,
+  pauseEveryMs: 10_000,
+  failpointEveryMs: 6_000,
+  longHaulSteps: 40,
+  quiesceTimeoutMs: 150_000,
+};
+const RUN_TIMEOUT_MS = 300_000;
+
+describe('Baton under chaos', () => {
+  it(
+    'loses nothing, repeats no once-only effect and leaves nothing stuck while workers are killed and paused under injected faults',
+    async () => {
+      // Arrange
+      const { region, endpoints } = inject('baton');
+
+      // Act
+      const report = await runChaos(CI_RUN, {
+        emulators: { region, endpoints },
+        prefix: `chaos${process.pid}`,
+        log: () => {},
+        command: 'test/chaos/chaos.test.ts',
+      });
+      console.log(`${formatFigureTable(report)}\n${formatVerdict(report)}`);
+
+      // Assert: the run broke things…
+      expect(report.vacuous).toEqual([]);
+      expect(report.kills.external).toBeGreaterThan(0);
+      expect(report.figures.recoveries).toBeGreaterThan(0);
+      // …and every invariant held.
+      expect(report.violations).toEqual([]);
+      expect(report.figures).toMatchObject({ lost: 0, duplicateEffects: 0, stuck: 0 });
+    },
+    RUN_TIMEOUT_MS,
+  );
+});
