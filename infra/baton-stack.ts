@@ -60,7 +60,10 @@ export class BatonStack extends Stack {
     const actions = ['bedrock:InvokeModel'];
     if (!INFERENCE_PROFILE_ID.test(modelId)) {
       step.role.addToPrincipalPolicy(
-        new PolicyStatement({ actions, resources: [`arn:${this.partition}:bedrock:${this.region}::foundation-model/${modelId}`] }),
+        new PolicyStatement({
+          actions,
+          resources: [`arn:${this.partition}:bedrock:${this.region}::foundation-model/${modelId}`],
+        }),
       );
       return;
     }
@@ -76,7 +79,8 @@ export class BatonStack extends Stack {
     );
     Validations.of(step.role).acknowledge({
       id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:bedrock:*::foundation-model/${baseModelId}]`,
-      reason: 'A cross-region inference profile routes to the model in any region of its geography; the profile ARN limits which.',
+      reason:
+        'A cross-region inference profile routes to the model in any region of its geography; the profile ARN limits which.',
     });
   }
 }

@@ -1,6 +1,13 @@
 import { type Duration, type RemovalPolicy, Validations } from 'aws-cdk-lib';
 import { type IRole, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
-import { ApplicationLogLevel, Architecture, LoggingFormat, Runtime, SystemLogLevel, Tracing } from 'aws-cdk-lib/aws-lambda';
+import {
+  ApplicationLogLevel,
+  Architecture,
+  LoggingFormat,
+  Runtime,
+  SystemLogLevel,
+  Tracing,
+} from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat, SourceMapMode } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
@@ -12,7 +19,8 @@ export const AGENTS_SPECIFIER = '#agents';
  * ESM bundles still meet CommonJS dependencies that call `require()` for Node built-ins;
  * this banner gives them one.
  */
-const ESM_REQUIRE_BANNER = "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);";
+const ESM_REQUIRE_BANNER =
+  "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);";
 
 export interface BatonFunctionProps {
   /** Absolute path of the handler file (it exports `handler`). */

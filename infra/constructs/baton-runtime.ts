@@ -5,16 +5,9 @@ import type { Table } from 'aws-cdk-lib/aws-dynamodb';
 import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import { type IGrantable, PolicyStatement } from 'aws-cdk-lib/aws-iam';
-import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
-import {
-  BlockPublicAccess,
-  Bucket,
-  BucketEncryption,
-  type IBucket,
-  ObjectOwnership,
-} from 'aws-cdk-lib/aws-s3';
+import { BlockPublicAccess, Bucket, BucketEncryption, type IBucket, ObjectOwnership } from 'aws-cdk-lib/aws-s3';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import type { Queue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
@@ -296,7 +289,9 @@ export class BatonRuntime extends Construct {
         { expiration: Duration.days(settings.retentionDays + PAYLOAD_RETENTION_GRACE_DAYS) },
         { abortIncompleteMultipartUploadAfter: Duration.days(1) },
       ],
-      ...(accessLogsBucket ? { serverAccessLogsBucket: accessLogsBucket, serverAccessLogsPrefix: 'baton-payloads/' } : {}),
+      ...(accessLogsBucket
+        ? { serverAccessLogsBucket: accessLogsBucket, serverAccessLogsPrefix: 'baton-payloads/' }
+        : {}),
     });
     if (!accessLogsBucket)
       Validations.of(bucket).acknowledge({
