@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { cpus, totalmem } from 'node:os';
+import { cpus, loadavg, totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { startBenchDatabase } from './bench-database.ts';
 import { type BundleFigures, measureStepBundle } from './bundle.ts';
@@ -36,6 +36,8 @@ export const BENCH_WORKLOAD = {
 
 export interface BenchReport {
   readonly machine: { cpu: string; cores: number; memoryGiB: number; node: string; platform: string };
+  /** 1-minute load average when the bench started and ended: other work on the machine skews every figure. */
+  readonly load: { start: number; end: number };
   readonly workload: typeof BENCH_WORKLOAD;
   readonly journal?: { baton: SessionCost; fullRewrite: SessionCost; bytesRatio: number } | undefined;
   readonly resume?: ResumeCost[] | undefined;
@@ -61,6 +63,7 @@ export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
   const want = (s: BenchSection) => options.sections.includes(s) && !options.signal?.aborted;
   const report: { -readonly [K in keyof BenchReport]: BenchReport[K] } = {
     machine: machine(),
+    load: { start: loadavg()[0] ?? 0, end: 0 },
     workload: w,
     seconds: 0,
   };
@@ -143,6 +146,7 @@ export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
     await db?.stop();
   }
   report.seconds = (performance.now() - started) / 1000;
+  report.load = { ...report.load, end: loadavg()[0] ?? 0 };
   return report;
 }
 
@@ -283,7 +287,7 @@ export function formatBenchReport(report: BenchReport): string[] {
       rows.push([
         'samples (ms)',
         recovery.samples.map((s) => `${int(s.ms)}${s.sweeperHostKilled ? '*' : ''}`).join(', '),
-        recovery.samples.some((s) => s.sweeperHostKilled) ? '* the sweeper host died too (local only); not in p50' : '',
+        recovery.samples.some((s) => s.sweeperHostKilled) ? '* the owner was also the local sweeper host' : '',
       ]);
     }
   }
@@ -299,7 +303,7 @@ export function formatBenchReport(report: BenchReport): string[] {
   const w1 = Math.max(...figures.map((r) => r[1].length));
   const { machine: m } = report;
   return [
-    `Baton bench — ${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB, Node ${m.node}, ${m.platform}; ${dec(report.seconds, 0)} s`,
+    `Baton bench — ${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB, Node ${m.node}, ${m.platform}; ${dec(report.seconds, 0)} s; load ${dec(report.load.start, 1)} → ${dec(report.load.end, 1)}`,
     ...rows.map(([a, b, c]) => (b === '' && c === '' ? a : `  ${a.padEnd(w0)}  ${b.padStart(w1)}  ${c}`)),
   ];
 }
