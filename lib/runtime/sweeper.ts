@@ -1,3 +1,4 @@
+import { formatSessionKey } from '../core/ids.ts';
 import { SWEEP_SHARDS } from '../ports/session-store.ts';
 import type { RuntimeDeps } from './deps.ts';
 
@@ -11,12 +12,16 @@ export interface SweepOptions {
   readonly stalledAfterMs: number;
   readonly remainingMs: () => number;
   readonly signal?: AbortSignal | undefined;
+  /** A session kicked once is kicked again only after this, doubling each time (default stalledAfterMs / 2). */
+  readonly rekickAfterMs?: number | undefined;
 }
 
 /** Kicks per shard query; a backlog drains over successive polls. */
 const SWEEP_PAGE = 100;
 /** Stop polling this long before the invocation's deadline. */
 const SWEEP_RESERVE_MS = 2_000;
+/** The re-kick gap doubles up to this many times its first value. */
+const MAX_REKICK_BACKOFF = 8;
 
 /**
  * Finds sessions whose lease expired while work is pending (or whose wake-up is due) and kicks
@@ -27,17 +32,32 @@ export async function sweep(options: SweepOptions, deps: SweeperDeps): Promise<{
   const started = deps.clock.now();
   let polls = 0;
   let kicked = 0;
+  // A session stays due until a kick is acquired. When kicks wait in a backed-up queue, kicking
+  // every due session on every poll floods the queue with duplicates that starve the real work:
+  // a session already kicked is kicked again only after a gap that doubles.
+  const firstGapMs = options.rekickAfterMs ?? options.stalledAfterMs / 2;
+  let kickedBefore = new Map<string, { at: number; gapMs: number }>();
   while (!options.signal?.aborted) {
     const now = deps.clock.now();
     let stalled = 0;
+    const seen = new Map<string, { at: number; gapMs: number }>();
     for (let shard = 0; shard < SWEEP_SHARDS; shard++) {
       const due = await deps.store.findDue(shard, now, SWEEP_PAGE);
       for (const key of due) {
+        const id = formatSessionKey(key);
+        const last = kickedBefore.get(id);
+        if (last && now - last.at < last.gapMs) {
+          seen.set(id, last);
+          continue;
+        }
+        seen.set(id, { at: now, gapMs: last ? Math.min(last.gapMs * 2, firstGapMs * MAX_REKICK_BACKOFF) : firstGapMs });
         await deps.workQueue.sendKick({ v: 1, session: key, reason: 'recovery' });
         kicked++;
       }
       stalled += (await deps.store.findDue(shard, now - options.stalledAfterMs, SWEEP_PAGE)).length;
     }
+    // A session that left the due set (acquired, finished) starts afresh when it is due again.
+    kickedBefore = seen;
     polls++;
     deps.telemetry.metrics.count('StalledSessions', stalled);
     if (kicked > 0 || stalled > 0) deps.telemetry.logger.info('sweep', { kicked, stalled });

@@ -8,6 +8,7 @@ import type { Kick } from '../../../lib/core/messages.ts';
 import { type Failpoint, FailpointCrash } from '../../../lib/runtime/failpoints.ts';
 import { acceptTicket } from '../../../lib/runtime/intake.ts';
 import { runKick } from '../../../lib/runtime/step-runner.ts';
+import { sweep } from '../../../lib/runtime/sweeper.ts';
 import { invocation, makeTestDeps, ticketBody } from '../../fixtures/runtime.ts';
 
 /**
@@ -116,5 +117,35 @@ describe('the step runner under repeated crashes', () => {
     expect(legs.at(-1)).toBe('finished');
     expect(results.bodies.map((r) => [r.status, r.error])).toEqual([['completed', undefined]]);
     expect((await store.readJournal(session)).filter((e) => e.kind === 'outcome')).toHaveLength(1);
+  });
+
+  it('the sweeper backs off a due session it already kicked, so a backlog does not become a kick storm', async () => {
+    // Arrange: twenty sessions whose first kicks wait in a backed-up queue: due, never acquired.
+    const { deps, store, workQueue } = makeTestDeps([]);
+    const now = Date.now();
+    for (let i = 0; i < 20; i++) {
+      await store.createSession({
+        key: { tenant: 'default', agent: 'backlog', id: `s${i}` },
+        ticketId: `t${i}`,
+        activeTurnId: `t${i}`,
+        traceId: '0af7651916cd43dd8448eb211c80319c',
+        now,
+        sweepAt: now - 1,
+      });
+    }
+
+    // Act: a one-second window polled every 20 ms (50 polls), sessions stalled after 400 ms.
+    const swept = await sweep(
+      { windowMs: 1_000, intervalMs: 20, stalledAfterMs: 400, remainingMs: () => 60_000 },
+      deps,
+    );
+
+    // Assert: each is kicked on the first poll, then again only after a growing gap.
+    expect(swept.polls).toBeGreaterThan(20);
+    const kicksPerSession = new Map<string, number>();
+    for (const kick of workQueue.bodies)
+      kicksPerSession.set(kick.session.id, (kicksPerSession.get(kick.session.id) ?? 0) + 1);
+    expect(kicksPerSession.size).toBe(20);
+    expect(Math.max(...kicksPerSession.values())).toBeLessThanOrEqual(3);
   });
 });
