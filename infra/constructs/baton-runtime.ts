@@ -25,6 +25,13 @@ export const DEFAULT_AGENTS_ENTRY = join(PROJECT_ROOT, 'examples', 'agents.ts');
 
 /** Tickets per intake invocation: each is a few writes and a send, handled concurrently. */
 const INTAKE_BATCH_SIZE = 10;
+/**
+ * The shortest renewal period the runtime can keep: a renewal must land at least the tolerated
+ * clock skew (MAX_CLOCK_SKEW_MS, 1 s, lib/core/budget.ts) before the lease counts as expired.
+ */
+const MIN_RENEWAL_INTERVAL = Duration.seconds(1);
+/** The runtime renews every TTL/3, so one lost renewal never loses the lease (lib/core/lease.ts). */
+const RENEWALS_PER_TTL = 3;
 /** Lambda's hard limit on a function's timeout. */
 const LAMBDA_MAX_TIMEOUT = Duration.minutes(15);
 /** Schedules fire at most once a minute; the sweeper polls for most of that minute. */
@@ -350,7 +357,10 @@ function resolveSettings(props: BatonRuntimeProps): Settings {
     refuse('budgetReserve must be shorter than functionTimeout, or no step ever fits a leg');
   if (ms(settings.sweepInterval) >= ms(settings.sweepWindow))
     refuse(`sweepInterval must be shorter than the sweep window (${settings.sweepWindow.toHumanString()})`);
-  if (ms(settings.leaseTtl) < 3 * 1000) refuse('leaseTtl under 3 seconds leaves no room to renew (every TTL/3)');
+  if (ms(settings.leaseTtl) < RENEWALS_PER_TTL * ms(MIN_RENEWAL_INTERVAL))
+    refuse(
+      `leaseTtl must be at least ${RENEWALS_PER_TTL} × ${MIN_RENEWAL_INTERVAL.toHumanString()}: the runtime renews every TTL/${RENEWALS_PER_TTL}, and a renewal needs ${MIN_RENEWAL_INTERVAL.toHumanString()} of clock-skew margin`,
+    );
   if (!Number.isInteger(settings.maxConcurrency) || settings.maxConcurrency < 2 || settings.maxConcurrency > 1000)
     refuse('maxConcurrency must be an integer from 2 to 1000 (the SQS event source limits)');
   if (!Number.isInteger(settings.batchSize) || settings.batchSize < 1 || settings.batchSize > 10)
