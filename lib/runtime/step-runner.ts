@@ -27,6 +27,14 @@ import { Heartbeat } from './heartbeat.ts';
 
 /** SQS caps a message delay at 15 minutes; longer waits are chained through `notBefore`. */
 const MAX_DELAY_SECONDS = 900;
+/**
+ * Consecutive legs that yield without a step before the turn fails as "cannot fit". One such leg
+ * can be a busy machine or a leg started late in a batch; three in a row, each a fresh
+ * invocation, mean the step does not fit.
+ */
+const MAX_IDLE_LEGS = 3;
+/** How many times a kick plans its acquire again when the record moved under the write. */
+const ACQUIRE_ATTEMPTS = 3;
 /** How many times a new owner re-reads and retries its leg marker when a stale write won the seq. */
 const MARKER_ATTEMPTS = 5;
 
@@ -69,42 +77,61 @@ export async function runKick(kick: Kick, invocation: Invocation, deps: RuntimeD
   }
 
   await deps.failpoint('before-acquire');
-  const record = await deps.store.getSession(key);
-  if (!record) {
-    log.warn('kick for a session that does not exist; dropped');
-    deps.telemetry.metrics.count('DuplicateKicksDropped');
-    return 'dropped';
-  }
-  const plan = planAcquire(record, kick, now);
-  if (plan.kind === 'drop') {
-    log.debug('kick dropped', { why: plan.why, epoch: record.epoch });
-    deps.telemetry.metrics.count('DuplicateKicksDropped');
-    return 'dropped';
-  }
+  let record = await deps.store.getSession(key);
   const owner = newOwnerId(invocation.requestId);
-  const acquired = await deps.store.acquire(key, {
-    owner,
-    until: now + deps.config.leaseTtlMs,
-    now,
-    expectEpoch: record.epoch,
-    expectOwner: plan.expectOwner,
-    recovery: plan.recovery,
-  });
-  if (!acquired.ok) {
-    log.debug('lost the acquire race; dropped', { epoch: record.epoch });
-    deps.telemetry.metrics.count('LeaseConflicts');
-    return 'dropped';
+  for (let attempt = 1; ; attempt++) {
+    if (!record) {
+      log.warn('kick for a session that does not exist; dropped');
+      deps.telemetry.metrics.count('DuplicateKicksDropped');
+      return 'dropped';
+    }
+    const now = deps.clock.now();
+    const plan = planAcquire(record, kick, now);
+    if (plan.kind === 'drop') {
+      log.debug('kick dropped', { why: plan.why, epoch: record.epoch });
+      deps.telemetry.metrics.count('DuplicateKicksDropped');
+      return 'dropped';
+    }
+    const acquired = await deps.store.acquire(key, {
+      owner,
+      until: now + deps.config.leaseTtlMs,
+      now,
+      expectEpoch: record.epoch,
+      expectOwner: plan.expectOwner,
+      recovery: plan.recovery,
+    });
+    if (acquired.ok) return startLeg(kick, record, acquired.record, plan.recovery, owner, invocation, deps, log);
+    // The record moved under the write — most often a predecessor releasing just as its
+    // continuation arrived. Plan again from what the write found, a bounded number of times.
+    if (attempt >= ACQUIRE_ATTEMPTS) {
+      log.debug('lost the acquire race; dropped', { epoch: record.epoch });
+      deps.telemetry.metrics.count('LeaseConflicts');
+      return 'dropped';
+    }
+    record = acquired.current;
   }
-  if (plan.recovery) deps.telemetry.metrics.count('Recoveries');
+}
+
+function startLeg(
+  kick: Kick,
+  before: SessionRecord,
+  record: SessionRecord,
+  recovery: boolean,
+  owner: string,
+  invocation: Invocation,
+  deps: RuntimeDeps,
+  log: RuntimeLogger,
+): Promise<KickOutcome> {
+  if (recovery) deps.telemetry.metrics.count('Recoveries');
   deps.telemetry.metrics.count('Legs');
   // The leg marker says why this leg really started: only a taken-over expired lease is a
   // recovery; a sweeper kick or a late first kick that finds a free lease is a wake-up.
-  const reason: KickReason = plan.recovery
+  const reason: KickReason = recovery
     ? 'recovery'
-    : kick.reason === 'recovery' || (kick.reason === 'first' && record.legs > 0)
+    : kick.reason === 'recovery' || (kick.reason === 'first' && before.legs > 0)
       ? 'wake'
       : kick.reason;
-  return new Leg(key, acquired.record, owner, reason, invocation, deps, log).run();
+  return new Leg(kick.session, record, owner, reason, invocation, deps, log).run();
 }
 
 /** One invocation's stretch of work on a session, from acquire to yield, wait, finish or death. */
@@ -533,12 +560,9 @@ class Leg {
     return stepFits(maxDurationMs, this.invocation.remainingMs(), this.deps.config.reserveMs);
   }
 
-  /**
-   * Hands the session to the next leg. A continuation leg starts with a whole invocation's
-   * budget: when it cannot fit its first step either, no leg ever will.
-   */
+  /** Hands the session to the next leg: a continuation first, then a release that may fail. */
   async #yieldForBudget(what: string): Promise<KickOutcome> {
-    if (this.#stepsThisLeg === 0 && this.reason === 'continuation') {
+    if (this.#stepsThisLeg === 0 && idleLegsAtEnd(this.#entries) >= MAX_IDLE_LEGS) {
       return this.#finish('failed', undefined, `step cannot fit in the budget: ${what}`);
     }
     await this.#heartbeat.stop();
@@ -659,6 +683,17 @@ class Leg {
   #throwIfAborted(): void {
     if (this.#controller.signal.aborted) throw new LegAborted(this.#controller.signal.reason as AbortWhy);
   }
+}
+
+/** Legs at the end of the journal that made no step (each yielded before its first one). */
+function idleLegsAtEnd(entries: readonly JournalEntry[]): number {
+  let legs = 0;
+  for (let i = entries.length - 1; i >= 0; i--) {
+    const kind = entries[i]?.kind;
+    if (kind === 'model' || kind === 'tool' || kind === 'reconciled') break;
+    if (kind === 'leg') legs++;
+  }
+  return legs;
 }
 
 /** The turn's outcome from the final answer: structured when the agent declares an output schema. */

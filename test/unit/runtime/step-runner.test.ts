@@ -233,6 +233,52 @@ describe('the step runner', () => {
     expect(results.bodies).toEqual([expect.objectContaining({ status: 'completed', output: 'found 0' })]);
   });
 
+  it('lets a continuation that meets its predecessor mid-release take over instead of dropping it', async () => {
+    const { deps, store, workQueue } = makeTestDeps([lookupAgent({ modelLatencyMs: 150 })]);
+    await acceptTicket(ticketBody('lookup-agent', 'T-11', { ids: ['a', 'b', 'c', 'd', 'e', 'f'] }), undefined, deps);
+    const [first] = workQueue.receive();
+    // Hold the predecessor's release until the continuation is about to acquire, then let the
+    // release land first: the continuation's compare-and-set meets a record that moved.
+    let openRelease = () => {};
+    const releaseOpen = new Promise<void>((resolve) => (openRelease = resolve));
+    let armed = false;
+    const predecessor = runKick(first!.body, invocation(1_500), deps);
+    store.beforeWrite = async (operation) => {
+      if (operation === 'release') await releaseOpen;
+      if (operation === 'acquire' && armed) {
+        armed = false;
+        openRelease();
+        await predecessor;
+      }
+    };
+    while (workQueue.pendingCount === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+    const continuation = workQueue.receive()[0]!.body;
+    expect(continuation.reason).toBe('continuation');
+    armed = true;
+
+    const outcome = await runKick(continuation, invocation(60_000), deps);
+
+    expect(await predecessor).toBe('yielded');
+    expect(outcome).toBe('finished');
+    const legs = (await store.readJournal(keyOf('lookup-agent', 'T-11'))).filter((e) => e.kind === 'leg');
+    expect(legs.map((l) => l.kind === 'leg' && l.data.reason)).toEqual(['first', 'continuation']);
+  });
+
+  it('fails a turn as "cannot fit" only after three legs in a row yield before their first step', async () => {
+    const { deps, store, results } = makeTestDeps([lookupAgent()]);
+    await acceptTicket(ticketBody('lookup-agent', 'T-12', { ids: ['a'] }), undefined, deps);
+
+    // Every invocation is too short for the model's declared 1 s maximum.
+    const outcomes = await drain(deps, { budgetMs: 1_100 });
+
+    expect(outcomes).toEqual(['yielded', 'yielded', 'finished']);
+    expect(results.bodies[0]).toMatchObject({
+      status: 'failed',
+      error: expect.stringContaining('step cannot fit in the budget'),
+    });
+    expect((await store.readJournal(keyOf('lookup-agent', 'T-12'))).filter((e) => e.kind === 'leg')).toHaveLength(3);
+  });
+
   it('cancels a running turn at the next renewal and aborts the tool in flight', async () => {
     let aborted = false;
     const slow = defineTool({
