@@ -26,9 +26,9 @@ import { drainResults, readLedgerFile, readSessions } from './snapshot-reader.ts
 /** The two example agents the run mixes: every effect kind (pure, once-only) and multi-leg jobs. */
 const ORDER_AGENT = 'order-investigator';
 const LONG_HAUL_AGENT = 'long-haul';
-/** A schedule fires the sweeper this often; it polls every sweepIntervalMs within its window. */
-const SWEEP_EVERY_MS = 10_000;
-const SWEEP_WINDOW_MS = 9_000;
+/** As deployed: a schedule fires the sweeper every minute; it polls every sweepIntervalMs within its window. */
+const SWEEP_EVERY_MS = 60_000;
+const SWEEP_WINDOW_MS = 55_000;
 const PROGRESS_EVERY_MS = 10_000;
 const RESULTS_POLL_MS = 500;
 const SUBMIT_CONCURRENCY = 16;
@@ -162,7 +162,8 @@ export async function runChaos(options: ChaosOptions, hooks: ChaosRunHooks = {})
       results,
       ledger: readLedgerFile(stack.config.ledger),
       takenAt: Date.now(),
-      sweepPeriodMs: SWEEP_EVERY_MS + options.sweepIntervalMs,
+      // The longest a due session waits for a poll: the gap between windows plus one interval.
+      sweepPeriodMs: SWEEP_EVERY_MS - SWEEP_WINDOW_MS + options.sweepIntervalMs,
     };
     const deadLetters = {
       tickets: await queueDepth(sqs, resources.queues.ticketsDlq.url),
