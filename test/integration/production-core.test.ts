@@ -28,7 +28,7 @@ const PROMPT_WAKE_MS = 3_000;
 
 const newDir = () => mkdtempSync(join(tmpdir(), 'baton-probe-'));
 
-async function waitFor(what: string, done: () => boolean, timeoutMs = 20_000): Promise<void> {
+async function waitFor(what: string, done: () => boolean, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!done()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
@@ -58,7 +58,8 @@ const startWithTestAgents = (options: Parameters<typeof startTestStack>[0] = {},
     },
   });
 
-describe('the production-grade core on the local stack', () => {
+// Worker processes start cold on a busy 2-core machine: allow minutes, not seconds.
+describe('the production-grade core on the local stack', { timeout: 180_000 }, () => {
   let t: TestStack;
   let s3: S3Client;
   let failpoints: string;
@@ -230,7 +231,7 @@ describe('the production-grade core on the local stack', () => {
   });
 });
 
-describe('the retry policy on the local stack, with delayed kicks as the only wake-up', () => {
+describe('the retry policy on the local stack, with delayed kicks as the only wake-up', { timeout: 180_000 }, () => {
   let t: TestStack;
   beforeAll(async () => {
     // No sweeper: it would wake a due session too, and hide a delayed kick that never lands.
