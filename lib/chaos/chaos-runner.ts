@@ -32,6 +32,7 @@ const SWEEP_WINDOW_MS = 55_000;
 const PROGRESS_EVERY_MS = 10_000;
 const RESULTS_POLL_MS = 500;
 const SUBMIT_CONCURRENCY = 16;
+const CHAOS_MAX_RECEIVE_COUNT = 10;
 
 export interface ChaosRunHooks {
   /** Reuse running emulators (the test suite's) instead of starting DynamoDB Local and fauxqs. */
@@ -68,6 +69,9 @@ export async function runChaos(options: ChaosOptions, hooks: ChaosRunHooks = {})
     workers: options.workers,
     functionTimeoutS: options.functionTimeoutS,
     visibilityTimeoutS: options.visibilityTimeoutS,
+    // Chaos kills intake mid-batch far more often than production ever would: ten deliveries
+    // before the DLQ keep a ticket from being dead-lettered only because its worker kept dying.
+    maxReceiveCount: CHAOS_MAX_RECEIVE_COUNT,
     stateDir,
     prefix: hooks.prefix ?? `chaos-${runId}`,
     emulators: hooks.emulators,
@@ -130,11 +134,22 @@ export async function runChaos(options: ChaosOptions, hooks: ChaosRunHooks = {})
     monkeyStopped = true;
   };
   try {
-    const tickets = await submitTickets(client, options, runId, hooks.signal, log);
-    const allDone = () => tickets.every((t) => finished.has(t.ticketId));
+    const tickets = planTickets(options, runId);
+    let submitted = false;
+    let submitError: unknown;
+    const submission = submitTickets(client, tickets, options, runId, hooks.signal, log).then(
+      () => {
+        submitted = true;
+      },
+      (error: unknown) => {
+        submitError = error;
+        submitted = true;
+      },
+    );
+    const allDone = () => submitted && tickets.every((t) => finished.has(t.ticketId));
     const deadline = Date.now() + options.quiesceTimeoutMs;
     let lastProgress = Date.now();
-    while (!allDone() && Date.now() < deadline && !hooks.signal?.aborted) {
+    while (!allDone() && submitError === undefined && Date.now() < deadline && !hooks.signal?.aborted) {
       await systemClock.sleep(500);
       if (Date.now() - lastProgress >= PROGRESS_EVERY_MS) {
         lastProgress = Date.now();
@@ -145,6 +160,8 @@ export async function runChaos(options: ChaosOptions, hooks: ChaosRunHooks = {})
       }
     }
     stopMonkey();
+    await submission;
+    if (submitError !== undefined) throw submitError;
     // Let stragglers settle with no more chaos: resumed stale owners fail their writes, the
     // sweeper covers any lease left behind, late duplicates are dropped.
     const settleMs = allDone()
@@ -211,21 +228,26 @@ export async function runChaos(options: ChaosOptions, hooks: ChaosRunHooks = {})
   }
 }
 
-/** Submits the tickets through the tickets queue (as producers do), interleaving the two agents. */
-async function submitTickets(
-  client: BatonClient,
-  options: ChaosOptions,
-  runId: string,
-  signal: AbortSignal | undefined,
-  log: (line: string) => void,
-): Promise<SubmittedTicket[]> {
-  const tickets: SubmittedTicket[] = Array.from({ length: options.tickets }, (_, i) => {
+/** The run's tickets, interleaving the two agents. */
+function planTickets(options: ChaosOptions, runId: string): SubmittedTicket[] {
+  return Array.from({ length: options.tickets }, (_, i) => {
     // A low-discrepancy sequence spreads long-haul jobs evenly through the run.
     const longHaul = ((i + 1) * 0.6180339887) % 1 < options.longHaulShare;
     const agent = longHaul ? LONG_HAUL_AGENT : ORDER_AGENT;
     const ticketId = `chaos-${runId}-${i}`;
     return { ticketId, tenant: DEFAULT_TENANT, agent, sessionId: deriveSessionId(DEFAULT_TENANT, agent, ticketId) };
   });
+}
+
+/** Submits the tickets through the tickets queue, as producers do, at the configured rate. */
+async function submitTickets(
+  client: BatonClient,
+  tickets: readonly SubmittedTicket[],
+  options: ChaosOptions,
+  runId: string,
+  signal: AbortSignal | undefined,
+  log: (line: string) => void,
+): Promise<void> {
   const inputOf = (ticket: SubmittedTicket, i: number) =>
     ticket.agent === LONG_HAUL_AGENT
       ? { steps: options.longHaulSteps, payloadBytes: 256, stepMs: options.longHaulStepMs }
@@ -243,7 +265,6 @@ async function submitTickets(
   };
   await Promise.all(Array.from({ length: SUBMIT_CONCURRENCY }, sender));
   log(`submitted ${tickets.length} tickets in ${Date.now() - began} ms`);
-  return tickets;
 }
 
 /** Writes the stored items of every session a violation names, for the post-mortem. */
