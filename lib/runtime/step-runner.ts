@@ -685,13 +685,20 @@ class Leg {
   }
 }
 
-/** Legs at the end of the journal that made no step (each yielded before its first one). */
+/**
+ * Idle yields in a row, this leg's included: legs since the last step that yielded before their
+ * first one. A leg yielded when the next marker is a continuation's; a leg that died (the next is
+ * a recovery) says nothing about whether the step fits.
+ */
 function idleLegsAtEnd(entries: readonly JournalEntry[]): number {
-  let legs = 0;
+  let legs = 1;
   for (let i = entries.length - 1; i >= 0; i--) {
-    const kind = entries[i]?.kind;
-    if (kind === 'model' || kind === 'tool' || kind === 'reconciled') break;
-    if (kind === 'leg') legs++;
+    const entry = entries[i];
+    if (entry?.kind === 'model' || entry?.kind === 'tool' || entry?.kind === 'reconciled') break;
+    if (entry?.kind === 'leg') {
+      if (entry.data.reason !== 'continuation') break;
+      legs++;
+    }
   }
   return legs;
 }

@@ -148,4 +148,34 @@ describe('the step runner under repeated crashes', () => {
     expect(kicksPerSession.size).toBe(20);
     expect(Math.max(...kicksPerSession.values())).toBeLessThanOrEqual(3);
   });
+
+  it('does not fail a turn as "cannot fit" because legs before it died: only idle yields count', async () => {
+    // Arrange: two legs die right after their markers; the third starts late in its batch.
+    const crashes: Failpoint[] = ['after-marker', 'after-marker'];
+    const agent = defineAgent({
+      name: 'late',
+      instructions: 'Answer at once.',
+      model: scriptedModel({ maxDurationMs: 1_000, script: () => ({ final: 'done' }) }),
+    });
+    const { deps, results } = makeTestDeps([agent], {
+      config,
+      failpoint: async (name) => {
+        if (crashes[0] === name) throw new FailpointCrash(crashes.shift() as Failpoint);
+      },
+    });
+    await acceptTicket(ticketBody('late', 'T-4', 'go'), undefined, deps);
+    const session = { tenant: 'default', agent: 'late', id: deriveSessionId('default', 'late', 'T-4') };
+    await runOrCrash({ v: 1, session, reason: 'first' }, deps);
+    await sleep(LEASE_TTL_MS + 50);
+    await runOrCrash({ v: 1, session, reason: 'recovery' }, deps);
+    await sleep(LEASE_TTL_MS + 50);
+
+    // Act: 500 ms left, less than the model's declared maximum.
+    const late = await runKick({ v: 1, session, reason: 'recovery' }, invocation(500), deps);
+    const next = await runKick({ v: 1, session, reason: 'continuation', fromEpoch: 3 }, invocation(), deps);
+
+    // Assert
+    expect([late, next]).toEqual(['yielded', 'finished']);
+    expect(results.bodies.map((r) => r.status)).toEqual(['completed']);
+  });
 });
