@@ -9,7 +9,10 @@ import { startTestStack, type TestStack } from '../fixtures/stack.ts';
 
 /** Journal invariants, checked from outside the runtime. */
 function assertJournalInvariants(entries: JournalEntry[]) {
-  expect(entries.map((e) => e.seq), 'gap-free').toEqual(entries.map((_, i) => i + 1));
+  expect(
+    entries.map((e) => e.seq),
+    'gap-free',
+  ).toEqual(entries.map((_, i) => i + 1));
   let legEpoch = 0;
   for (const entry of entries) {
     expect(entry.epoch, `seq ${entry.seq} epoch not below its leg marker`).toBeGreaterThanOrEqual(legEpoch);

@@ -65,7 +65,10 @@ describe('the step runner', () => {
     const noisy = makeTestDeps([lookupAgent({ modelLatencyMs: 100 })]);
     // Every kick the noisy runtime sends arrives three times, the copies up to a second apart.
     let seed = 7;
-    const random = () => (seed = (seed * 16807) % 2147483647) / 2147483647;
+    const random = () => {
+      seed = (seed * 16807) % 2147483647;
+      return seed / 2147483647;
+    };
     const noisyDeps = {
       ...noisy.deps,
       workQueue: unrulyWorkQueue(noisy.workQueue, { copies: 3, maxExtraDelaySeconds: 1, random }),
