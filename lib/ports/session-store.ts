@@ -145,10 +145,16 @@ export interface SessionStore {
   getLatestSnapshot(key: SessionKey): Promise<SessionSnapshot | undefined>;
 
   /** Sessions whose sweepAt has passed, from one shard of the sparse sweep index. */
-  findDue(shard: number, now: number, limit: number): Promise<SessionKey[]>;
+  findDue(shard: number, now: number, limit: number): Promise<DueSession[]>;
   /** Finds a session by its id alone (the CLI knows only the id). */
   findSession(sessionId: string): Promise<SessionRecord | undefined>;
   listSessions(options?: { state?: SessionState | undefined; limit?: number | undefined }): Promise<SessionRecord[]>;
+}
+
+/** A session the sweeper should look at, and since when (oldest first). */
+export interface DueSession {
+  readonly key: SessionKey;
+  readonly sweepAt: number;
 }
 
 /** Number of shards of the sweep index; a session's shard is derived from its id. */

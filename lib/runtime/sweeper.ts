@@ -42,8 +42,10 @@ export async function sweep(options: SweepOptions, deps: SweeperDeps): Promise<{
     let stalled = 0;
     const seen = new Map<string, { at: number; gapMs: number }>();
     for (let shard = 0; shard < SWEEP_SHARDS; shard++) {
+      // Oldest first: the stalled sessions are counted from the same page, not a second query.
       const due = await deps.store.findDue(shard, now, SWEEP_PAGE);
-      for (const key of due) {
+      stalled += due.filter((d) => d.sweepAt < now - options.stalledAfterMs).length;
+      for (const { key } of due) {
         const id = formatSessionKey(key);
         const last = kickedBefore.get(id);
         if (last && now - last.at < last.gapMs) {
@@ -54,7 +56,6 @@ export async function sweep(options: SweepOptions, deps: SweeperDeps): Promise<{
         await deps.workQueue.sendKick({ v: 1, session: key, reason: 'recovery' });
         kicked++;
       }
-      stalled += (await deps.store.findDue(shard, now - options.stalledAfterMs, SWEEP_PAGE)).length;
     }
     // A session that left the due set (acquired, finished) starts afresh when it is due again.
     kickedBefore = seen;

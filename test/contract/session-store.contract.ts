@@ -6,7 +6,7 @@ import { sweepShardOf } from '../../lib/adapters/sweep-shard.ts';
 import { CorruptStateError, LeaseLostError, PayloadTooLargeError, SeqTakenError } from '../../lib/core/errors.ts';
 import type { SessionKey } from '../../lib/core/ids.ts';
 import type { JournalEntry } from '../../lib/core/journal.ts';
-import type { NewSession, SessionStore } from '../../lib/ports/session-store.ts';
+import type { DueSession, NewSession, SessionStore } from '../../lib/ports/session-store.ts';
 
 type RawItem = Record<string, unknown>;
 
@@ -56,6 +56,8 @@ function entry(seq: number, epoch: number, text = `message ${seq}`, writeId = `w
  * renew/release/append, no lost wake-up, own-write recognition — and the validation of stored
  * state as untrusted input.
  */
+const dueKeys = (due: readonly DueSession[]) => due.map((d) => d.key);
+
 export function describeSessionStoreContract(name: string, makeHarness: MakeHarness): void {
   describe(`SessionStore contract: ${name}`, () => {
     const setup = async (options?: HarnessOptions) => {
@@ -449,7 +451,7 @@ export function describeSessionStoreContract(name: string, makeHarness: MakeHarn
 
         // Assert
         expect((await store.getSession(key))?.sweepAt).toBeUndefined();
-        expect(await store.findDue(sweepShardOf(key.id), now + 10 * 60_000, 10_000)).not.toContainEqual(key);
+        expect(dueKeys(await store.findDue(sweepShardOf(key.id), now + 10 * 60_000, 10_000))).not.toContainEqual(key);
       });
 
       it('refuses a stale owner’s release and shows the current holder', async () => {
@@ -606,9 +608,11 @@ export function describeSessionStoreContract(name: string, makeHarness: MakeHarn
 
         // Act
         const found = await Promise.all(
-          [due, later, finished].map((key) => harness.store.findDue(sweepShardOf(key.id), now, 10_000)),
+          [due, later, finished].map(async (key) =>
+            dueKeys(await harness.store.findDue(sweepShardOf(key.id), now, 10_000)),
+          ),
         );
-        const otherShard = await harness.store.findDue((sweepShardOf(due.id) + 1) % 4, now, 10_000);
+        const otherShard = dueKeys(await harness.store.findDue((sweepShardOf(due.id) + 1) % 4, now, 10_000));
 
         // Assert
         expect(found[0]).toContainEqual(due);
@@ -623,12 +627,15 @@ export function describeSessionStoreContract(name: string, makeHarness: MakeHarn
         await acquireFree(store, key, 'owner-a', now);
 
         // Act
-        const whileHeld = await store.findDue(sweepShardOf(key.id), now + TTL_MS - 1, 10_000);
-        const afterExpiry = await store.findDue(sweepShardOf(key.id), now + TTL_MS + 1, 10_000);
+        const whileHeld = dueKeys(await store.findDue(sweepShardOf(key.id), now + TTL_MS - 1, 10_000));
+        const afterExpiryDue = await store.findDue(sweepShardOf(key.id), now + TTL_MS + 1, 10_000);
+        const afterExpiry = dueKeys(afterExpiryDue);
 
         // Assert
         expect(whileHeld).not.toContainEqual(key);
         expect(afterExpiry).toContainEqual(key);
+        // The sweeper counts stalled sessions from sweepAt: it is the lease expiry here.
+        expect(afterExpiryDue.find((d) => d.key.id === key.id)?.sweepAt).toBe(now + TTL_MS);
       });
     });
 

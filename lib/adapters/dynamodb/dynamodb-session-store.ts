@@ -21,6 +21,7 @@ import type {
   AcquireResult,
   BumpRequest,
   BumpResult,
+  DueSession,
   NewSession,
   ReleaseRequest,
   ReleaseResult,
@@ -411,10 +412,10 @@ export class DynamoDbSessionStore implements SessionStore {
   }
 
   /**
-   * Reads keys only: each key is parsed from the table's pk, which every GSI projects, so the
-   * sweep index can be KEYS_ONLY (the cheapest: the index is written on every renew).
+   * Reads keys only: each key is parsed from the table's pk and sweepAt is the index's own sort
+   * key, so the sweep index can be KEYS_ONLY (the cheapest: the index is written on every renew).
    */
-  async findDue(shard: number, now: number, limit: number): Promise<SessionKey[]> {
+  async findDue(shard: number, now: number, limit: number): Promise<DueSession[]> {
     const { sweep } = SESSION_TABLE.indexes;
     const x = new Expression();
     const page = await this.#db.send(
@@ -426,7 +427,7 @@ export class DynamoDbSessionStore implements SessionStore {
         ...x.attributes(),
       }),
     );
-    return (page.Items ?? []).map((item) => this.#keyOf(item));
+    return (page.Items ?? []).map((item) => ({ key: this.#keyOf(item), sweepAt: Number(item[sweep.sortKey]) }));
   }
 
   /** The bySessionId index gives the key (eventually consistent); the record is then read consistently. */

@@ -10,6 +10,7 @@ import type {
   AcquireResult,
   BumpRequest,
   BumpResult,
+  DueSession,
   NewSession,
   ReleaseRequest,
   ReleaseResult,
@@ -360,12 +361,12 @@ export class MemorySessionStore implements SessionStore {
     return latest === undefined ? undefined : decodeSnapshot(partition?.get(latest), key);
   }
 
-  async findDue(shard: number, now: number, limit: number): Promise<SessionKey[]> {
+  async findDue(shard: number, now: number, limit: number): Promise<DueSession[]> {
     return this.#metaItems()
       .filter((item) => item.sweepShard === String(shard) && typeof item.sweepAt === 'number' && item.sweepAt < now)
       .sort((a, b) => Number(a.sweepAt) - Number(b.sweepAt))
       .slice(0, limit)
-      .map((item) => keyOfPk(String(item.pk)) as SessionKey);
+      .map((item) => ({ key: keyOfPk(String(item.pk)) as SessionKey, sweepAt: Number(item.sweepAt) }));
   }
 
   async findSession(sessionId: string): Promise<SessionRecord | undefined> {
