@@ -106,18 +106,7 @@ export class DynamoDbSessionStore implements SessionStore {
 
   async createSession(session: NewSession): Promise<{ created: boolean; record: SessionRecord }> {
     const item = newSessionItem(session);
-    const x = new Expression();
-    const result = await conditional(() =>
-      this.#db.send(
-        new PutCommand({
-          TableName: this.#table,
-          Item: item,
-          ConditionExpression: `attribute_not_exists(${x.name(SESSION_TABLE.partitionKey)})`,
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-          ...x.attributes(),
-        }),
-      ),
-    );
+    const result = await this.#create(item);
     if (result.ok) return { created: true, record: decodeSession(item, session.key) };
     return { created: isOwnCreate(result.old, item), record: decodeSession(result.old, session.key) };
   }
@@ -135,18 +124,7 @@ export class DynamoDbSessionStore implements SessionStore {
     ttlSeconds?: number,
   ): Promise<{ created: boolean; turn: TurnRecord }> {
     const item = await encodeTurn(key, turn, this.#offload, ttlSeconds);
-    const x = new Expression();
-    const result = await conditional(() =>
-      this.#db.send(
-        new PutCommand({
-          TableName: this.#table,
-          Item: item,
-          ConditionExpression: `attribute_not_exists(${x.name(SESSION_TABLE.partitionKey)})`,
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-          ...x.attributes(),
-        }),
-      ),
-    );
+    const result = await this.#create(item);
     if (result.ok) return { created: true, turn: await decodeTurn(item, key, this.#offload) };
     return { created: isOwnCreate(result.old, item), turn: await decodeTurn(result.old, key, this.#offload) };
   }
@@ -343,19 +321,7 @@ export class DynamoDbSessionStore implements SessionStore {
 
   async append(key: SessionKey, entry: JournalEntry, ttlSeconds?: number): Promise<void> {
     const item = await encodeEntry(key, entry, this.#offload, ttlSeconds);
-    const x = new Expression();
-    const seqFree = `attribute_not_exists(${x.name(SESSION_TABLE.sortKey)})`;
-    const result = await conditional(() =>
-      this.#db.send(
-        new PutCommand({
-          TableName: this.#table,
-          Item: item,
-          ConditionExpression: seqFree,
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-          ...x.attributes(),
-        }),
-      ),
-    );
+    const result = await this.#create(item);
     // The same writeId at this seq is our own first attempt, committed before the SDK retried.
     if (!result.ok && result.old?.writeId !== entry.writeId) throw new SeqTakenError(entry.seq);
   }
@@ -381,18 +347,8 @@ export class DynamoDbSessionStore implements SessionStore {
   }
 
   async putSnapshot(key: SessionKey, snapshot: SessionSnapshot, ttlSeconds?: number): Promise<void> {
-    const x = new Expression();
     // Write-once: two owners folding to the same seq derive the same state; the first one stays.
-    await conditional(() =>
-      this.#db.send(
-        new PutCommand({
-          TableName: this.#table,
-          Item: encodeSnapshot(key, snapshot, ttlSeconds),
-          ConditionExpression: `attribute_not_exists(${x.name(SESSION_TABLE.sortKey)})`,
-          ...x.attributes(),
-        }),
-      ),
-    );
+    await this.#create(encodeSnapshot(key, snapshot, ttlSeconds));
   }
 
   async getLatestSnapshot(key: SessionKey): Promise<SessionSnapshot | undefined> {
@@ -469,6 +425,23 @@ export class DynamoDbSessionStore implements SessionStore {
       startKey = page.LastEvaluatedKey;
     } while (startKey !== undefined && records.length < limit);
     return records.sort((a, b) => b.createdAt - a.createdAt).slice(0, limit);
+  }
+
+  /** Puts an item only where its key is free; on refusal, ALL_OLD tells whose item is there. */
+  #create(item: Item): Promise<Conditional<unknown>> {
+    const x = new Expression();
+    const keyFree = `attribute_not_exists(${x.name(SESSION_TABLE.sortKey)})`;
+    return conditional(() =>
+      this.#db.send(
+        new PutCommand({
+          TableName: this.#table,
+          Item: item,
+          ConditionExpression: keyFree,
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          ...x.attributes(),
+        }),
+      ),
+    );
   }
 
   #keyOf(item: Item): SessionKey {
