@@ -1,4 +1,5 @@
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, rmSync, writeFileSync } from 'node:fs';
+import { readJsonLines } from '../local/json-lines.ts';
 import type { WorkerInfo } from '../local/supervisor.ts';
 import { FAILPOINTS, type Failpoint, type FailpointArm } from '../runtime/failpoints.ts';
 
@@ -50,18 +51,7 @@ export interface FailpointFiring {
 }
 
 export function readFailpointLog(failpointsFile: string): FailpointFiring[] {
-  const path = `${failpointsFile}.log`;
-  if (!existsSync(path)) return [];
-  return readFileSync(path, 'utf8')
-    .split('\n')
-    .filter((line) => line.trim().length > 0)
-    .flatMap((line) => {
-      try {
-        return [JSON.parse(line) as FailpointFiring];
-      } catch {
-        return []; // a line cut short by the kill it announced
-      }
-    });
+  return readJsonLines<FailpointFiring>(`${failpointsFile}.log`);
 }
 
 /**

@@ -3,7 +3,7 @@ import { InvalidInputError } from '../core/errors.ts';
 import { DEFAULT_TENANT, deriveSessionId } from '../core/ids.ts';
 import type { JournalEntry } from '../core/journal.ts';
 import { childContext, newTraceId } from '../core/trace-context.ts';
-import type { SessionState } from '../core/vocabulary.ts';
+import { reportedState, type SessionState } from '../core/vocabulary.ts';
 import type { BlobStore } from '../ports/blob-store.ts';
 import type { Clock } from '../ports/clock.ts';
 import type { TicketQueue, WorkQueue } from '../ports/queues.ts';
@@ -162,7 +162,7 @@ export class BatonClient {
       tenant: record.key.tenant,
       agent: record.key.agent,
       ticketId: record.ticketId,
-      status: record.state,
+      status: reportedState(record.state, turn?.outcome?.status),
       turnId: record.activeTurnId,
       outcome: turn?.outcome,
       legs: record.legs,
