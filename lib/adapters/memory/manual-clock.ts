@@ -1,4 +1,4 @@
-import type { Clock } from '../../ports/clock.ts';
+import type { CancelTimer, Clock } from '../../ports/clock.ts';
 
 interface Sleeper {
   readonly at: number;
@@ -9,8 +9,8 @@ interface Sleeper {
 export const MANUAL_CLOCK_START_MS = 1_700_000_000_000;
 
 /**
- * A clock that moves only when the test says so. `sleep` resolves when `advance` passes its
- * deadline (or rejects when its signal aborts first).
+ * A clock that moves only when the test says so. `sleep` resolves, and a timer fires, when
+ * `advance` passes its deadline (a sleep rejects when its signal aborts first).
  * @example const clock = new ManualClock(); const slept = clock.sleep(1_000); clock.advance(1_000); await slept;
  */
 export class ManualClock implements Clock {
@@ -45,6 +45,14 @@ export class ManualClock implements Clock {
     });
   }
 
+  setTimer(ms: number, fn: () => void): CancelTimer {
+    const entry: Sleeper = { at: this.#now + Math.max(0, ms), resolve: fn };
+    this.#sleepers.push(entry);
+    return () => {
+      this.#sleepers = this.#sleepers.filter((sleeper) => sleeper !== entry);
+    };
+  }
+
   /** Moves time forward by `ms` and wakes every sleeper whose deadline has come, earliest first. */
   advance(ms: number): void {
     this.set(this.#now + ms);
@@ -67,7 +75,7 @@ export class ManualClock implements Clock {
     return true;
   }
 
-  /** How many sleeps are waiting for time to move. */
+  /** How many sleeps and timers are waiting for time to move. */
   get pendingSleeps(): number {
     return this.#sleepers.length;
   }
