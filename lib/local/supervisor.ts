@@ -55,7 +55,12 @@ export interface WorkerInfo {
   readonly pid: number;
   /** Times this slot's process was replaced. */
   readonly restarts: number;
+  /** Its handlers are loaded and its mappings polling (the worker said so over IPC). */
   readonly ready: boolean;
+  /** When this process was spawned (epoch ms). */
+  readonly startedAtMs: number;
+  /** When it reported ready (epoch ms); absent while it starts. */
+  readonly readyAtMs?: number | undefined;
 }
 
 export interface Supervisor {
@@ -74,6 +79,7 @@ interface Slot {
   restarts: number;
   ready: boolean;
   startedAtMs: number;
+  readyAtMs: number | undefined;
   crashes: number;
   /** Consecutive exits before the worker said it was ready (its handlers failed to load). */
   failedStarts: number;
@@ -123,6 +129,7 @@ export function startSupervisor(options: SupervisorOptions): Supervisor {
       slot.deadlines.clear();
       const wasReady = slot.ready;
       slot.ready = false;
+      slot.readyAtMs = undefined;
       emit({ type: 'worker-exited', slot: slot.index, pid, code, signal });
       if (stopping) return;
       slot.failedStarts = wasReady ? 0 : slot.failedStarts + 1;
@@ -152,6 +159,7 @@ export function startSupervisor(options: SupervisorOptions): Supervisor {
     switch (message.type) {
       case 'ready': {
         slot.ready = true;
+        slot.readyAtMs = Date.now();
         emit({ type: 'worker-ready', slot: slot.index, pid: slot.pid });
         slot.failedStarts = 0;
         for (const waiter of slot.readyWaiters.splice(0)) waiter.resolve();
@@ -205,6 +213,7 @@ export function startSupervisor(options: SupervisorOptions): Supervisor {
       restarts: 0,
       ready: false,
       startedAtMs: Date.now(),
+      readyAtMs: undefined,
       crashes: 0,
       failedStarts: 0,
       deadlines: new Map(),
@@ -222,7 +231,14 @@ export function startSupervisor(options: SupervisorOptions): Supervisor {
 
   return {
     workers: () =>
-      slots.map((slot) => ({ slot: slot.index, pid: slot.pid, restarts: slot.restarts, ready: slot.ready })),
+      slots.map((slot) => ({
+        slot: slot.index,
+        pid: slot.pid,
+        restarts: slot.restarts,
+        ready: slot.ready,
+        startedAtMs: slot.startedAtMs,
+        readyAtMs: slot.readyAtMs,
+      })),
     ready: async (timeoutMs = DEFAULT_READY_TIMEOUT_MS) => {
       const allReady = Promise.all(
         slots.map((slot) => {

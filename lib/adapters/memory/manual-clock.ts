@@ -58,13 +58,20 @@ export class ManualClock implements Clock {
     this.set(this.#now + ms);
   }
 
-  /** Moves time to `timeMs` (never backwards) and wakes the sleepers that are due. */
+  /**
+   * Moves time to `timeMs` (never backwards), waking the sleepers and firing the timers that fall
+   * due on the way, earliest first, each at its own time (a timer set by one that fires may fall due too).
+   */
   set(timeMs: number): void {
     if (timeMs < this.#now) throw new RangeError(`ManualClock cannot go back from ${this.#now} to ${timeMs}`);
+    for (;;) {
+      const next = this.#sleepers.filter((sleeper) => sleeper.at <= timeMs).sort((a, b) => a.at - b.at)[0];
+      if (next === undefined) break;
+      this.#sleepers = this.#sleepers.filter((sleeper) => sleeper !== next);
+      this.#now = Math.max(this.#now, next.at);
+      next.resolve();
+    }
     this.#now = timeMs;
-    const due = this.#sleepers.filter((sleeper) => sleeper.at <= timeMs).sort((a, b) => a.at - b.at);
-    this.#sleepers = this.#sleepers.filter((sleeper) => sleeper.at > timeMs);
-    for (const sleeper of due) sleeper.resolve();
   }
 
   /** Jumps to the earliest pending sleeper's deadline and wakes it; false when nobody sleeps. */
