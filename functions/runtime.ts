@@ -5,6 +5,7 @@ import { installFaultsFromEnv } from '../lib/adapters/faults/install-faults.ts';
 import { S3BlobStore } from '../lib/adapters/s3/s3-blob-store.ts';
 import { SqsResultPublisher, SqsWorkQueue } from '../lib/adapters/sqs/sqs-queues.ts';
 import { type AgentRegistry, assertFitsBudget } from '../lib/agent/define-agent.ts';
+import { randomIds } from '../lib/core/ids.ts';
 import { addAwsTraceHeaderShim } from '../lib/local/aws-trace-header-shim.ts';
 import { systemClock } from '../lib/ports/clock.ts';
 import type { RuntimeDeps } from '../lib/runtime/deps.ts';
@@ -62,4 +63,5 @@ export const deps: RuntimeDeps = {
     sweepGraceMs: config.leaseTtlMs,
   },
   random: Math.random,
+  ids: randomIds,
 };

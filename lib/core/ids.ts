@@ -71,6 +71,27 @@ export function newOwnerId(invocationId: string): string {
 /** A unique write id, stamped on journal entries to recognise one's own retried write. */
 export const newWriteId = (): string => randomBytes(8).toString('hex');
 
+/** Where the runtime gets the ids it mints, injected so tests can make them predictable. */
+export interface IdSource {
+  /** A leg's owner id for this invocation. */
+  ownerId(invocationId: string): string;
+  /** A journal entry's write id. */
+  writeId(): string;
+}
+
+/** Random ids: what the deployed runtime uses. */
+export const randomIds: IdSource = { ownerId: newOwnerId, writeId: newWriteId };
+
+/** Predictable ids (`<invocation>:o1`, `w1`, `w2`, …): unique within one source, for tests. */
+export function sequentialIds(): IdSource {
+  let owners = 0;
+  let writes = 0;
+  return {
+    ownerId: (invocationId) => `${invocationId}:o${++owners}`,
+    writeId: () => `w${++writes}`,
+  };
+}
+
 /**
  * The idempotency key handed to a tool call: identical on every re-run of the same call.
  * `modelSeq` is the seq of the model entry that requested the call.

@@ -1,4 +1,5 @@
 import type { AgentRegistry } from '../agent/define-agent.ts';
+import type { IdSource } from '../core/ids.ts';
 import type { BlobStore } from '../ports/blob-store.ts';
 import type { Clock } from '../ports/clock.ts';
 import type { ResultPublisher, TicketQueue, WorkQueue } from '../ports/queues.ts';
@@ -69,6 +70,8 @@ export interface RuntimeDeps {
   readonly config: RuntimeConfig;
   /** In [0, 1): jitter for retry backoff. */
   readonly random: () => number;
+  /** Owner and write ids. */
+  readonly ids: IdSource;
 }
 
 export const ttlSeconds = (config: RuntimeConfig, now: number): number =>

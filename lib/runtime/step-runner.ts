@@ -12,13 +12,14 @@ import {
   SeqTakenError,
 } from '../core/errors.ts';
 import { applyEntry, EMPTY_VIEW, foldJournal, nextAction, type PendingCall, type SessionView } from '../core/fold.ts';
-import { idempotencyKey, newOwnerId, newWriteId, type SessionKey } from '../core/ids.ts';
+import { idempotencyKey, type SessionKey } from '../core/ids.ts';
 import type { EntryDataOf, JournalEntry } from '../core/journal.ts';
 import { planAcquire } from '../core/lease.ts';
 import type { Kick, Result } from '../core/messages.ts';
 import { restoreView, takeSnapshot } from '../core/snapshot.ts';
 import { childContext, formatTraceparent, type TraceContext } from '../core/trace-context.ts';
 import type { EntryKind, KickReason, OutcomeStatus, SessionState } from '../core/vocabulary.ts';
+import type { CancelTimer } from '../ports/clock.ts';
 import type { ModelResponse } from '../ports/model-client.ts';
 import type { SessionRecord } from '../ports/session-store.ts';
 import { type RuntimeDeps, type RuntimeLogger, ttlSeconds } from './deps.ts';
@@ -78,7 +79,7 @@ export async function runKick(kick: Kick, invocation: Invocation, deps: RuntimeD
 
   await deps.failpoint('before-acquire');
   let record = await deps.store.getSession(key);
-  const owner = newOwnerId(invocation.requestId);
+  const owner = deps.ids.ownerId(invocation.requestId);
   for (let attempt = 1; ; attempt++) {
     if (!record) {
       log.warn('kick for a session that does not exist; dropped');
@@ -146,7 +147,7 @@ class Leg {
   #stepsThisLeg = 0;
   #progressed = false;
   #onceOnlyInFlight = 0;
-  #budgetTimer: NodeJS.Timeout | undefined;
+  #cancelBudgetTimer: CancelTimer | undefined;
 
   constructor(
     readonly key: SessionKey,
@@ -189,11 +190,10 @@ class Leg {
   async run(): Promise<KickOutcome> {
     this.#heartbeat.start();
     // Past the budget the step in flight is abandoned, leaving half the reserve to hand off.
-    this.#budgetTimer = setTimeout(
-      () => this.#abort('budget'),
+    this.#cancelBudgetTimer = this.deps.clock.setTimer(
       Math.max(0, this.invocation.remainingMs() - this.deps.config.reserveMs / 2),
+      () => this.#abort('budget'),
     );
-    this.#budgetTimer.unref?.();
     try {
       return await this.#runLoaded();
     } catch (error) {
@@ -205,7 +205,7 @@ class Leg {
       }
       throw error;
     } finally {
-      clearTimeout(this.#budgetTimer);
+      this.#cancelBudgetTimer?.();
       await this.#heartbeat.stop();
     }
   }
@@ -633,7 +633,7 @@ class Leg {
       seq: this.#view.lastSeq + 1,
       kind,
       epoch: this.epoch,
-      writeId: newWriteId(),
+      writeId: this.deps.ids.writeId(),
       at: this.deps.clock.now(),
       ...(turnId !== undefined ? { turnId } : {}),
       data,

@@ -15,7 +15,7 @@ import { SqsResultPublisher, SqsWorkQueue } from '../../lib/adapters/sqs/sqs-que
 import { agentRegistry, defineAgent } from '../../lib/agent/define-agent.ts';
 import { defineTool } from '../../lib/agent/define-tool.ts';
 import { CorruptStateError } from '../../lib/core/errors.ts';
-import { DEFAULT_TENANT, deriveSessionId, type SessionKey } from '../../lib/core/ids.ts';
+import { DEFAULT_TENANT, deriveSessionId, randomIds, type SessionKey } from '../../lib/core/ids.ts';
 import { type Kick, Result } from '../../lib/core/messages.ts';
 import { LOCAL_CREDENTIALS } from '../../lib/local/aws-clients.ts';
 import { provisionResources } from '../../lib/local/provision.ts';
@@ -283,6 +283,7 @@ describe('hostile stored state, against the runtime on DynamoDB Local and SQS', 
       },
       config: { leaseTtlMs: LEASE_TTL_MS, reserveMs: 500, retentionDays: 1, sweepGraceMs: LEASE_TTL_MS },
       random: () => 0.5,
+      ids: randomIds,
     };
   });
 

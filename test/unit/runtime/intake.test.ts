@@ -12,8 +12,10 @@ const key = (ticketId: string, agent = 'lookup-agent') => ({
 
 describe('intake', () => {
   it('persists the turn and the session, then kicks, once per ticket however often it arrives', async () => {
-    const { deps, store, workQueue } = makeTestDeps([lookupAgent()]);
+    const { deps, store, workQueue, clock } = makeTestDeps([lookupAgent()]);
     const first = await acceptTicket(ticketBody('lookup-agent', 'T-1', { ids: ['a'] }), undefined, deps);
+    // The resubmission comes later (at the same instant it would be the store's own retried write).
+    clock.advance(1_000);
     const again = await acceptTicket(ticketBody('lookup-agent', 'T-1', { ids: ['a'] }), undefined, deps);
 
     expect(first).toMatchObject({ created: true, turnId: 'T-1', key: key('T-1') });
@@ -57,7 +59,7 @@ describe('intake', () => {
   });
 
   it('records a refused ticket as a failed session with its reason, where status and the results queue show it', async () => {
-    const { deps, store, results } = makeTestDeps([lookupAgent()]);
+    const { deps, store, results, clock } = makeTestDeps([lookupAgent()]);
     const body = ticketBody('lookup-agent', 'T-5', { wrong: true });
     expect(await recordRejectedTicket(body, 'input does not match', deps)).toBe(true);
     const record = await store.getSession(key('T-5'));
@@ -67,7 +69,7 @@ describe('intake', () => {
       error: 'input does not match',
     });
     expect(results.bodies[0]).toMatchObject({ ticketId: 'T-5', status: 'failed', error: 'input does not match' });
-    expect(await store.findDue(0, Date.now() + 60_000, 10)).toEqual([]);
+    expect(await store.findDue(0, clock.now() + 60_000, 10)).toEqual([]);
   });
 
   it('leaves a ticket without usable ids to the DLQ and never touches an existing session', async () => {
