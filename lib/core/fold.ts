@@ -146,27 +146,5 @@ export function foldJournal(entries: readonly JournalEntry[], from: SessionView 
   return entries.reduce(applyEntry, from);
 }
 
-export type NextAction =
-  | { readonly kind: 'start-turn' }
-  | { readonly kind: 'model' }
-  | { readonly kind: 'tools'; readonly calls: readonly PendingCall[] }
-  | { readonly kind: 'reconcile'; readonly call: PendingCall }
-  | { readonly kind: 'wait-retry'; readonly retryAt: number }
-  | { readonly kind: 'finish'; readonly text: string }
-  | { readonly kind: 'publish' }
-  | { readonly kind: 'parked'; readonly callId: string }
-  | { readonly kind: 'done' };
-
-/** What to do next, given the view and the turn the session record says is active. */
-export function nextAction(view: SessionView, activeTurnId: string | undefined, now: number): NextAction {
-  if (activeTurnId !== undefined && view.turnId !== activeTurnId) return { kind: 'start-turn' };
-  if (view.outcome) return view.published ? { kind: 'done' } : { kind: 'publish' };
-  if (view.parkedCallId !== undefined) return { kind: 'parked', callId: view.parkedCallId };
-  if (view.retryAt !== undefined && view.retryAt > now) return { kind: 'wait-retry', retryAt: view.retryAt };
-  // A watermark without a result: the call may have run. Never repeat it blindly.
-  const interrupted = view.pendingCalls.find((p) => p.intentSeq !== undefined);
-  if (interrupted) return { kind: 'reconcile', call: interrupted };
-  if (view.pendingCalls.length > 0) return { kind: 'tools', calls: view.pendingCalls };
-  if (view.finalText !== undefined) return { kind: 'finish', text: view.finalText };
-  return { kind: 'model' };
-}
+/** The next action lives beside the fold; re-exported here for the callers that know it by this file. */
+export { decideNext, type LegFacts, type NextAction, nextAction } from './next-action.ts';
