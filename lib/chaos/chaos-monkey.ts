@@ -67,19 +67,26 @@ export function readFailpointLog(failpointsFile: string): FailpointFiring[] {
 }
 
 /**
- * Whether the workers can take a kill: every one is up and serving (it said it was ready), and has
- * served at least as long as it took to start. So a kill never lands faster than a restarted
- * worker can start, and a fresh worker serves something before it can die again.
+ * Whether a worker may be killed: it is up and serving (it said it was ready) and has served at
+ * least as long as it took to start, so a fresh worker serves something before it can die again.
  */
-export function workersBreathing(workers: readonly WorkerInfo[], now: number): boolean {
-  return workers.every((w) => w.ready && w.readyAtMs !== undefined && now - w.readyAtMs >= w.readyAtMs - w.startedAtMs);
+export function servedLongEnough(worker: WorkerInfo, now: number): boolean {
+  return (
+    worker.ready && worker.readyAtMs !== undefined && now - worker.readyAtMs >= worker.readyAtMs - worker.startedAtMs
+  );
+}
+
+/** The longest a ready worker took to start: kills never come faster than that. */
+export function startupMs(workers: readonly WorkerInfo[]): number {
+  return Math.max(0, ...workers.map((w) => (w.readyAtMs === undefined ? 0 : w.readyAtMs - w.startedAtMs)));
 }
 
 /**
  * Kills random worker processes (SIGKILL), pauses others (SIGSTOP, then SIGCONT after longer
- * than the lease TTL) and keeps the named crash points re-armed, until stopped. One death at a
- * time, and only while the workers breathe (`workersBreathing`): a tick that finds a worker still
- * starting or freshly started is skipped. Pauses leave at least one worker running.
+ * than the lease TTL) and keeps the named crash points re-armed, until stopped. A kill takes only
+ * a worker that has served as long as it took to start (`servedLongEnough`), never comes sooner
+ * after the previous one than a worker takes to start, and always leaves another worker up and
+ * serving; pauses leave one running too.
  */
 export function startChaosMonkey(options: ChaosMonkeyOptions): ChaosMonkey {
   const random = options.random ?? Math.random;
@@ -115,12 +122,18 @@ export function startChaosMonkey(options: ChaosMonkeyOptions): ChaosMonkey {
     send(pid, 'SIGCONT');
   };
 
+  let lastKillAt = Number.NEGATIVE_INFINITY;
   every(options.killEveryMs, () => {
+    const now = clock.now();
     const workers = options.workers();
-    if (paused.size > 0 || !workersBreathing(workers, clock.now())) return;
-    const victim = pick(candidates());
-    if (victim && send(victim.pid, 'SIGKILL')) {
+    if (now - lastKillAt < startupMs(workers)) return;
+    const running = candidates();
+    const victim = pick(running.filter((w) => servedLongEnough(w, now)));
+    // Another worker must stay up and serving, so the run keeps making progress.
+    if (!victim || !running.some((w) => w.pid !== victim.pid)) return;
+    if (send(victim.pid, 'SIGKILL')) {
       kills++;
+      lastKillAt = now;
       log(`SIGKILL worker ${victim.slot} (pid ${victim.pid})`);
       options.onKill?.(victim);
     }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../../lib/adapters/memory/manual-clock.ts';
-import { startChaosMonkey, workersBreathing } from '../../../lib/chaos/chaos-monkey.ts';
+import { servedLongEnough, startChaosMonkey } from '../../../lib/chaos/chaos-monkey.ts';
 import type { WorkerInfo } from '../../../lib/local/supervisor.ts';
 
 /** Two workers as a supervisor reports them; a kill restarts the slot (not ready until told). */
@@ -32,8 +32,8 @@ function fakeSupervisor(clock: ManualClock, startMs: number) {
 }
 
 describe('the chaos monkey', () => {
-  it('kills only while every worker is serving and has served as long as it took to start', () => {
-    // Arrange: ticks every 1 400 ms (1 000 ± jitter at random 0.9); the victim is slot 1.
+  it('kills only a worker that has served as long as it took to start, never faster than one starts, leaving another up', () => {
+    // Arrange: ticks every 1 400 ms (1 000 ± jitter at random 0.9); random 0.9 picks the last candidate.
     const clock = new ManualClock();
     const supervisor = fakeSupervisor(clock, 1_000);
     const monkey = startChaosMonkey({
@@ -47,15 +47,14 @@ describe('the chaos monkey', () => {
     // Act + Assert
     clock.advance(1_400);
     expect(supervisor.signals.map(([pid, name]) => [pid, name])).toEqual([[101, 'SIGKILL']]);
-    clock.advance(1_400); // the replacement is still starting: skipped
+    clock.advance(1_400); // slot 1 is still starting: slot 0 is the only one up, so it is spared
     clock.advance(1_400);
-    supervisor.ready(1); // it took 2 800 ms to start
-    clock.advance(1_400); // it has served 1 400 ms: skipped
+    supervisor.ready(1); // slot 1 took 2 800 ms to start
     expect(monkey.stats().kills).toBe(1);
-    clock.advance(1_400); // served 2 800 ms, as long as it took to start: the next kill
-    expect(supervisor.signals.map(([pid, name]) => [pid, name])).toEqual([
-      [101, 'SIGKILL'],
-      [111, 'SIGKILL'],
+    clock.advance(1_400); // slot 1 has served 1 400 ms: not a candidate; slot 0 is, and slot 1 stays up
+    expect(supervisor.signals.map(([pid, name, at]) => [pid, name, at - supervisor.signals[0]![2]])).toEqual([
+      [101, 'SIGKILL', 0],
+      [100, 'SIGKILL', 4_200],
     ]);
     monkey.stop();
     clock.advance(10_000);
@@ -91,10 +90,10 @@ describe('the chaos monkey', () => {
     expect(monkey.stats().pauses).toBeGreaterThanOrEqual(1);
   });
 
-  it('counts a worker as breathing only once it has served as long as its start took', () => {
+  it('counts a worker as killable only once it has served as long as its start took', () => {
     const w = { slot: 0, pid: 1, restarts: 0, ready: true, startedAtMs: 0, readyAtMs: 3_000 };
-    expect(workersBreathing([w], 5_999)).toBe(false);
-    expect(workersBreathing([w], 6_000)).toBe(true);
-    expect(workersBreathing([{ ...w, ready: false, readyAtMs: undefined }], 60_000)).toBe(false);
+    expect(servedLongEnough(w, 5_999)).toBe(false);
+    expect(servedLongEnough(w, 6_000)).toBe(true);
+    expect(servedLongEnough({ ...w, ready: false, readyAtMs: undefined }, 60_000)).toBe(false);
   });
 });
