@@ -90,7 +90,10 @@ describe('the production-grade core on the local stack', { timeout: 180_000 }, (
     const result = await resultFor(s.ticketId);
 
     // Assert
-    expect([first, second]).toEqual(['requested', 'requested']);
+    // Idempotent: a second request is accepted again, or finds the turn already cancelled by the
+    // first (a busy machine can finish the cancel in between); either way one outcome, below.
+    expect(first).toBe('requested');
+    expect(['requested', 'already-finished']).toContain(second);
     const probes = readProbes(dir);
     const aborted = probes.find((p) => p.event === 'aborted');
     expect(aborted?.detail, 'the tool saw its signal abort').toBe('cancel');
