@@ -1,4 +1,10 @@
-import { LeaseLostError, PayloadTooLargeError, SeqTakenError } from '../../core/errors.ts';
+import {
+  BatonError,
+  InfrastructureError,
+  LeaseLostError,
+  PayloadTooLargeError,
+  SeqTakenError,
+} from '../../core/errors.ts';
 import { applyEntry, EMPTY_VIEW, foldJournal, type SessionView } from '../../core/fold.ts';
 import { newWriteId, type SessionKey } from '../../core/ids.ts';
 import type { EntryDataOf, JournalEntry } from '../../core/journal.ts';
@@ -99,7 +105,13 @@ export class JournalWriter {
       throw new PayloadTooLargeError(`${kind} payload at seq ${entry.seq}`, bytes, limit);
     }
     const next = applyEntry(this.#view, entry);
-    await this.deps.store.append(this.key, entry, ttlSeconds(this.deps.config, this.deps.clock.now()));
+    try {
+      await this.deps.store.append(this.key, entry, ttlSeconds(this.deps.config, this.deps.clock.now()));
+    } catch (error) {
+      // Fencing and validation errors keep their meaning; anything else is the store's trouble.
+      if (error instanceof BatonError) throw error;
+      throw new InfrastructureError(`journal append of ${kind} at seq ${entry.seq}`, error);
+    }
     this.#entries.push(entry);
     this.#view = next;
     this.deps.telemetry.metrics.bytes('BytesJournaled', bytes);

@@ -4,7 +4,21 @@ import { defineTool } from '../../../lib/agent/define-tool.ts';
 import { StepError } from '../../../lib/core/errors.ts';
 import { deriveSessionId } from '../../../lib/core/ids.ts';
 import { acceptTicket } from '../../../lib/runtime/intake.ts';
-import { drain, lookupAgent, makeTestDeps, ticketBody } from '../../fixtures/runtime.ts';
+import { runKick } from '../../../lib/runtime/step-runner.ts';
+import { drain, invocation, lookupAgent, makeTestDeps, ticketBody } from '../../fixtures/runtime.ts';
+
+/** Waits for a condition, polling, with a deadline and a message naming it. */
+async function waitFor(what: string, check: () => boolean | Promise<boolean>, deadlineMs = 10_000): Promise<void> {
+  const until = Date.now() + deadlineMs;
+  while (!(await check())) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/** An error like the SDK's after its own retries gave up on a throttle. */
+const throttled = () =>
+  Object.assign(new Error('Rate of requests exceeds the allowed throughput.'), { name: 'ThrottlingException' });
 
 const keyOf = (agent: string, ticketId: string) => ({
   tenant: 'default',
@@ -72,6 +86,48 @@ describe('protocol regressions (issue 13)', () => {
     expect(service.voided.has(service.executed[0]!)).toBe(false);
     const journal = await store.readJournal(keyOf('lookup-agent', 'T-b3'));
     expect(journal.filter((e) => e.kind === 'tool').map((e) => e.kind === 'tool' && e.data.ok)).toEqual([true]);
+    expect(results.bodies).toEqual([expect.objectContaining({ status: 'completed', output: 'refunded' })]);
+  });
+
+  it('bug 1: a store error inside a step crashes the leg, and the next owner finishes the turn with the effect once', async () => {
+    const service = refundService();
+    const refund = defineTool({
+      name: 'refund',
+      description: 'Refunds.',
+      input: z.object({ id: z.string() }),
+      effect: 'once',
+      maxDurationMs: 200,
+      run: async (_input, ctx) => service.run(ctx.idempotencyKey),
+      reconcile: async (key) => service.reconcile(key),
+    });
+    const agent = lookupAgent({
+      tools: [refund],
+      script: (messages) =>
+        messages.length < 3 ? { toolCalls: [{ id: 'r', name: 'refund', input: { id: 'x' } }] } : { final: 'refunded' },
+    });
+    const { deps, store, results } = makeTestDeps([agent]);
+    const key = keyOf('lookup-agent', 'T-b1');
+    // The append of the refund's result is throttled past the SDK's retries: the refund happened.
+    let armed = true;
+    store.beforeWrite = async (operation) => {
+      if (operation !== 'append' || !armed) return;
+      const journal = await store.readJournal(key);
+      if (journal.at(-1)?.kind !== 'intent') return;
+      armed = false;
+      store.injectFault('append', { kind: 'fail', error: throttled() });
+    };
+    await acceptTicket(ticketBody('lookup-agent', 'T-b1', {}), undefined, deps);
+    await expect(drain(deps)).rejects.toThrow(/Rate of requests/);
+    store.beforeWrite = undefined;
+
+    expect(results.bodies).toEqual([]);
+    expect((await store.readJournal(key)).some((e) => e.kind === 'outcome')).toBe(false);
+    // The next owner takes over once the lease has expired, reconciles and finishes.
+    await waitFor('a recovery to take over the expired lease', async () => {
+      return (await runKick({ v: 1, session: key, reason: 'recovery' }, invocation(), deps)) !== 'dropped';
+    });
+    await drain(deps);
+    expect(service.executed).toHaveLength(1);
     expect(results.bodies).toEqual([expect.objectContaining({ status: 'completed', output: 'refunded' })]);
   });
 });
