@@ -100,7 +100,7 @@ function resultMessage(
 }
 
 /** Waits for a retry timer: a delayed kick wakes the session; the sweeper is the backstop. */
-export async function waitForRetry(leg: LegContext): Promise<KickOutcome> {
+export async function waitForRetry(leg: LegContext): Promise<KickOutcome | undefined> {
   const now = leg.deps.clock.now();
   const retryAt = leg.journal.view.retryAt ?? now;
   const delayMs = Math.max(0, retryAt - leg.deps.clock.now());
@@ -115,15 +115,13 @@ export async function waitForRetry(leg: LegContext): Promise<KickOutcome> {
   );
   // Due at retryAt: the delayed kick (rounded up to whole seconds) finds it due, and the sweeper
   // wakes it at the same time should that kick be lost.
-  await release(leg, 'waiting', retryAt);
-  return 'waiting';
+  return (await releaseToWait(leg, retryAt)) ? 'waiting' : undefined;
 }
 
 /** A once-only call in an unknown state: release and wait for a human. */
-export async function park(leg: LegContext, callId: string): Promise<KickOutcome> {
+export async function park(leg: LegContext, callId: string): Promise<KickOutcome | undefined> {
   leg.log.warn('once-only call in an unknown state: parked for a human', { callId });
-  await release(leg, 'waiting', undefined);
-  return 'parked';
+  return (await releaseToWait(leg, undefined)) ? 'parked' : undefined;
 }
 
 /** Hands the session to the next leg: a continuation first, then a release that may fail. */
@@ -178,6 +176,36 @@ export async function release(leg: LegContext, state: SessionState, sweepAt: num
     ttlSeconds: ttlSeconds(leg.deps.config, leg.deps.clock.now()),
   });
   if (!result.ok) throw new LeaseLostError(`release of epoch ${leg.signals.epoch} refused`, result.current);
+}
+
+/**
+ * Releases into `waiting` only if no event (a cancel, a new input) arrived since the leg last
+ * looked: otherwise nothing would wake the session for it. Returns false when one did; the leg
+ * then holds its lease still, renews again and goes on to handle the event.
+ */
+async function releaseToWait(leg: LegContext, sweepAt: number | undefined): Promise<boolean> {
+  await leg.signals.stopHeartbeat();
+  const seen = leg.signals.record.pendingVersion;
+  const result = await leg.deps.store.release(leg.key, {
+    owner: leg.owner,
+    epoch: leg.signals.epoch,
+    state: 'waiting',
+    expectPendingVersion: seen,
+    seenVersion: seen,
+    sweepAt,
+    progressed: leg.journal.progressed,
+    ttlSeconds: ttlSeconds(leg.deps.config, leg.deps.clock.now()),
+  });
+  if (result.ok) return true;
+  const current = result.current;
+  if (current?.owner !== leg.owner || current.epoch !== leg.signals.epoch)
+    throw new LeaseLostError(`release of epoch ${leg.signals.epoch} refused`, current);
+  leg.log.info('an event arrived before the release; handling it first', {
+    seen,
+    pendingVersion: current.pendingVersion,
+  });
+  leg.signals.resume(current);
+  return false;
 }
 
 /** Leaves derived state for the next leg. Not a journal write: any owner may write the same one. */

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { defineTool } from '../../../lib/agent/define-tool.ts';
 import { StepError } from '../../../lib/core/errors.ts';
 import { deriveSessionId } from '../../../lib/core/ids.ts';
+import { FailpointCrash } from '../../../lib/runtime/failpoints.ts';
 import { acceptTicket } from '../../../lib/runtime/intake.ts';
 import { runKick } from '../../../lib/runtime/step-runner.ts';
 import { drain, invocation, lookupAgent, makeTestDeps, ticketBody } from '../../fixtures/runtime.ts';
@@ -129,5 +130,50 @@ describe('protocol regressions (issue 13)', () => {
     await drain(deps);
     expect(service.executed).toHaveLength(1);
     expect(results.bodies).toEqual([expect.objectContaining({ status: 'completed', output: 'refunded' })]);
+  });
+
+  it('bug 6: a cancel that lands between a park and its release is not lost', async () => {
+    const refund = defineTool({
+      name: 'refund',
+      description: 'Refunds.',
+      input: z.object({ id: z.string() }),
+      effect: 'once',
+      maxDurationMs: 200,
+      run: async () => ({ refunded: true }),
+      reconcile: async () => ({ verdict: 'unknown' }),
+    });
+    const agent = lookupAgent({
+      tools: [refund],
+      script: () => ({ toolCalls: [{ id: 'r', name: 'refund', input: { id: 'x' } }] }),
+    });
+    const crash = new FailpointCrash('after-intent');
+    let crashes = 0;
+    const { deps, store, results } = makeTestDeps([agent], {
+      failpoint: async (name) => {
+        if (name === 'after-intent' && crashes++ === 0) throw crash;
+      },
+    });
+    const key = keyOf('lookup-agent', 'T-b6');
+    await acceptTicket(ticketBody('lookup-agent', 'T-b6', {}), undefined, deps);
+    await expect(drain(deps)).rejects.toBe(crash);
+
+    // The recovery reconciles "unknown" and parks; a cancel (bump + kick) lands just before the
+    // park's release, while the lease is still held, so its kick is dropped.
+    let cancelled = false;
+    store.beforeWrite = async (operation) => {
+      if (operation !== 'release' || cancelled) return;
+      cancelled = true;
+      const now = Date.now();
+      await store.bump(key, { now, cancel: true, sweepAt: now });
+      expect(await runKick({ v: 1, session: key, reason: 'cancel' }, invocation(), deps)).toBe('dropped');
+    };
+    await waitFor('a recovery to take over the expired lease', async () => {
+      return (await runKick({ v: 1, session: key, reason: 'recovery' }, invocation(), deps)) !== 'dropped';
+    });
+    await drain(deps);
+
+    expect(cancelled).toBe(true);
+    expect((await store.getSession(key))?.state).toBe('cancelled');
+    expect(results.bodies).toEqual([expect.objectContaining({ status: 'cancelled' })]);
   });
 });
