@@ -19,10 +19,14 @@ export async function toolStep(
   const tools = calls.map((p) => agent.tools.find((t) => t.name === p.call.name));
   const longest = Math.max(0, ...tools.map((t) => t?.maxDurationMs ?? 0));
   if (!fitsInBudget(leg, longest)) return yieldForBudget(leg, `tools ${calls.map((p) => p.call.name).join(', ')}`);
-  if (tools.some((t) => t?.effect === 'once')) {
+  // Only the once-only calls must end before the lease could pass to a recovery; the others may
+  // outlive it (a recovery repeats them harmlessly), so only their durations count here.
+  const onceOnly = tools.filter((t) => t?.effect === 'once');
+  if (onceOnly.length > 0) {
+    const longestOnce = Math.max(...onceOnly.map((t) => t?.maxDurationMs ?? 0));
     const fresh = await leg.signals.renewNow();
     if (fresh.cancelRequested) return undefined;
-    if (!onceOnlyFitsLease(leg.signals.leaseUntil, leg.deps.clock.now(), longest)) {
+    if (!onceOnlyFitsLease(leg.signals.leaseUntil, leg.deps.clock.now(), longestOnce)) {
       return yieldForBudget(leg, 'a once-only call that the lease would not outlive');
     }
   }

@@ -176,4 +176,40 @@ describe('protocol regressions (issue 13)', () => {
     expect((await store.getSession(key))?.state).toBe('cancelled');
     expect(results.bodies).toEqual([expect.objectContaining({ status: 'cancelled' })]);
   });
+
+  it('bug 5: a batch with a once-only call beside a slower tool fits when the once-only call fits the lease', async () => {
+    const refund = defineTool({
+      name: 'refund',
+      description: 'Refunds.',
+      input: z.object({ id: z.string() }),
+      effect: 'once',
+      maxDurationMs: 200,
+      run: async () => ({ refunded: true }),
+    });
+    const slow = defineTool({
+      name: 'lookup',
+      description: 'A default-sized lookup: longer than the lease leaves a once-only call, but pure.',
+      input: z.object({ id: z.string() }),
+      effect: 'pure',
+      maxDurationMs: 1_000,
+      run: async ({ id }) => ({ id }),
+    });
+    const agent = lookupAgent({
+      tools: [refund, slow],
+      script: (messages) =>
+        messages.length < 3
+          ? {
+              toolCalls: [
+                { id: 'l', name: 'lookup', input: { id: 'x' } },
+                { id: 'r', name: 'refund', input: { id: 'x' } },
+              ],
+            }
+          : { final: 'done' },
+    });
+    const { deps, results } = makeTestDeps([agent]);
+    await acceptTicket(ticketBody('lookup-agent', 'T-b5', {}), undefined, deps);
+    await drain(deps);
+
+    expect(results.bodies).toEqual([expect.objectContaining({ status: 'completed', output: 'done' })]);
+  });
 });
