@@ -1,5 +1,5 @@
 import { stepFits } from '../../core/budget.ts';
-import { LeaseLostError } from '../../core/errors.ts';
+import { errorMessage, LeaseLostError } from '../../core/errors.ts';
 import type { JournalEntry } from '../../core/journal.ts';
 import type { Result } from '../../core/messages.ts';
 import { takeSnapshot } from '../../core/snapshot.ts';
@@ -208,10 +208,21 @@ async function releaseToWait(leg: LegContext, sweepAt: number | undefined): Prom
   return false;
 }
 
-/** Leaves derived state for the next leg. Not a journal write: any owner may write the same one. */
+/**
+ * Leaves derived state for the next leg. Not a journal write: any owner may write the same one.
+ * Best-effort: snapshots are optional, so a failed write never stands in the way of the hand-off.
+ */
 async function snapshot(leg: LegContext): Promise<void> {
   const taken = takeSnapshot(leg.journal.view, leg.journal.entries);
-  if (taken) await leg.deps.store.putSnapshot(leg.key, taken, ttlSeconds(leg.deps.config, leg.deps.clock.now()));
+  if (!taken) return;
+  try {
+    await leg.deps.store.putSnapshot(leg.key, taken, ttlSeconds(leg.deps.config, leg.deps.clock.now()));
+  } catch (error) {
+    leg.log.warn('snapshot not written; the next leg folds the journal', {
+      seq: taken.seq,
+      error: errorMessage(error),
+    });
+  }
 }
 
 /**

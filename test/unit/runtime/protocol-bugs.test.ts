@@ -212,4 +212,42 @@ describe('protocol regressions (issue 13)', () => {
 
     expect(results.bodies).toEqual([expect.objectContaining({ status: 'completed', output: 'done' })]);
   });
+
+  it('bug 7: a snapshot too large for an item never breaks a yield', async () => {
+    const big = (id: string) => ({ id, name: 'lookup', input: { id: id.repeat(150_000) } });
+    const slow = defineTool({
+      name: 'lookup',
+      description: 'Longer than a short invocation leaves.',
+      input: z.object({ id: z.string() }),
+      effect: 'pure',
+      maxDurationMs: 5_000,
+      run: async ({ id }) => ({ length: id.length }),
+    });
+    // Three calls of 150 KB each: the fold's pending calls are over DynamoDB's item limit.
+    const agent = lookupAgent({
+      tools: [slow],
+      script: (messages) => (messages.length < 3 ? { toolCalls: [big('a'), big('b'), big('c')] } : { final: 'done' }),
+    });
+    const { deps, results, workQueue } = makeTestDeps([agent]);
+    const key = keyOf('lookup-agent', 'T-b7a');
+    await acceptTicket(ticketBody('lookup-agent', 'T-b7a', {}), undefined, deps);
+    const kick = workQueue.receive()[0]!.body;
+
+    // A short invocation: the model fits, the tools do not, so the leg yields.
+    expect(await runKick(kick, invocation(3_000), deps)).toBe('yielded');
+    await drain(deps);
+    expect(results.bodies).toEqual([expect.objectContaining({ status: 'completed', output: 'done' })]);
+    expect(await deps.store.getLatestSnapshot(key)).toBeUndefined();
+  });
+
+  it('bug 7: an unreadable snapshot is ignored: the turn folds the journal instead of failing', async () => {
+    const { deps, store, results } = makeTestDeps([lookupAgent()]);
+    const key = keyOf('lookup-agent', 'T-b7b');
+    await acceptTicket(ticketBody('lookup-agent', 'T-b7b', { ids: ['a'] }), undefined, deps);
+    // A snapshot item an older or newer reader cannot parse.
+    store.putRawItem(key, 'SNAP#000000000001', { seq: 'one', view: 42 });
+    await drain(deps);
+
+    expect(results.bodies).toEqual([expect.objectContaining({ status: 'completed', output: 'found 1' })]);
+  });
 });
