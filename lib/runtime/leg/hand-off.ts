@@ -1,7 +1,7 @@
 import { stepFits } from '../../core/budget.ts';
 import { errorMessage, LeaseLostError } from '../../core/errors.ts';
 import type { JournalEntry } from '../../core/journal.ts';
-import type { Result } from '../../core/messages.ts';
+import { INLINE_PAYLOAD_LIMIT_BYTES, type Result } from '../../core/messages.ts';
 import { takeSnapshot } from '../../core/snapshot.ts';
 import type { OutcomeStatus, SessionState } from '../../core/vocabulary.ts';
 import { ttlSeconds } from '../deps.ts';
@@ -58,10 +58,39 @@ export async function publish(leg: LegContext): Promise<void> {
   const outcome = view.outcome!;
   const turnId = view.turnId ?? leg.signals.record.activeTurnId ?? '';
   await leg.deps.store.setTurnOutcome(leg.key, turnId, { ...outcome, at: leg.deps.clock.now() });
-  await leg.deps.results.publish(resultMessage(leg, turnId, outcome.status, outcome.output, outcome.error), {
-    trace: leg.trace,
-  });
+  const result = await withinMessageLimit(
+    leg,
+    resultMessage(leg, turnId, outcome.status, outcome.output, outcome.error),
+  );
+  await leg.deps.results.publish(result, { trace: leg.trace });
   await leg.journal.append('published', {});
+}
+
+/** Longest error text a result message carries; the turn record keeps the whole of it. */
+const MAX_RESULT_ERROR_CHARS = 8 * 1024;
+
+/**
+ * A result whose output would pass the queue's message limit carries a pointer into the payload
+ * bucket instead (`{"$blob": key}`, as tickets do); with no bucket it carries no output and says
+ * why. The key is the turn's, so a republish rewrites the same object.
+ */
+async function withinMessageLimit(leg: LegContext, result: Result): Promise<Result> {
+  const bounded =
+    result.error !== undefined && result.error.length > MAX_RESULT_ERROR_CHARS
+      ? { ...result, error: `${result.error.slice(0, MAX_RESULT_ERROR_CHARS)}… (truncated)` }
+      : result;
+  if (Buffer.byteLength(JSON.stringify(bounded)) <= INLINE_PAYLOAD_LIMIT_BYTES) return bounded;
+  const { output, ...rest } = bounded;
+  const bytes = Buffer.byteLength(JSON.stringify(output));
+  const blobs = leg.deps.blobs;
+  if (!blobs) {
+    const why = `output of ${bytes} bytes is over the results queue message limit and no payload bucket is configured; read it with baton status`;
+    leg.log.error('result output left out of the message', { bytes });
+    return { ...rest, error: rest.error ? `${rest.error}; ${why}` : why };
+  }
+  const key = `results/${encodeURIComponent(leg.key.tenant)}/${encodeURIComponent(leg.key.agent)}/${encodeURIComponent(leg.key.id)}/${encodeURIComponent(result.turnId)}.json`;
+  await blobs.put(key, JSON.stringify(output));
+  return { ...rest, output: { $blob: key } };
 }
 
 /** The journal itself cannot be trusted: record the outcome on the turn and the record only. */
@@ -69,7 +98,8 @@ export async function failUnjournaled(leg: LegContext, error: string): Promise<K
   leg.log.error('turn failed', { error });
   const turnId = leg.signals.record.activeTurnId ?? '';
   await leg.deps.store.setTurnOutcome(leg.key, turnId, { status: 'failed', error, at: leg.deps.clock.now() });
-  await leg.deps.results.publish(resultMessage(leg, turnId, 'failed', undefined, error), { trace: leg.trace });
+  const result = await withinMessageLimit(leg, resultMessage(leg, turnId, 'failed', undefined, error));
+  await leg.deps.results.publish(result, { trace: leg.trace });
   await release(leg, 'failed', undefined);
   leg.deps.telemetry.metrics.count('Outcomes', 1, { status: 'failed' });
   return 'finished';

@@ -250,4 +250,39 @@ describe('protocol regressions (issue 13)', () => {
 
     expect(results.bodies).toEqual([expect.objectContaining({ status: 'completed', output: 'found 1' })]);
   });
+
+  it('bug 2: a final answer over the SQS message limit is published through the payload bucket', async () => {
+    const answer = 'x'.repeat(300 * 1024);
+    const agent = lookupAgent({ script: () => ({ final: answer }) });
+    const { deps, store, results, blobs } = makeTestDeps([agent]);
+    const key = keyOf('lookup-agent', 'T-b2');
+    await acceptTicket(ticketBody('lookup-agent', 'T-b2', {}), undefined, deps);
+    await drain(deps);
+
+    const result = results.bodies[0];
+    expect(result).toMatchObject({ status: 'completed', output: { $blob: expect.any(String) } });
+    const ref = (result?.output as { $blob: string } | undefined)?.$blob ?? '';
+    expect(JSON.parse(await blobs.get(ref))).toBe(answer);
+    expect((await store.getSession(key))?.state).toBe('completed');
+    expect((await store.getTurn(key, 'T-b2'))?.outcome?.output).toBe(answer);
+  });
+
+  it('bug 2: with no payload bucket, an answer over the limit still ends the turn with a result that says why', async () => {
+    const answer = 'x'.repeat(300 * 1024);
+    const agent = lookupAgent({ script: () => ({ final: answer }) });
+    // No payload bucket: the answer can never travel on the results queue.
+    const { deps, store, results } = makeTestDeps([agent], { blobs: undefined });
+    const key = keyOf('lookup-agent', 'T-b2b');
+    await acceptTicket(ticketBody('lookup-agent', 'T-b2b', {}), undefined, deps);
+    await drain(deps);
+
+    expect(results.bodies).toEqual([
+      expect.objectContaining({
+        status: 'completed',
+        error: expect.stringContaining('over the results queue message limit'),
+      }),
+    ]);
+    expect(results.bodies[0]?.output).toBeUndefined();
+    expect((await store.getSession(key))?.state).toBe('completed');
+  });
 });
