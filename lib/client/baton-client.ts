@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { InvalidInputError } from '../core/errors.ts';
 import { DEFAULT_TENANT, deriveSessionId } from '../core/ids.ts';
 import type { JournalEntry } from '../core/journal.ts';
+import { INLINE_PAYLOAD_LIMIT_BYTES } from '../core/messages.ts';
 import { childContext, newTraceId } from '../core/trace-context.ts';
 import { reportedState, type SessionState } from '../core/vocabulary.ts';
 import type { BlobStore } from '../ports/blob-store.ts';
@@ -9,8 +10,8 @@ import type { Clock } from '../ports/clock.ts';
 import type { TicketQueue, WorkQueue } from '../ports/queues.ts';
 import type { SessionRecord, SessionStore, TurnOutcome } from '../ports/session-store.ts';
 
-/** Ticket bodies above this go to the payload bucket (SQS allows 256 KiB per message, attributes included). */
-export const INLINE_TICKET_LIMIT_BYTES = 200 * 1024;
+/** Ticket inputs above this go to the payload bucket (the queues keep to MAX_MESSAGE_BYTES, attributes included). */
+export const INLINE_TICKET_LIMIT_BYTES = INLINE_PAYLOAD_LIMIT_BYTES;
 
 export interface BatonClientDeps {
   readonly store: SessionStore;

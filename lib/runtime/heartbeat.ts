@@ -43,7 +43,9 @@ export class Heartbeat {
     return this.#until;
   }
 
+  /** Starts renewing (again, after a stop). */
   start(): void {
+    this.#stopped = false;
     this.#schedule(renewIntervalMs(this.options.ttlMs));
   }
 

@@ -1,8 +1,7 @@
 import type { AgentDefinition } from '../../agent/define-agent.ts';
 import { onceOnlyFitsLease } from '../../core/budget.ts';
 import { BatonError, errorMessage } from '../../core/errors.ts';
-import type { PendingCall } from '../../core/fold.ts';
-import { idempotencyKey } from '../../core/ids.ts';
+import { type PendingCall, pendingCallKey } from '../../core/fold.ts';
 import { fitsInBudget, waitForRetry, yieldForBudget } from './hand-off.ts';
 import type { KickOutcome, LegContext } from './leg-context.ts';
 import { runStep, StepSourceError } from './retry.ts';
@@ -20,10 +19,14 @@ export async function toolStep(
   const tools = calls.map((p) => agent.tools.find((t) => t.name === p.call.name));
   const longest = Math.max(0, ...tools.map((t) => t?.maxDurationMs ?? 0));
   if (!fitsInBudget(leg, longest)) return yieldForBudget(leg, `tools ${calls.map((p) => p.call.name).join(', ')}`);
-  if (tools.some((t) => t?.effect === 'once')) {
+  // Only the once-only calls must end before the lease could pass to a recovery; the others may
+  // outlive it (a recovery repeats them harmlessly), so only their durations count here.
+  const onceOnly = tools.filter((t) => t?.effect === 'once');
+  if (onceOnly.length > 0) {
+    const longestOnce = Math.max(...onceOnly.map((t) => t?.maxDurationMs ?? 0));
     const fresh = await leg.signals.renewNow();
     if (fresh.cancelRequested) return undefined;
-    if (!onceOnlyFitsLease(leg.signals.leaseUntil, leg.deps.clock.now(), longest)) {
+    if (!onceOnlyFitsLease(leg.signals.leaseUntil, leg.deps.clock.now(), longestOnce)) {
       return yieldForBudget(leg, 'a once-only call that the lease would not outlive');
     }
   }
@@ -34,7 +37,7 @@ export async function toolStep(
 /** A once-only call whose watermark has no result: ask the tool whether it happened. */
 export async function reconcileStep(leg: LegContext, agent: AgentDefinition, pending: PendingCall): Promise<void> {
   const tool = agent.tools.find((t) => t.name === pending.call.name);
-  const key = idempotencyKey(leg.key, pending.modelSeq, pending.call.id);
+  const key = pendingCallKey(leg.key, pending);
   const verdict = tool?.reconcile ? await tool.reconcile(key, pending.call.input) : ({ verdict: 'unknown' } as const);
   leg.log.warn('once-only call found interrupted; reconciled', {
     callId: pending.call.id,
@@ -75,7 +78,7 @@ async function runTools(leg: LegContext, agent: AgentDefinition, calls: readonly
       await leg.journal.append('intent', {
         callId: p.pending.call.id,
         tool: p.tool.name,
-        idempotencyKey: idempotencyKey(leg.key, p.pending.modelSeq, p.pending.call.id),
+        idempotencyKey: pendingCallKey(leg.key, p.pending),
       });
       await deps.failpoint('after-intent');
     }
@@ -89,7 +92,7 @@ async function runTools(leg: LegContext, agent: AgentDefinition, calls: readonly
         tool.run(p.input, {
           // Cancel never aborts a once-only call in flight; losing the lease still does.
           signal: once ? signals.leaseSignal : signals.stepSignal,
-          idempotencyKey: idempotencyKey(leg.key, p.pending.modelSeq, p.pending.call.id),
+          idempotencyKey: pendingCallKey(leg.key, p.pending),
           sessionId: leg.key.id,
           log: (message, fields) => leg.log.info(message, { tool: tool.name, ...fields }),
           progress: (note) => leg.log.debug('tool progress', { tool: tool.name, note }),
