@@ -42,6 +42,9 @@ const SWEEPER_TIMEOUT_MARGIN = Duration.seconds(15);
 /** An S3 object must outlive the journal entry pointing to it; DynamoDB's TTL deletion lags by up to days. */
 const PAYLOAD_RETENTION_GRACE_DAYS = 2;
 
+/** Baton's own configuration (lib/core/resources.ts ENV, failpoints, faults): never set by agentEnvironment. */
+const RESERVED_ENV_PREFIX = 'BATON_';
+
 /** What a team tunes; every field has a default. */
 export interface BatonRuntimeProps {
   /**
@@ -110,6 +113,7 @@ export interface BatonRuntimeProps {
   readonly accessLogsBucket?: IBucket;
   /**
    * Extra environment for the intake and step functions (what the agents read, e.g. a model id).
+   * Names starting with `BATON_` are reserved and refused.
    * @default none
    */
   readonly agentEnvironment?: Record<string, string>;
@@ -367,6 +371,11 @@ function resolveSettings(props: BatonRuntimeProps): Settings {
     refuse('batchSize must be an integer from 1 to 10 (more needs a batching window)');
   if (!Number.isInteger(settings.retentionDays) || settings.retentionDays < 1)
     refuse('retentionDays must be a positive integer');
+  for (const name of Object.keys(props.agentEnvironment ?? {}))
+    if (name.startsWith(RESERVED_ENV_PREFIX))
+      refuse(
+        `agentEnvironment may not set ${name}: ${RESERVED_ENV_PREFIX}* variables are reserved for Baton's own configuration`,
+      );
   return settings;
 }
 

@@ -35,3 +35,16 @@ describe('BatonRuntime settings checked at synth time', () => {
     expect(build({ maxConcurrency: 1 })).toThrow(/maxConcurrency must be an integer from 2 to 1000/);
   });
 });
+
+describe('BatonRuntime agentEnvironment', () => {
+  it('refuses a variable that would override one Baton reserves, naming it', () => {
+    expect(build({ agentEnvironment: { MODEL_ID: 'm', BATON_TABLE: 'someone-elses-table' } })).toThrow(
+      /agentEnvironment may not set BATON_TABLE: BATON_\* variables are reserved/,
+    );
+    expect(build({ agentEnvironment: { BATON_FAILPOINTS_FILE: '/x' } })).toThrow(/BATON_FAILPOINTS_FILE/);
+  });
+
+  it('accepts the agents’ own variables', () => {
+    expect(build({ agentEnvironment: { MODEL_ID: 'm' } })).not.toThrow();
+  });
+});
