@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { NAME_PATTERN } from './ids.ts';
+import { isCleanText } from './json-depth.ts';
 import { KickReason, OutcomeStatus } from './vocabulary.ts';
 
 /** Queue message contracts. Each carries `v`; a consumer refuses versions it does not know. */
@@ -10,10 +11,20 @@ const name = (what: string) => z.string().regex(NAME_PATTERN, `${what} must matc
 export const BlobRef = z.object({ $blob: z.string().min(1).max(1024) }).strict();
 export type BlobRef = z.infer<typeof BlobRef>;
 
+/**
+ * A ticket id names a session (hashed as UTF-8): a lone surrogate would be replaced in the hash,
+ * so distinct ids could share one session. Ids are checked as strictly as inputs.
+ */
+export const TicketId = z
+  .string()
+  .min(1)
+  .max(128)
+  .refine(isCleanText, 'ticket id must be well-formed Unicode without control characters');
+
 export const Ticket = z
   .object({
     v: z.literal(1).default(1),
-    ticketId: z.string().min(1).max(128),
+    ticketId: TicketId,
     agent: name('agent'),
     tenant: name('tenant').optional(),
     input: z.unknown().refine((value) => value !== undefined, 'input is required'),

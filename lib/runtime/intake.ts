@@ -1,6 +1,7 @@
 import { errorMessage, InvalidInputError, PayloadTooLargeError, TicketConflictError } from '../core/errors.ts';
 import { DEFAULT_TENANT, deriveSessionId, hashJson, NAME_PATTERN, type SessionKey } from '../core/ids.ts';
-import { BlobRef, describeIssues, Ticket } from '../core/messages.ts';
+import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../core/json-depth.ts';
+import { BlobRef, describeIssues, Ticket, TicketId } from '../core/messages.ts';
 import { childContext, newTraceId, type TraceContext } from '../core/trace-context.ts';
 import type { RuntimeDeps } from './deps.ts';
 import { ttlSeconds } from './deps.ts';
@@ -85,6 +86,8 @@ function parseTicket(body: string): Ticket {
   } catch (error) {
     throw new InvalidInputError(`ticket body is not valid JSON: ${errorMessage(error)}`);
   }
+  // Before anything walks it recursively: a stack overflow would look transient and be retried.
+  if (exceedsJsonDepth(json)) throw new InvalidInputError(`ticket is nested deeper than ${MAX_JSON_DEPTH} levels`);
   const parsed = Ticket.safeParse(json);
   if (!parsed.success) throw new InvalidInputError(`ticket is invalid: ${describeIssues(parsed.error)}`);
   if (hasLoneSurrogate(parsed.data.input))
@@ -98,11 +101,17 @@ async function resolveInput(input: unknown, deps: IntakeDeps): Promise<unknown> 
   if (!ref.success) return input;
   if (!deps.blobs) throw new InvalidInputError('ticket input is a blob reference but no payload bucket is configured');
   const text = await deps.blobs.get(ref.data.$blob);
+  let resolved: unknown;
   try {
-    return JSON.parse(text);
+    resolved = JSON.parse(text);
   } catch (error) {
     throw new InvalidInputError(`ticket input blob ${ref.data.$blob} is not valid JSON: ${errorMessage(error)}`);
   }
+  if (exceedsJsonDepth(resolved))
+    throw new InvalidInputError(`ticket input blob ${ref.data.$blob} is nested deeper than ${MAX_JSON_DEPTH} levels`);
+  if (hasLoneSurrogate(resolved))
+    throw new InvalidInputError('ticket input contains invalid Unicode (a lone surrogate)');
+  return resolved;
 }
 
 /** Lone UTF-16 surrogates survive JSON.parse but break every store and model downstream. */
@@ -120,12 +129,8 @@ export function salvageIds(body: string): { ticketId: string; agent: string; ten
     const json = JSON.parse(body) as Record<string, unknown>;
     const tenant = typeof json.tenant === 'string' ? json.tenant : DEFAULT_TENANT;
     if (typeof json.ticketId !== 'string' || typeof json.agent !== 'string') return undefined;
-    if (
-      !NAME_PATTERN.test(json.agent) ||
-      !NAME_PATTERN.test(tenant) ||
-      json.ticketId.length > 128 ||
-      json.ticketId.length === 0
-    )
+    // An id that is not itself (a lone surrogate hashes like U+FFFD) could record onto another ticket's session.
+    if (!NAME_PATTERN.test(json.agent) || !NAME_PATTERN.test(tenant) || !TicketId.safeParse(json.ticketId).success)
       return undefined;
     return { ticketId: json.ticketId, agent: json.agent, tenant };
   } catch {

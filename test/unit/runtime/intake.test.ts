@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidInputError, PayloadTooLargeError, TicketConflictError } from '../../../lib/core/errors.ts';
 import { deriveSessionId } from '../../../lib/core/ids.ts';
-import { acceptTicket, recordRejectedTicket } from '../../../lib/runtime/intake.ts';
+import { acceptTicket, recordRejectedTicket, salvageIds } from '../../../lib/runtime/intake.ts';
 import { lookupAgent, makeTestDeps, ticketBody } from '../../fixtures/runtime.ts';
 
 const key = (ticketId: string, agent = 'lookup-agent') => ({
@@ -77,4 +77,41 @@ describe('intake', () => {
     await recordRejectedTicket(ticketBody('lookup-agent', 'T-6', { ids: ['other'] }), 'conflict', deps);
     expect((await store.getSession(key('T-6')))?.state).toBe('queued');
   });
+
+  it('refuses a ticket nested 100,000 levels deep as invalid (not a transient stack overflow) and records it', async () => {
+    const { deps, store, results, workQueue } = makeTestDeps([lookupAgent()]);
+    const depth = 100_000;
+    const body = `{"ticketId":"T-deep","agent":"lookup-agent","input":${'['.repeat(depth)}${']'.repeat(depth)}}`;
+
+    const refusal = acceptTicket(body, undefined, deps);
+    await expect(refusal).rejects.toThrow(InvalidInputError);
+    await expect(refusal).rejects.toThrow(/ticket is nested deeper than 64 levels/);
+    const error = await refusal.catch((e: Error) => e.message);
+    expect(await recordRejectedTicket(body, error, deps)).toBe(true);
+
+    expect(workQueue.sent).toHaveLength(0);
+    expect((await store.getSession(key('T-deep')))?.state).toBe('failed');
+    expect(results.bodies[0]).toMatchObject({ ticketId: 'T-deep', status: 'failed', error });
+  });
+
+  it.each([
+    ['a lone high surrogate', '\ud800'],
+    ['a lone low surrogate', '\udc00'],
+    ['a control character', 'T\u0000'],
+  ])(
+    'refuses a ticket id with %s, which would alias another id’s session, and salvages nothing from it',
+    async (_what, ticketId) => {
+      const { deps, workQueue } = makeTestDeps([lookupAgent()]);
+      // JSON.stringify escapes the character, as a producer's serialiser would.
+      const body = ticketBody('lookup-agent', ticketId, { ids: [] });
+
+      const refusal = acceptTicket(body, undefined, deps);
+      await expect(refusal).rejects.toThrow(InvalidInputError);
+      await expect(refusal).rejects.toThrow(
+        /ticketId: ticket id must be well-formed Unicode without control characters/,
+      );
+      expect(salvageIds(body)).toBeUndefined();
+      expect(workQueue.sent).toHaveLength(0);
+    },
+  );
 });
