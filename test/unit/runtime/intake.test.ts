@@ -86,7 +86,10 @@ describe('intake', () => {
     const refusal = acceptTicket(body, undefined, deps);
     await expect(refusal).rejects.toThrow(InvalidInputError);
     await expect(refusal).rejects.toThrow(/ticket is nested deeper than 64 levels/);
-    const error = await refusal.catch((e: Error) => e.message);
+    const error = await refusal.then(
+      () => '',
+      (e: Error) => e.message,
+    );
     expect(await recordRejectedTicket(body, error, deps)).toBe(true);
 
     expect(workQueue.sent).toHaveLength(0);
