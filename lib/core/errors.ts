@@ -59,6 +59,18 @@ export class PayloadTooLargeError extends InvalidInputError {
   }
 }
 
+/** A blob larger than its reader allows: refused before its body is read, never retried. */
+export class BlobTooLargeError extends BatonError {
+  constructor(
+    readonly key: string,
+    readonly bytes: number,
+    readonly maxBytes: number,
+  ) {
+    super(`blob ${key} is ${bytes} bytes, more than the ${maxBytes} allowed`, { retryable: false });
+    this.name = 'BlobTooLargeError';
+  }
+}
+
 /** An error raised by a model or tool; `retryable` decides whether the retry policy applies. */
 export class StepError extends BatonError {
   constructor(message: string, options?: ErrorOptions & { retryable?: boolean }) {

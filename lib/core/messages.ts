@@ -7,8 +7,17 @@ import { KickReason, OutcomeStatus } from './vocabulary.ts';
 
 const name = (what: string) => z.string().regex(NAME_PATTERN, `${what} must match ${NAME_PATTERN}`);
 
-/** A large ticket input lives in the payload bucket; the ticket carries only its key. */
-export const BlobRef = z.object({ $blob: z.string().min(1).max(1024) }).strict();
+/**
+ * A large ticket input lives in the payload bucket; the ticket carries its key, under
+ * `tickets/{tenant}/{agent}/`, and the size and SHA-256 (hex) of its UTF-8 text, checked on read.
+ */
+export const BlobRef = z
+  .object({
+    $blob: z.string().min(1).max(1024),
+    sha256: z.string().regex(/^[0-9a-f]{64}$/, 'sha256 must be 64 lowercase hex digits'),
+    bytes: z.number().int().positive(),
+  })
+  .strict();
 export type BlobRef = z.infer<typeof BlobRef>;
 
 /**

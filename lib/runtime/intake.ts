@@ -1,4 +1,12 @@
-import { errorMessage, InvalidInputError, PayloadTooLargeError, TicketConflictError } from '../core/errors.ts';
+import type { AgentDefinition } from '../agent/define-agent.ts';
+import { isKeyUnder, matchesDigest, ticketBlobPrefix } from '../core/content-digest.ts';
+import {
+  BlobTooLargeError,
+  errorMessage,
+  InvalidInputError,
+  PayloadTooLargeError,
+  TicketConflictError,
+} from '../core/errors.ts';
 import { DEFAULT_TENANT, deriveSessionId, hashJson, NAME_PATTERN, type SessionKey } from '../core/ids.ts';
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../core/json-depth.ts';
 import { BlobRef, describeIssues, Ticket, TicketId } from '../core/messages.ts';
@@ -30,7 +38,8 @@ export async function acceptTicket(body: string, trace: TraceContext | undefined
     throw new InvalidInputError(
       `unknown agent "${ticket.agent}" (deployed: ${[...deps.agents.keys()].join(', ') || 'none'})`,
     );
-  const input = await resolveInput(ticket.input, deps);
+  const tenant = ticket.tenant ?? DEFAULT_TENANT;
+  const input = await resolveInput(ticket.input, tenant, agent, deps);
   const bytes = Buffer.byteLength(JSON.stringify(input));
   if (bytes > agent.limits.maxPayloadBytes)
     throw new PayloadTooLargeError(`ticket ${ticket.ticketId} input`, bytes, agent.limits.maxPayloadBytes);
@@ -43,7 +52,6 @@ export async function acceptTicket(body: string, trace: TraceContext | undefined
   }
 
   const now = deps.clock.now();
-  const tenant = ticket.tenant ?? DEFAULT_TENANT;
   const key: SessionKey = { tenant, agent: ticket.agent, id: deriveSessionId(tenant, ticket.agent, ticket.ticketId) };
   const turnId = ticket.ticketId;
   const retention = ttlSeconds(deps.config, now);
@@ -95,20 +103,48 @@ function parseTicket(body: string): Ticket {
   return parsed.data;
 }
 
-/** A ticket input over the SQS limit arrives as a reference to the payload bucket. */
-async function resolveInput(input: unknown, deps: IntakeDeps): Promise<unknown> {
-  const ref = BlobRef.safeParse(input);
-  if (!ref.success) return input;
+/**
+ * A ticket input over the SQS limit arrives as a reference to the payload bucket. The reference is
+ * the producer's word: its key must lie under the ticket's own tenant and agent, its declared size
+ * within the agent's cap (checked before reading, and no more than that is read), and the body
+ * must match its hash.
+ */
+async function resolveInput(
+  input: unknown,
+  tenant: string,
+  agent: AgentDefinition,
+  deps: IntakeDeps,
+): Promise<unknown> {
+  if (!(input && typeof input === 'object' && Object.hasOwn(input, '$blob'))) return input;
+  const parsed = BlobRef.safeParse(input);
+  if (!parsed.success)
+    throw new InvalidInputError(`ticket input is a blob reference but is invalid: ${describeIssues(parsed.error)}`);
+  const ref = parsed.data;
+  const prefix = ticketBlobPrefix(tenant, agent.name);
+  if (!isKeyUnder(ref.$blob, prefix))
+    throw new InvalidInputError(`ticket input blob ${ref.$blob} is not under ${prefix}/`);
+  if (ref.bytes > agent.limits.maxPayloadBytes)
+    throw new PayloadTooLargeError(`ticket input blob ${ref.$blob}`, ref.bytes, agent.limits.maxPayloadBytes);
   if (!deps.blobs) throw new InvalidInputError('ticket input is a blob reference but no payload bucket is configured');
-  const text = await deps.blobs.get(ref.data.$blob);
+  let text: string;
+  try {
+    text = await deps.blobs.get(ref.$blob, { maxBytes: ref.bytes });
+  } catch (error) {
+    if (!(error instanceof BlobTooLargeError)) throw error;
+    throw new InvalidInputError(
+      `ticket input blob ${ref.$blob} is larger than the ${ref.bytes} bytes its pointer declares`,
+    );
+  }
+  if (!matchesDigest(text, ref))
+    throw new InvalidInputError(`ticket input blob ${ref.$blob} does not match the content hash the ticket carries`);
   let resolved: unknown;
   try {
     resolved = JSON.parse(text);
   } catch (error) {
-    throw new InvalidInputError(`ticket input blob ${ref.data.$blob} is not valid JSON: ${errorMessage(error)}`);
+    throw new InvalidInputError(`ticket input blob ${ref.$blob} is not valid JSON: ${errorMessage(error)}`);
   }
   if (exceedsJsonDepth(resolved))
-    throw new InvalidInputError(`ticket input blob ${ref.data.$blob} is nested deeper than ${MAX_JSON_DEPTH} levels`);
+    throw new InvalidInputError(`ticket input blob ${ref.$blob} is nested deeper than ${MAX_JSON_DEPTH} levels`);
   if (hasLoneSurrogate(resolved))
     throw new InvalidInputError('ticket input contains invalid Unicode (a lone surrogate)');
   return resolved;

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { InvalidInputError, PayloadTooLargeError, TicketConflictError } from '../../../lib/core/errors.ts';
 import { deriveSessionId } from '../../../lib/core/ids.ts';
@@ -117,4 +118,84 @@ describe('intake', () => {
       expect(workQueue.sent).toHaveLength(0);
     },
   );
+
+  describe('a ticket input in the payload bucket', () => {
+    const input = { ids: ['from-the-bucket'] };
+    const text = JSON.stringify(input);
+    const sha256 = createHash('sha256').update(text).digest('hex');
+    const bytes = Buffer.byteLength(text);
+    const blobTicket = (ticketId: string, ref: Record<string, unknown>, tenant = 'default') =>
+      JSON.stringify({ ticketId, agent: 'lookup-agent', tenant, input: ref });
+
+    it('is read when its key is under its own tenant and agent and its content matches the hash', async () => {
+      const { deps, blobs, store } = makeTestDeps([lookupAgent()]);
+      await blobs.put('tickets/default/lookup-agent/T-b1.json', text);
+
+      const accepted = await acceptTicket(
+        blobTicket('T-b1', { $blob: 'tickets/default/lookup-agent/T-b1.json', sha256, bytes }),
+        undefined,
+        deps,
+      );
+
+      expect(await store.getTurn(accepted.key, 'T-b1')).toMatchObject({ input });
+    });
+
+    it.each([
+      ['another tenant’s ticket', 'tickets/acme/lookup-agent/T-secret.json'],
+      ['a journal payload', 'default/lookup-agent/abcdefghijklmnopqrstuvwxyz/J3-e1-w.json'],
+      ['a path that climbs out of its prefix', 'tickets/default/lookup-agent/../../acme/lookup-agent/T.json'],
+    ])('is refused when its key names %s, without reading it', async (_what, $blob) => {
+      const { deps, blobs } = makeTestDeps([lookupAgent()]);
+      await blobs.put($blob, text);
+      const reads: string[] = [];
+      const spying = {
+        put: blobs.put.bind(blobs),
+        get: async (k: string) => {
+          reads.push(k);
+          return blobs.get(k);
+        },
+      };
+
+      const refusal = acceptTicket(blobTicket('T-b2', { $blob, sha256, bytes }), undefined, { ...deps, blobs: spying });
+
+      await expect(refusal).rejects.toThrow(InvalidInputError);
+      await expect(refusal).rejects.toThrow(/ticket input blob .* is not under tickets\/default\/lookup-agent\//);
+      expect(reads).toEqual([]);
+    });
+
+    it('is refused when its content does not match the hash the ticket carries', async () => {
+      const { deps, blobs } = makeTestDeps([lookupAgent()]);
+      await blobs.put('tickets/default/lookup-agent/T-b3.json', JSON.stringify({ ids: ['swapped'] }));
+
+      await expect(
+        acceptTicket(
+          blobTicket('T-b3', { $blob: 'tickets/default/lookup-agent/T-b3.json', sha256, bytes: bytes - 4 }),
+          undefined,
+          deps,
+        ),
+      ).rejects.toThrow(/ticket input blob .* does not match the content hash/);
+    });
+
+    it('is refused when it declares more bytes than the agent’s cap, and read no further than it declares', async () => {
+      const agent = { ...lookupAgent(), limits: { ...lookupAgent().limits, maxPayloadBytes: 1_000 } };
+      const { deps, blobs } = makeTestDeps([agent]);
+      await blobs.put('tickets/default/lookup-agent/T-b4.json', 'x'.repeat(5_000));
+      const $blob = 'tickets/default/lookup-agent/T-b4.json';
+
+      await expect(acceptTicket(blobTicket('T-b4', { $blob, sha256, bytes: 5_000 }), undefined, deps)).rejects.toThrow(
+        PayloadTooLargeError,
+      );
+      await expect(acceptTicket(blobTicket('T-b5', { $blob, sha256, bytes }), undefined, deps)).rejects.toThrow(
+        /is larger than the \d+ bytes its pointer declares/,
+      );
+    });
+
+    it('is refused when the reference lacks its hash and size, rather than taken as a literal input', async () => {
+      const { deps } = makeTestDeps([lookupAgent()]);
+
+      await expect(
+        acceptTicket(blobTicket('T-b6', { $blob: 'tickets/default/lookup-agent/T-b6.json' }), undefined, deps),
+      ).rejects.toThrow(/ticket input is a blob reference but is invalid: sha256: /);
+    });
+  });
 });
