@@ -60,6 +60,7 @@ export const deps: RuntimeDeps = {
     reserveMs: config.reserveMs,
     retentionDays: config.retentionDays,
     sweepGraceMs: config.leaseTtlMs,
+    producers: config.producers,
   },
   random: Math.random,
 };

@@ -24,6 +24,14 @@ export class TicketConflictError extends InvalidInputError {
   }
 }
 
+/** A ticket whose sender is not bound to its tenant: refused without touching that tenant's records. */
+export class TenantNotAllowedError extends InvalidInputError {
+  constructor(message: string) {
+    super(message);
+    this.name = 'TenantNotAllowedError';
+  }
+}
+
 /** Stored state failed validation: it is treated as untrusted input, never repaired silently. */
 export class CorruptStateError extends BatonError {
   constructor(message: string, options?: ErrorOptions) {

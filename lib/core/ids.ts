@@ -12,8 +12,7 @@ export const DEFAULT_TENANT = 'default';
 const BASE32 = 'abcdefghijklmnopqrstuvwxyz234567';
 const SESSION_ID_CHARS = 26; // 130 bits of sha256: collision-free for any realistic volume
 
-/** Names (tenant, agent) may not contain the key separator, so keys cannot alias each other. */
-export const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+export { NAME_PATTERN } from './resources.ts';
 
 function base32(bytes: Uint8Array, chars: number): string {
   let out = '';

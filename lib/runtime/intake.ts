@@ -5,11 +5,13 @@ import {
   errorMessage,
   InvalidInputError,
   PayloadTooLargeError,
+  TenantNotAllowedError,
   TicketConflictError,
 } from '../core/errors.ts';
 import { DEFAULT_TENANT, deriveSessionId, hashJson, NAME_PATTERN, type SessionKey } from '../core/ids.ts';
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../core/json-depth.ts';
 import { BlobRef, describeIssues, Ticket, TicketId } from '../core/messages.ts';
+import { tenantRefusal } from '../core/tenancy.ts';
 import { childContext, newTraceId, type TraceContext } from '../core/trace-context.ts';
 import type { RuntimeDeps } from './deps.ts';
 import { ttlSeconds } from './deps.ts';
@@ -26,19 +28,34 @@ export interface Accepted {
   readonly created: boolean;
 }
 
+/** Where a ticket came from, as the queue reports it. */
+export interface TicketOrigin {
+  /** The SQS record's `SenderId`: who sent it, as IAM authenticated it. */
+  readonly senderId?: string | undefined;
+  readonly messageId?: string | undefined;
+}
+
 /**
  * Accepts a ticket: validates it, persists its input as a turn (a resubmission converges on the
  * same session and turn), then kicks. The caller acknowledges the message only after this resolves.
  * Throws InvalidInputError for a ticket that can never succeed; other errors are transient.
  */
-export async function acceptTicket(body: string, trace: TraceContext | undefined, deps: IntakeDeps): Promise<Accepted> {
+export async function acceptTicket(
+  body: string,
+  trace: TraceContext | undefined,
+  deps: IntakeDeps,
+  origin: TicketOrigin = {},
+): Promise<Accepted> {
   const ticket = parseTicket(body);
+  const tenant = ticket.tenant ?? DEFAULT_TENANT;
+  // First, before its agent is named or its blob read: a sender acts only for its own tenants.
+  const refusal = tenantRefusal(deps.config.producers, origin.senderId, tenant);
+  if (refusal !== undefined) throw new TenantNotAllowedError(refusal);
   const agent = deps.agents.get(ticket.agent);
   if (!agent)
     throw new InvalidInputError(
       `unknown agent "${ticket.agent}" (deployed: ${[...deps.agents.keys()].join(', ') || 'none'})`,
     );
-  const tenant = ticket.tenant ?? DEFAULT_TENANT;
   const input = await resolveInput(ticket.input, tenant, agent, deps);
   const bytes = Buffer.byteLength(JSON.stringify(input));
   if (bytes > agent.limits.maxPayloadBytes)
@@ -178,7 +195,12 @@ export function salvageIds(body: string): { ticketId: string; agent: string; ten
  * Records a refused ticket as a failed outcome an operator can read (status, results queue),
  * when its ids can be salvaged. Returns false when they cannot: the caller dead-letters it.
  */
-export async function recordRejectedTicket(body: string, reason: string, deps: IntakeDeps): Promise<boolean> {
+export async function recordRejectedTicket(
+  body: string,
+  reason: string,
+  deps: IntakeDeps,
+  origin: TicketOrigin = {},
+): Promise<boolean> {
   const ids = salvageIds(body);
   if (!ids) return false;
   const now = deps.clock.now();
@@ -187,6 +209,15 @@ export async function recordRejectedTicket(body: string, reason: string, deps: I
     agent: ids.agent,
     id: deriveSessionId(ids.tenant, ids.agent, ids.ticketId),
   };
+  // A sender outside the tenant writes nothing there (it could squat the tenant's future ticket
+  // id), and its refusal gets an identity of its own, so a consumer never confuses it with the
+  // result of the tenant's real ticket.
+  const refusal = tenantRefusal(deps.config.producers, origin.senderId, ids.tenant);
+  if (refusal !== undefined) {
+    const turnId = `refused:${origin.messageId ?? newTraceId()}`;
+    await deps.results.publish({ ...rejection(ids, key, refusal), turnId }, {});
+    return true;
+  }
   const existing = await deps.store.getSession(key);
   // A conflicting resubmission must not touch the session the first submission created.
   if (existing) {

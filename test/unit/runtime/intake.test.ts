@@ -1,7 +1,13 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { InvalidInputError, PayloadTooLargeError, TicketConflictError } from '../../../lib/core/errors.ts';
+import {
+  InvalidInputError,
+  PayloadTooLargeError,
+  TenantNotAllowedError,
+  TicketConflictError,
+} from '../../../lib/core/errors.ts';
 import { deriveSessionId } from '../../../lib/core/ids.ts';
+import { parseProducers } from '../../../lib/core/tenancy.ts';
 import { acceptTicket, recordRejectedTicket, salvageIds } from '../../../lib/runtime/intake.ts';
 import { lookupAgent, makeTestDeps, ticketBody } from '../../fixtures/runtime.ts';
 
@@ -196,6 +202,91 @@ describe('intake', () => {
       await expect(
         acceptTicket(blobTicket('T-b6', { $blob: 'tickets/default/lookup-agent/T-b6.json' }), undefined, deps),
       ).rejects.toThrow(/ticket input is a blob reference but is invalid: sha256: /);
+    });
+  });
+
+  describe('with producers bound to tenants', () => {
+    // Role AROAACME sends for acme; AROAOPS for any tenant; every other sender is unmapped.
+    const producers = parseProducers('{"AROAACME":["acme"],"111122223333":["default"],"AROAOPS":["*"]}');
+    const bound = () => {
+      const test = makeTestDeps([lookupAgent()]);
+      return { ...test, deps: { ...test.deps, config: { ...test.deps.config, producers } } };
+    };
+    const forTenant = (tenant: string, ticketId: string, input: unknown = { ids: [] }) =>
+      JSON.stringify({ ticketId, agent: 'lookup-agent', tenant, input });
+    const acme = (ticketId: string) => ({
+      tenant: 'acme',
+      agent: 'lookup-agent',
+      id: deriveSessionId('acme', 'lookup-agent', ticketId),
+    });
+
+    it('accepts a ticket for a tenant its sender (a role session, or an account) may use', async () => {
+      const { deps } = bound();
+
+      await expect(
+        acceptTicket(forTenant('acme', 'T-t1'), undefined, deps, { senderId: 'AROAACME:producer-session' }),
+      ).resolves.toMatchObject({ created: true });
+      await expect(
+        acceptTicket(forTenant('default', 'T-t2'), undefined, deps, { senderId: '111122223333' }),
+      ).resolves.toMatchObject({ created: true });
+      await expect(
+        acceptTicket(forTenant('anyone', 'T-t3'), undefined, deps, { senderId: 'AROAOPS:ops' }),
+      ).resolves.toMatchObject({ created: true });
+    });
+
+    it.each([
+      ['an unmapped role session', 'AROAEVIL:x', /sender AROAEVIL:x is not a mapped producer/],
+      ['an unmapped account', '444455556666', /sender 444455556666 is not a mapped producer/],
+      [
+        'a producer mapped to other tenants',
+        '111122223333',
+        /sender 111122223333 may not submit tickets for tenant "acme"/,
+      ],
+      ['no sender at all', undefined, /ticket has no sender id; this deployment maps producers to tenants/],
+    ])(
+      'refuses a ticket from %s, publishing a failed result and creating nothing under the victim tenant',
+      async (_what, senderId, message) => {
+        const { deps, store, results, workQueue } = bound();
+        const body = forTenant('acme', 'T-future');
+        const origin = { senderId, messageId: 'msg-1' };
+
+        const refusal = acceptTicket(body, undefined, deps, origin);
+        await expect(refusal).rejects.toThrow(TenantNotAllowedError);
+        await expect(refusal).rejects.toThrow(message);
+        const reason = await refusal.then(
+          () => '',
+          (e: Error) => e.message,
+        );
+        expect(await recordRejectedTicket(body, reason, deps, origin)).toBe(true);
+
+        // The victim's future ticket id stays free: no session, no turn, no kick.
+        expect(await store.getSession(acme('T-future'))).toBeUndefined();
+        expect(await store.getTurn(acme('T-future'), 'T-future')).toBeUndefined();
+        expect(workQueue.sent).toHaveLength(0);
+        // The refusal is published under its own identity, never the one the real ticket will use.
+        expect(results.bodies).toEqual([
+          expect.objectContaining({
+            ticketId: 'T-future',
+            tenant: 'acme',
+            status: 'failed',
+            error: reason,
+            turnId: 'refused:msg-1',
+          }),
+        ]);
+      },
+    );
+
+    it('records an invalid ticket for a tenant its sender may not use without writing under that tenant', async () => {
+      const { deps, store, results } = bound();
+      const body = forTenant('acme', 'T-squat', { wrong: true }).replace('"ticketId"', '"v":2,"ticketId"');
+      const origin = { senderId: '111122223333', messageId: 'msg-2' };
+
+      await expect(acceptTicket(body, undefined, deps, origin)).rejects.toThrow(InvalidInputError);
+      expect(await recordRejectedTicket(body, 'ticket is invalid: v: …', deps, origin)).toBe(true);
+
+      expect(await store.getSession(acme('T-squat'))).toBeUndefined();
+      expect(results.bodies[0]).toMatchObject({ ticketId: 'T-squat', status: 'failed', turnId: 'refused:msg-2' });
+      expect(results.bodies[0]?.error).toMatch(/may not submit tickets for tenant "acme"/);
     });
   });
 });
