@@ -99,7 +99,8 @@ describe('hostile tickets on the local stack', () => {
 
     // Assert
     for (const good of GOOD_TICKETS) {
-      expect(results.find((r) => r.ticketId === good.ticketId)?.status, good.ticketId).toBe('completed');
+      const result = results.find((r) => r.ticketId === good.ticketId);
+      expect(result?.status, `${good.ticketId}: ${result?.error}`).toBe('completed');
     }
     for (const hostile of HOSTILE_TICKETS) {
       if (hostile.disposition === 'result') {
