@@ -12,7 +12,7 @@ import { OutcomeStatus } from './vocabulary.ts';
  */
 
 /** Bump whenever applyEntry changes what it derives. */
-export const FOLD_VERSION = 1;
+export const FOLD_VERSION = 2;
 
 export interface SessionSnapshot {
   readonly seq: number;
@@ -35,7 +35,12 @@ const SessionViewSchema = z
     usage,
     turnId: z.string().optional(),
     pendingCalls: z.array(
-      z.object({ call: ToolCall, modelSeq: z.number().int(), intentSeq: z.number().int().optional() }),
+      z.object({
+        call: ToolCall,
+        modelSeq: z.number().int(),
+        intentSeq: z.number().int().optional(),
+        reconciledSeq: z.number().int().optional(),
+      }),
     ),
     finalText: z.string().optional(),
     failedAttempts: z.number().int().nonnegative(),

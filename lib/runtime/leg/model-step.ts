@@ -1,0 +1,37 @@
+import type { AgentDefinition } from '../../agent/define-agent.ts';
+import { toolInputSchema } from '../../agent/define-tool.ts';
+import { buildTranscript } from '../../agent/transcript.ts';
+import type { ModelResponse } from '../../ports/model-client.ts';
+import { fitsInBudget, waitForRetry, yieldForBudget } from './hand-off.ts';
+import type { KickOutcome, LegContext } from './leg-context.ts';
+import { runStep } from './retry.ts';
+
+/** The model step: one call with the whole transcript, journaled as a `model` entry. */
+export async function modelStep(leg: LegContext, agent: AgentDefinition): Promise<KickOutcome | undefined> {
+  if (!fitsInBudget(leg, agent.model.maxDurationMs)) return yieldForBudget(leg, `model ${agent.model.id}`);
+  const outcome = await runStep(leg, 'model', agent, () => callModel(leg, agent));
+  return outcome === 'waiting' ? waitForRetry(leg) : undefined;
+}
+
+async function callModel(leg: LegContext, agent: AgentDefinition): Promise<void> {
+  const { deps } = leg;
+  const started = deps.clock.now();
+  const request = {
+    system: agent.instructions,
+    messages: buildTranscript(leg.journal.entries),
+    tools: agent.tools.map((t) => ({ name: t.name, description: t.description, inputSchema: toolInputSchema(t) })),
+  };
+  const pending = agent.model.converse(request, leg.signals.stepSignal);
+  await deps.failpoint('mid-step');
+  const response: ModelResponse = await pending;
+  leg.signals.throwIfAborted();
+  deps.telemetry.metrics.duration('StepDuration', deps.clock.now() - started);
+  deps.telemetry.metrics.count('InputTokens', response.usage.inputTokens);
+  deps.telemetry.metrics.count('OutputTokens', response.usage.outputTokens);
+  await leg.journal.append('model', {
+    text: response.text,
+    toolCalls: [...response.toolCalls],
+    stopReason: response.stopReason,
+    usage: response.usage,
+  });
+}
