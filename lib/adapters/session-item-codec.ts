@@ -69,6 +69,7 @@ const SessionItemSchema = z.object({
   traceId: z.string().regex(/^[0-9a-f]{32}$/),
   sweepShard: z.string().optional(),
   sweepAt: int.optional(),
+  handoff: z.string().optional(),
   createdAt: int,
   updatedAt: int,
   ttl: int.optional(),
@@ -204,6 +205,7 @@ export function decodeSession(raw: unknown, expected?: SessionKey): SessionRecor
     legs: item.legs,
     traceId: item.traceId,
     ...(item.sweepAt === undefined ? {} : { sweepAt: item.sweepAt }),
+    ...(item.handoff === undefined ? {} : { handoff: item.handoff }),
     createdAt: item.createdAt,
     updatedAt: item.updatedAt,
   };

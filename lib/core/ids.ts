@@ -11,6 +11,8 @@ export const DEFAULT_TENANT = 'default';
 
 const BASE32 = 'abcdefghijklmnopqrstuvwxyz234567';
 const SESSION_ID_CHARS = 26; // 130 bits of sha256: collision-free for any realistic volume
+/** Every session id is derived (deriveSessionId, deriveChildSessionId): 26 base32 characters. */
+export const SESSION_ID_PATTERN = /^[a-z2-7]{26}$/;
 
 export { NAME_PATTERN } from './resources.ts';
 
@@ -66,6 +68,10 @@ export function canonicalJson(value: unknown): string {
 export function newOwnerId(invocationId: string): string {
   return `${invocationId}:${randomBytes(6).toString('hex')}`;
 }
+
+/** The nonce a yielding leg stores and puts in its continuation: 128 random bits, hex. */
+export const newHandoffNonce = (): string => randomBytes(16).toString('hex');
+export const HANDOFF_PATTERN = /^[0-9a-f]{32}$/;
 
 /** A unique write id, stamped on journal entries to recognise one's own retried write. */
 export const newWriteId = (): string => randomBytes(8).toString('hex');

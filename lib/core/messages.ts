@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { NAME_PATTERN } from './ids.ts';
+import { HANDOFF_PATTERN, NAME_PATTERN, SESSION_ID_PATTERN } from './ids.ts';
 import { isCleanText } from './json-depth.ts';
 import { KickReason, OutcomeStatus } from './vocabulary.ts';
 
@@ -41,7 +41,11 @@ export const Ticket = z
   .strict();
 export type Ticket = z.infer<typeof Ticket>;
 
-export const SessionRef = z.object({ tenant: name('tenant'), agent: name('agent'), id: z.string().min(1).max(64) });
+export const SessionRef = z.object({
+  tenant: name('tenant'),
+  agent: name('agent'),
+  id: z.string().regex(SESSION_ID_PATTERN, 'session id must be 26 base32 characters'),
+});
 
 export const Kick = z
   .object({
@@ -49,6 +53,11 @@ export const Kick = z
     session: SessionRef,
     reason: z.enum(Object.values(KickReason) as [KickReason, ...KickReason[]]),
     fromEpoch: z.number().int().nonnegative().optional(),
+    /**
+     * A continuation's proof that it comes from the leg that yielded: the nonce that leg stored on
+     * the session record. The epoch alone is a small counter anyone could guess.
+     */
+    handoff: z.string().regex(HANDOFF_PATTERN).optional(),
     turnId: z.string().optional(),
     /** Delays past SQS's 15-minute cap are chained: a kick early for its time is re-sent. */
     notBefore: z.number().int().optional(),

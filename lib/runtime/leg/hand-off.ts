@@ -1,5 +1,6 @@
 import { stepFits } from '../../core/budget.ts';
 import { LeaseLostError } from '../../core/errors.ts';
+import { newHandoffNonce } from '../../core/ids.ts';
 import type { JournalEntry } from '../../core/journal.ts';
 import type { Result } from '../../core/messages.ts';
 import { takeSnapshot } from '../../core/snapshot.ts';
@@ -132,6 +133,16 @@ export async function yieldForBudget(leg: LegContext, what: string): Promise<Kic
     return finish(leg, 'failed', undefined, `step cannot fit in the budget: ${what}`);
   }
   await leg.signals.stopHeartbeat();
+  // The nonce goes on the record (a renewal, so only the holder can write it) before the
+  // continuation carries it: only that continuation can take the lease over while it is live.
+  const handoff = newHandoffNonce();
+  await leg.deps.store.renew(leg.key, {
+    owner: leg.owner,
+    epoch: leg.signals.epoch,
+    until: leg.deps.clock.now() + leg.deps.config.leaseTtlMs,
+    progressed: leg.journal.progressed,
+    handoff,
+  });
   await snapshot(leg);
   await leg.deps.workQueue.sendKick(
     {
@@ -139,6 +150,7 @@ export async function yieldForBudget(leg: LegContext, what: string): Promise<Kic
       session: leg.key,
       reason: 'continuation',
       fromEpoch: leg.signals.epoch,
+      handoff,
       turnId: leg.signals.record.activeTurnId,
     },
     { trace: leg.trace },
