@@ -61,6 +61,7 @@ export const deps: RuntimeDeps = {
     reserveMs: config.reserveMs,
     retentionDays: config.retentionDays,
     sweepGraceMs: config.leaseTtlMs,
+    producers: config.producers,
   },
   random: Math.random,
   ids: randomIds,

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { contentDigest, ticketBlobPrefix } from '../core/content-digest.ts';
 import { InvalidInputError } from '../core/errors.ts';
 import { DEFAULT_TENANT, deriveSessionId } from '../core/ids.ts';
 import type { JournalEntry } from '../core/journal.ts';
@@ -82,9 +83,12 @@ export class BatonClient {
     if (bytes > INLINE_TICKET_LIMIT_BYTES) {
       if (!this.deps.blobs)
         throw new InvalidInputError(`input is ${bytes} bytes, over the SQS limit, and no payload bucket is configured`);
-      const key = `tickets/${tenant}/${request.agent}/${encodeURIComponent(ticketId)}.json`;
-      await this.deps.blobs.put(key, JSON.stringify(input));
-      input = { $blob: key };
+      const text = JSON.stringify(input);
+      const digest = contentDigest(text);
+      // The key carries the hash too: a resubmission with another input never meets the first one's blob.
+      const key = `${ticketBlobPrefix(tenant, request.agent)}/${encodeURIComponent(ticketId)}-${digest.sha256}.json`;
+      await this.deps.blobs.put(key, text);
+      input = { $blob: key, ...digest };
     }
     const traceId = newTraceId();
     await this.deps.tickets.submit(

@@ -24,6 +24,14 @@ export class TicketConflictError extends InvalidInputError {
   }
 }
 
+/** A ticket whose sender is not bound to its tenant: refused without touching that tenant's records. */
+export class TenantNotAllowedError extends InvalidInputError {
+  constructor(message: string) {
+    super(message);
+    this.name = 'TenantNotAllowedError';
+  }
+}
+
 /** Stored state failed validation: it is treated as untrusted input, never repaired silently. */
 export class CorruptStateError extends BatonError {
   constructor(message: string, options?: ErrorOptions) {
@@ -67,6 +75,18 @@ export class InfrastructureError extends Error {
   constructor(what: string, cause: unknown) {
     super(`${what}: ${errorMessage(cause)}`, { cause });
     this.name = 'InfrastructureError';
+  }
+}
+
+/** A blob larger than its reader allows: refused before its body is read, never retried. */
+export class BlobTooLargeError extends BatonError {
+  constructor(
+    readonly key: string,
+    readonly bytes: number,
+    readonly maxBytes: number,
+  ) {
+    super(`blob ${key} is ${bytes} bytes, more than the ${maxBytes} allowed`, { retryable: false });
+    this.name = 'BlobTooLargeError';
   }
 }
 

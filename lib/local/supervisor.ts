@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { workerEnvironment } from './worker-env.ts';
 import { isWorkerMessage, WORKER_CONFIG_ENV, type WorkerConfig, type WorkerMessage } from './worker-protocol.ts';
 
 /** Lambda's kill is not instant either; a little slack keeps a handler that returns on time alive. */
@@ -20,7 +21,10 @@ export interface SupervisorOptions {
   readonly workers: number;
   /** Handlers to host. Schedules run in worker slot 0 only, so a schedule fires once per tick. */
   readonly config: WorkerConfig;
-  /** Added to this process's environment for the workers (resource names, endpoints, credentials). */
+  /**
+   * The workers' settings (resource names, endpoints, local credentials), added to the few
+   * variables they keep from this process's environment (lib/local/worker-env.ts).
+   */
   readonly env?: Readonly<Record<string, string>> | undefined;
   readonly cwd?: string | undefined;
   readonly deadlineGraceMs?: number | undefined;
@@ -107,7 +111,10 @@ export function startSupervisor(options: SupervisorOptions): Supervisor {
   const spawnWorker = (index: number): ChildProcess => {
     const child = spawn(process.execPath, ['--import', tsxLoader, WORKER_PATH], {
       cwd: options.cwd,
-      env: { ...process.env, ...options.env, [WORKER_CONFIG_ENV]: JSON.stringify(configFor(index)) },
+      env: {
+        ...workerEnvironment(process.env, options.env ?? {}),
+        [WORKER_CONFIG_ENV]: JSON.stringify(configFor(index)),
+      },
       // Own process group: Ctrl-C reaches the supervisor only, which then stops the workers itself.
       detached: true,
       stdio: ['ignore', options.workerOutput ?? 'inherit', options.workerOutput ?? 'inherit', 'ipc'],

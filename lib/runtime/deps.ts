@@ -1,5 +1,6 @@
 import type { AgentRegistry } from '../agent/define-agent.ts';
 import type { IdSource } from '../core/ids.ts';
+import type { ProducerMap } from '../core/tenancy.ts';
 import type { BlobStore } from '../ports/blob-store.ts';
 import type { Clock } from '../ports/clock.ts';
 import type { ResultPublisher, TicketQueue, WorkQueue } from '../ports/queues.ts';
@@ -47,6 +48,8 @@ export interface RuntimeConfig {
   readonly retentionDays: number;
   /** How long after an event the sweeper looks, if no kick made progress first. */
   readonly sweepGraceMs: number;
+  /** Tenants each producer may submit for (intake); every producer may use every tenant when absent. */
+  readonly producers?: ProducerMap | undefined;
 }
 
 export const DEFAULT_RUNTIME_CONFIG: RuntimeConfig = {

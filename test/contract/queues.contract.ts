@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { InvalidInputError } from '../../lib/core/errors.ts';
+import { deriveSessionId } from '../../lib/core/ids.ts';
 import type { Kick, Result, Ticket } from '../../lib/core/messages.ts';
 import { formatTraceparent, type TraceContext, traceIdFromXrayHeader } from '../../lib/core/trace-context.ts';
 import type { ResultPublisher, TicketQueue, WorkQueue } from '../../lib/ports/queues.ts';
@@ -33,7 +34,7 @@ export type MakeQueueHarness = () => QueueHarness | Promise<QueueHarness>;
 
 const TRACE: TraceContext = { traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanId: '00f067aa0ba902b7', sampled: true };
 
-const kickFor = (id = `s-${randomUUID()}`): Kick => ({
+const kickFor = (id = deriveSessionId('default', 'order-investigator', randomUUID())): Kick => ({
   v: 1,
   session: { tenant: 'default', agent: 'order-investigator', id },
   reason: 'continuation',

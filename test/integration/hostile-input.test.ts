@@ -17,6 +17,8 @@ import { defineTool } from '../../lib/agent/define-tool.ts';
 import { CorruptStateError } from '../../lib/core/errors.ts';
 import { DEFAULT_TENANT, deriveSessionId, randomIds, type SessionKey } from '../../lib/core/ids.ts';
 import { type Kick, Result } from '../../lib/core/messages.ts';
+import { ENV } from '../../lib/core/resources.ts';
+import { parseProducers } from '../../lib/core/tenancy.ts';
 import { LOCAL_CREDENTIALS } from '../../lib/local/aws-clients.ts';
 import { provisionResources } from '../../lib/local/provision.ts';
 import { receiveAndDelete } from '../../lib/local/receive-messages.ts';
@@ -26,7 +28,7 @@ import type { RuntimeDeps } from '../../lib/runtime/deps.ts';
 import { type Failpoint, FailpointCrash } from '../../lib/runtime/failpoints.ts';
 import { acceptTicket } from '../../lib/runtime/intake.ts';
 import { type KickOutcome, runKick } from '../../lib/runtime/step-runner.ts';
-import { GOOD_TICKETS, HOSTILE_TICKETS } from '../fixtures/hostile-tickets.ts';
+import { GOOD_TICKETS, HOSTILE_PRODUCERS, HOSTILE_TICKETS, LOCAL_SENDER_ID } from '../fixtures/hostile-tickets.ts';
 import { captureTelemetry, invocation, ticketBody } from '../fixtures/runtime.ts';
 import { startTestStack, type TestStack } from '../fixtures/stack.ts';
 import { waitFor } from '../fixtures/wait-for.ts';
@@ -68,21 +70,33 @@ describe('hostile tickets on the local stack', () => {
   const MAX_RECEIVES = 2;
   beforeAll(async () => {
     // Short visibility and few receives: a ticket that can never be recorded reaches the DLQ fast.
-    t = await startTestStack({ visibilityTimeoutS: 3, maxReceiveCount: MAX_RECEIVES });
+    // Producers bound to tenants: the local sender may use the default tenant only.
+    t = await startTestStack({
+      visibilityTimeoutS: 3,
+      maxReceiveCount: MAX_RECEIVES,
+      handlerEnv: { [ENV.producers]: HOSTILE_PRODUCERS },
+    });
   });
   afterAll(async () => {
     await t?.stop();
   });
 
   it('refuses each hostile ticket with an error that names the problem, while the good tickets of the same batch complete', async () => {
-    // Arrange: the eight hostile bodies and the two good tickets in one SendMessageBatch.
-    const entries = [
+    // Arrange: the hostile bodies and the two good tickets, in as few SendMessageBatch calls as
+    // the 256 KiB batch limit allows (the deep ticket alone is 200 KB).
+    const bodies = [
       ...HOSTILE_TICKETS.map((h) => h.body),
       ...GOOD_TICKETS.map((g) => JSON.stringify({ v: 1, ...g, tenant: DEFAULT_TENANT })),
-    ].map((body, i) => ({ Id: String(i), MessageBody: body }));
+    ];
 
     // Act
-    await t.sqs.send(new SendMessageBatchCommand({ QueueUrl: t.stack.resources.queues.tickets.url, Entries: entries }));
+    for (const batch of batchesOf(bodies))
+      await t.sqs.send(
+        new SendMessageBatchCommand({
+          QueueUrl: t.stack.resources.queues.tickets.url,
+          Entries: batch.map((body, i) => ({ Id: String(i), MessageBody: body })),
+        }),
+      );
     const expected = [...HOSTILE_TICKETS.filter((h) => h.ticketId), ...GOOD_TICKETS].map((x) => x.ticketId);
     const results = await t.awaitResults((all) => expected.every((id) => all.some((r) => r.ticketId === id)), 90_000);
     const deadLettered = await collect(
@@ -94,7 +108,8 @@ describe('hostile tickets on the local stack', () => {
 
     // Assert
     for (const good of GOOD_TICKETS) {
-      expect(results.find((r) => r.ticketId === good.ticketId)?.status, good.ticketId).toBe('completed');
+      const result = results.find((r) => r.ticketId === good.ticketId);
+      expect(result?.status, `${good.ticketId}: ${result?.error}`).toBe('completed');
     }
     for (const hostile of HOSTILE_TICKETS) {
       if (hostile.disposition === 'result') {
@@ -105,9 +120,10 @@ describe('hostile tickets on the local stack', () => {
         expect(deadLettered, hostile.name).toContain(hostile.body);
       }
       // The same error, where the intake raises it.
-      await expect(acceptTicket(hostile.body, undefined, intakeDepsFor(t)), hostile.name).rejects.toThrow(
-        hostile.error,
-      );
+      await expect(
+        acceptTicket(hostile.body, undefined, intakeDepsFor(t), { senderId: LOCAL_SENDER_ID }),
+        hostile.name,
+      ).rejects.toThrow(hostile.error);
     }
   }, 150_000);
 
@@ -135,7 +151,8 @@ describe('hostile tickets on the local stack', () => {
     // Assert
     expect(byId('h-oversize')).toMatchObject({
       status: 'failed',
-      error: expect.stringMatching(/input is \d+ bytes, over the hard cap of 8388608 bytes/),
+      // Refused from the size its pointer declares, before the blob is read.
+      error: expect.stringMatching(/ticket input blob .* is \d+ bytes, over the hard cap of 8388608 bytes/),
     });
     expect(byId('h-oversize-step')).toMatchObject({
       status: 'failed',
@@ -206,8 +223,33 @@ function intakeDepsFor(t: TestStack) {
     clock: systemClock,
     agents: exampleAgents,
     telemetry,
-    config: { leaseTtlMs: 1_000, reserveMs: 500, retentionDays: 1, sweepGraceMs: 1_000 },
+    config: {
+      leaseTtlMs: 1_000,
+      reserveMs: 500,
+      retentionDays: 1,
+      sweepGraceMs: 1_000,
+      producers: parseProducers(HOSTILE_PRODUCERS),
+    },
   };
+}
+
+/** Message bodies grouped into SendMessageBatch calls: at most 10 entries and 250 KB each. */
+function batchesOf(bodies: readonly string[]): string[][] {
+  const batches: string[][] = [];
+  let current: string[] = [];
+  let bytes = 0;
+  for (const body of bodies) {
+    const size = Buffer.byteLength(body);
+    if (current.length === 10 || (current.length > 0 && bytes + size > 250_000)) {
+      batches.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(body);
+    bytes += size;
+  }
+  if (current.length > 0) batches.push(current);
+  return batches;
 }
 
 describe('hostile stored state, against the runtime on DynamoDB Local and SQS', () => {

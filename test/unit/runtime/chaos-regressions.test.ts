@@ -124,7 +124,7 @@ describe('the step runner under repeated crashes', () => {
     const now = clock.now();
     for (let i = 0; i < 20; i++) {
       await store.createSession({
-        key: { tenant: 'default', agent: 'backlog', id: `s${i}` },
+        key: { tenant: 'default', agent: 'backlog', id: deriveSessionId('default', 'backlog', `s${i}`) },
         ticketId: `t${i}`,
         activeTurnId: `t${i}`,
         traceId: '0af7651916cd43dd8448eb211c80319c',
