@@ -18,7 +18,7 @@ async function sessionWithLiveLease(ticketId: string) {
   await acceptTicket(ticketBody('lookup-agent', ticketId, { ids: ['a'] }), undefined, test.deps);
   test.workQueue.receive();
   const key = keyOf(ticketId);
-  const now = Date.now();
+  const now = test.clock.now();
   const held = await test.store.acquire(key, {
     owner: 'live-owner',
     until: now + 60_000,
@@ -33,13 +33,17 @@ async function sessionWithLiveLease(ticketId: string) {
 describe('forged kicks', () => {
   it('cannot take a live lease with a continuation that guesses the epoch but not the yielding leg’s nonce', async () => {
     // Arrange
-    const { deps, store, key, epoch } = await sessionWithLiveLease('T-forged');
+    const { deps, store, key, epoch, clock } = await sessionWithLiveLease('T-forged');
 
     // Act: the epoch is a small counter anyone can guess.
-    const forged = await runKick({ v: 1, session: key, reason: 'continuation', fromEpoch: epoch }, invocation(), deps);
+    const forged = await runKick(
+      { v: 1, session: key, reason: 'continuation', fromEpoch: epoch },
+      invocation(60_000, clock),
+      deps,
+    );
     const withWrongNonce = await runKick(
       { v: 1, session: key, reason: 'continuation', fromEpoch: epoch, handoff: 'f'.repeat(32) },
-      invocation(),
+      invocation(60_000, clock),
       deps,
     );
 
@@ -50,12 +54,12 @@ describe('forged kicks', () => {
 
   it('binds a real continuation to a nonce stored when its leg yields, and lets it take over', async () => {
     // Arrange: a lookup of six ids in a 1.5 s invocation yields to a continuation.
-    const { deps, store, workQueue } = makeTestDeps([lookupAgent({ modelLatencyMs: 150 })]);
+    const { deps, store, workQueue, clock } = makeTestDeps([lookupAgent({ modelLatencyMs: 150 })]);
     await acceptTicket(ticketBody('lookup-agent', 'T-yield', { ids: ['a', 'b', 'c', 'd', 'e', 'f'] }), undefined, deps);
     const [first] = workQueue.receive();
 
     // Act
-    expect(await runKick(first!.body, invocation(1_500), deps)).toBe('yielded');
+    expect(await runKick(first!.body, invocation(1_500, clock), deps)).toBe('yielded');
     const [continuation] = workQueue.receive();
 
     // Assert
@@ -64,16 +68,18 @@ describe('forged kicks', () => {
       handoff: expect.stringMatching(/^[0-9a-f]{32}$/),
     });
     expect((await store.getSession(keyOf('T-yield')))?.handoff).toBe(continuation?.body.handoff);
-    expect(await runKick(continuation!.body, invocation(60_000), deps)).toBe('finished');
+    expect(await runKick(continuation!.body, invocation(60_000, clock), deps)).not.toBe('dropped');
+    const legs = (await store.readJournal(keyOf('T-yield'))).filter((e) => e.kind === 'leg');
+    expect(legs.at(-1)?.data).toMatchObject({ reason: 'continuation' });
   });
 
   it('drops a delayed kick whose notBefore lies beyond the cap, without re-sending it', async () => {
-    const { deps, workQueue, key } = await sessionWithLiveLease('T-far');
+    const { deps, workQueue, key, clock } = await sessionWithLiveLease('T-far');
     const sentBefore = workQueue.sent.length;
 
     const outcome = await runKick(
-      { v: 1, session: key, reason: 'retry', notBefore: Date.now() + 365 * DAY_MS },
-      invocation(),
+      { v: 1, session: key, reason: 'retry', notBefore: clock.now() + 365 * DAY_MS },
+      invocation(60_000, clock),
       deps,
     );
 
@@ -83,8 +89,8 @@ describe('forged kicks', () => {
 
   it('re-sends a delayed kick only for a session that waits for exactly that time', async () => {
     // Arrange: a session waiting for a retry at `retryAt`.
-    const { deps, store, workQueue, key, epoch } = await sessionWithLiveLease('T-wait');
-    const retryAt = Date.now() + DAY_MS;
+    const { deps, store, workQueue, key, epoch, clock } = await sessionWithLiveLease('T-wait');
+    const retryAt = clock.now() + DAY_MS;
     await store.release(key, {
       owner: 'live-owner',
       epoch,
@@ -97,13 +103,21 @@ describe('forged kicks', () => {
     const sentBefore = workQueue.sent.length;
 
     // Act
-    const forGhost = await runKick({ v: 1, session: ghost, reason: 'retry', notBefore: retryAt }, invocation(), deps);
-    const otherTime = await runKick(
-      { v: 1, session: key, reason: 'retry', notBefore: retryAt + 60_000 },
-      invocation(),
+    const forGhost = await runKick(
+      { v: 1, session: ghost, reason: 'retry', notBefore: retryAt },
+      invocation(60_000, clock),
       deps,
     );
-    const real = await runKick({ v: 1, session: key, reason: 'retry', notBefore: retryAt }, invocation(), deps);
+    const otherTime = await runKick(
+      { v: 1, session: key, reason: 'retry', notBefore: retryAt + 60_000 },
+      invocation(60_000, clock),
+      deps,
+    );
+    const real = await runKick(
+      { v: 1, session: key, reason: 'retry', notBefore: retryAt },
+      invocation(60_000, clock),
+      deps,
+    );
 
     // Assert
     expect([forGhost, otherTime, real]).toEqual(['dropped', 'dropped', 'delayed']);
