@@ -8,6 +8,15 @@ import { KickReason, OutcomeStatus } from './vocabulary.ts';
 const name = (what: string) => z.string().regex(NAME_PATTERN, `${what} must match ${NAME_PATTERN}`);
 
 /**
+ * The message size Baton keeps every queue message within: SQS's 256 KiB (body and attributes),
+ * the limit of queues created before SQS raised its maximum to 1 MiB. The adapters refuse larger.
+ */
+export const MAX_MESSAGE_BYTES = 256 * 1024;
+
+/** A ticket input or a result output above this travels through the payload bucket (room left for the rest). */
+export const INLINE_PAYLOAD_LIMIT_BYTES = 200 * 1024;
+
+/**
  * A large ticket input lives in the payload bucket; the ticket carries its key, under
  * `tickets/{tenant}/{agent}/`, and the size and SHA-256 (hex) of its UTF-8 text, checked on read.
  */

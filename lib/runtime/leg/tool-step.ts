@@ -4,6 +4,7 @@ import { BatonError, errorMessage } from '../../core/errors.ts';
 import { type PendingCall, pendingCallKey } from '../../core/fold.ts';
 import { fitsInBudget, waitForRetry, yieldForBudget } from './hand-off.ts';
 import type { KickOutcome, LegContext } from './leg-context.ts';
+import { LegAborted } from './leg-signals.ts';
 import { runStep, StepSourceError } from './retry.ts';
 
 /**
@@ -19,10 +20,14 @@ export async function toolStep(
   const tools = calls.map((p) => agent.tools.find((t) => t.name === p.call.name));
   const longest = Math.max(0, ...tools.map((t) => t?.maxDurationMs ?? 0));
   if (!fitsInBudget(leg, longest)) return yieldForBudget(leg, `tools ${calls.map((p) => p.call.name).join(', ')}`);
-  if (tools.some((t) => t?.effect === 'once')) {
+  // Only the once-only calls must end before the lease could pass to a recovery; the others may
+  // outlive it (a recovery repeats them harmlessly), so only their durations count here.
+  const onceOnly = tools.filter((t) => t?.effect === 'once');
+  if (onceOnly.length > 0) {
+    const longestOnce = Math.max(...onceOnly.map((t) => t?.maxDurationMs ?? 0));
     const fresh = await leg.signals.renewNow();
     if (fresh.cancelRequested) return undefined;
-    if (!onceOnlyFitsLease(leg.signals.leaseUntil, leg.deps.clock.now(), longest)) {
+    if (!onceOnlyFitsLease(leg.signals.leaseUntil, leg.deps.clock.now(), longestOnce)) {
       return yieldForBudget(leg, 'a once-only call that the lease would not outlive');
     }
   }
@@ -34,7 +39,10 @@ export async function toolStep(
 export async function reconcileStep(leg: LegContext, agent: AgentDefinition, pending: PendingCall): Promise<void> {
   const tool = agent.tools.find((t) => t.name === pending.call.name);
   const key = pendingCallKey(leg.key, pending);
-  const verdict = tool?.reconcile ? await tool.reconcile(key, pending.call.input) : ({ verdict: 'unknown' } as const);
+  const verdict = tool?.reconcile
+    ? await tool.reconcile(key, pending.call.input, leg.signals.stepSignal)
+    : ({ verdict: 'unknown' } as const);
+  leg.signals.throwIfAborted();
   leg.log.warn('once-only call found interrupted; reconciled', {
     callId: pending.call.id,
     verdict: verdict.verdict,
@@ -77,6 +85,18 @@ async function runTools(leg: LegContext, agent: AgentDefinition, calls: readonly
         idempotencyKey: pendingCallKey(leg.key, p.pending),
       });
       await deps.failpoint('after-intent');
+    }
+  }
+  // The intents took time: the lease renewed before them must still outlive every once-only call
+  // now, or none starts (a later leg reconciles the watermarks).
+  const onceOnly = prepared.flatMap((p) => ('tool' in p && p.tool?.effect === 'once' ? [p.tool.maxDurationMs] : []));
+  if (onceOnly.length > 0) {
+    signals.throwIfLeaseLost();
+    if (!onceOnlyFitsLease(signals.leaseUntil, deps.clock.now(), Math.max(...onceOnly))) {
+      leg.log.warn('the lease no longer outlives the once-only calls; not starting them', {
+        leaseUntil: signals.leaseUntil,
+      });
+      throw new LegAborted('budget');
     }
   }
   const settled = await Promise.allSettled(
