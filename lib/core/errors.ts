@@ -67,17 +67,6 @@ export class PayloadTooLargeError extends InvalidInputError {
   }
 }
 
-/**
- * The journal could not be written for a reason outside the step (a throttle or a 5xx the SDK
- * gave up on). Never a turn's outcome: the leg stops and the next owner recovers the turn.
- */
-export class InfrastructureError extends Error {
-  constructor(what: string, cause: unknown) {
-    super(`${what}: ${errorMessage(cause)}`, { cause });
-    this.name = 'InfrastructureError';
-  }
-}
-
 /** A blob larger than its reader allows: refused before its body is read, never retried. */
 export class BlobTooLargeError extends BatonError {
   constructor(
@@ -87,6 +76,17 @@ export class BlobTooLargeError extends BatonError {
   ) {
     super(`blob ${key} is ${bytes} bytes, more than the ${maxBytes} allowed`, { retryable: false });
     this.name = 'BlobTooLargeError';
+  }
+}
+
+/**
+ * The journal could not be written for a reason outside the step (a throttle or a 5xx the SDK
+ * gave up on). Never a turn's outcome: the leg stops and the next owner recovers the turn.
+ */
+export class InfrastructureError extends Error {
+  constructor(what: string, cause: unknown) {
+    super(`${what}: ${errorMessage(cause)}`, { cause });
+    this.name = 'InfrastructureError';
   }
 }
 

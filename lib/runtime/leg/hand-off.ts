@@ -92,6 +92,7 @@ async function withinMessageLimit(leg: LegContext, result: Result): Promise<Resu
   const key = `results/${encodeURIComponent(leg.key.tenant)}/${encodeURIComponent(leg.key.agent)}/${encodeURIComponent(leg.key.id)}/${encodeURIComponent(result.turnId)}.json`;
   const text = JSON.stringify(output);
   await blobs.put(key, text);
+  // The same pointer shape as a ticket's: the reader can check what it reads.
   return { ...rest, output: { $blob: key, ...contentDigest(text) } };
 }
 
