@@ -1,6 +1,6 @@
 import type { AgentDefinition } from '../agent/define-agent.ts';
 import { toolInputSchema } from '../agent/define-tool.ts';
-import { resolvePolicy, retryDelayMs } from '../agent/retry-policy.ts';
+import { resolvePolicy, retryDelayAfter } from '../agent/retry-policy.ts';
 import { buildTranscript } from '../agent/transcript.ts';
 import { onceOnlyFitsLease, stepFits } from '../core/budget.ts';
 import {
@@ -360,7 +360,7 @@ class Leg {
       });
       return 'ok';
     }
-    const retryAt = this.deps.clock.now() + retryDelayMs(policy, attempt, this.deps.random());
+    const retryAt = this.deps.clock.now() + retryDelayAfter(policy, attempt, this.deps.random(), error);
     await this.#append('error', { source, message: errorMessage(error), attempt, retryAt });
     this.#log.warn('step failed; retrying after backoff', { source, attempt, retryAt });
     return 'waiting';
