@@ -24,6 +24,7 @@ import type { SessionRecord } from '../ports/session-store.ts';
 import { type RuntimeDeps, type RuntimeLogger, ttlSeconds } from './deps.ts';
 import { FailpointCrash } from './failpoints.ts';
 import { Heartbeat } from './heartbeat.ts';
+import { LegResources } from './leg-resources.ts';
 
 /** SQS caps a message delay at 15 minutes; longer waits are chained through `notBefore`. */
 const MAX_DELAY_SECONDS = 900;
@@ -147,6 +148,9 @@ class Leg {
   #progressed = false;
   #onceOnlyInFlight = 0;
   #budgetTimer: NodeJS.Timeout | undefined;
+  readonly #resources = new LegResources((key, error) =>
+    this.#log.warn('leg resource failed to close', { key, error }),
+  );
 
   constructor(
     readonly key: SessionKey,
@@ -206,6 +210,7 @@ class Leg {
       throw error;
     } finally {
       clearTimeout(this.#budgetTimer);
+      await this.#resources.closeAll();
       await this.#heartbeat.stop();
     }
   }
@@ -428,6 +433,7 @@ class Leg {
             sessionId: this.key.id,
             log: (message, fields) => this.#log.info(message, { tool: p.tool.name, ...fields }),
             progress: (note) => this.#log.debug('tool progress', { tool: p.tool.name, note }),
+            leg: this.#resources,
           });
         } finally {
           if (once) this.#onceOnlyInFlight--;
@@ -566,6 +572,7 @@ class Leg {
       return this.#finish('failed', undefined, `step cannot fit in the budget: ${what}`);
     }
     await this.#heartbeat.stop();
+    await this.#resources.closeAll();
     await this.#snapshot();
     await this.deps.workQueue.sendKick(
       { v: 1, session: this.key, reason: 'continuation', fromEpoch: this.epoch, turnId: this.#record.activeTurnId },
@@ -594,6 +601,7 @@ class Leg {
   }
 
   async #release(state: SessionState, sweepAt: number | undefined): Promise<void> {
+    await this.#resources.closeAll();
     await this.#heartbeat.stop();
     const result = await this.deps.store.release(this.key, {
       owner: this.owner,
