@@ -3,6 +3,7 @@ import type { BlobStore } from '../ports/blob-store.ts';
 import type { Clock } from '../ports/clock.ts';
 import type { ResultPublisher, TicketQueue, WorkQueue } from '../ports/queues.ts';
 import type { SessionStore } from '../ports/session-store.ts';
+import type { LegSpan, LegTraceStart } from '../telemetry/telemetry.ts';
 import type { FailpointHook } from './failpoints.ts';
 
 /** The structured logger the runtime writes through (Powertools in Lambda, memory in tests). */
@@ -29,6 +30,8 @@ export interface RuntimeTracer {
     traceId: string;
     epoch: number;
   }): void;
+  /** Opens the leg's span, parent of its model and tool spans (OpenTelemetry); optional. */
+  startLeg?(leg: LegTraceStart): LegSpan;
 }
 
 /** The slice of lib/telemetry the runtime needs. */

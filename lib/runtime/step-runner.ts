@@ -21,10 +21,12 @@ import { childContext, formatTraceparent, type TraceContext } from '../core/trac
 import type { EntryKind, KickReason, OutcomeStatus, SessionState } from '../core/vocabulary.ts';
 import type { ModelResponse } from '../ports/model-client.ts';
 import type { SessionRecord } from '../ports/session-store.ts';
+import type { LegSpan } from '../telemetry/telemetry.ts';
 import { type RuntimeDeps, type RuntimeLogger, ttlSeconds } from './deps.ts';
 import { FailpointCrash } from './failpoints.ts';
 import { Heartbeat } from './heartbeat.ts';
 import { LegResources } from './leg-resources.ts';
+import { startLegSpan, traceModelCall, traceToolCall } from './leg-tracing.ts';
 
 /** SQS caps a message delay at 15 minutes; longer waits are chained through `notBefore`. */
 const MAX_DELAY_SECONDS = 900;
@@ -148,6 +150,7 @@ class Leg {
   #progressed = false;
   #onceOnlyInFlight = 0;
   #budgetTimer: NodeJS.Timeout | undefined;
+  #span: LegSpan | undefined;
   readonly #resources = new LegResources((key, error) =>
     this.#log.warn('leg resource failed to close', { key, error }),
   );
@@ -199,14 +202,18 @@ class Leg {
     );
     this.#budgetTimer.unref?.();
     try {
-      return await this.#runLoaded();
+      const outcome = await this.#runLoaded();
+      this.#span?.end(outcome);
+      return outcome;
     } catch (error) {
       if (error instanceof LeaseLostError || (error instanceof LegAborted && error.why === 'lease-lost')) {
         this.deps.telemetry.metrics.count('LeaseConflicts');
         this.#log.warn('stale owner stopped', { error: errorMessage(error) });
         await this.#heartbeat.stop();
+        this.#span?.end('lease-lost');
         return 'lease-lost';
       }
+      this.#span?.end('crashed', error);
       throw error;
     } finally {
       clearTimeout(this.#budgetTimer);
@@ -232,14 +239,21 @@ class Leg {
       throw error;
     }
     await this.#appendLegMarker();
-    this.deps.telemetry.tracer.annotateLeg({
+    const leg = {
       session: this.key.id,
       turn: this.#record.activeTurnId,
       tenant: this.key.tenant,
       agent: this.key.agent,
       traceId: this.#trace.traceId,
       epoch: this.epoch,
-    });
+    };
+    this.deps.telemetry.tracer.annotateLeg(leg);
+    const { spanId, sampled } = this.#trace;
+    this.#span = startLegSpan(
+      this.deps.telemetry.tracer,
+      { ...leg, spanId, sampled, reason: this.reason },
+      this.#entries,
+    );
     this.#log.info('leg started', { reason: this.reason, seq: this.#view.lastSeq, legs: this.#view.legs });
     await this.deps.failpoint('after-marker');
 
@@ -378,7 +392,9 @@ class Leg {
       messages: buildTranscript(this.#entries),
       tools: agent.tools.map((t) => ({ name: t.name, description: t.description, inputSchema: toolInputSchema(t) })),
     };
-    const pending = agent.model.converse(request, this.#controller.signal);
+    const pending = traceModelCall(this.#span!, agent.model.id, () =>
+      agent.model.converse(request, this.#controller.signal),
+    );
     await this.deps.failpoint('mid-step');
     const response: ModelResponse = await pending;
     this.#throwIfAborted();
@@ -426,15 +442,17 @@ class Leg {
         const once = p.tool.effect === 'once';
         if (once) this.#onceOnlyInFlight++;
         try {
-          return await p.tool.run(p.input, {
-            // Cancel never aborts a once-only call in flight; losing the lease still does.
-            signal: once ? this.#leaseSignal() : this.#controller.signal,
-            idempotencyKey: idempotencyKey(this.key, p.pending.modelSeq, p.pending.call.id),
-            sessionId: this.key.id,
-            log: (message, fields) => this.#log.info(message, { tool: p.tool.name, ...fields }),
-            progress: (note) => this.#log.debug('tool progress', { tool: p.tool.name, note }),
-            leg: this.#resources,
-          });
+          return await traceToolCall(this.#span!, p.tool.name, p.pending.call.id, () =>
+            p.tool.run(p.input, {
+              // Cancel never aborts a once-only call in flight; losing the lease still does.
+              signal: once ? this.#leaseSignal() : this.#controller.signal,
+              idempotencyKey: idempotencyKey(this.key, p.pending.modelSeq, p.pending.call.id),
+              sessionId: this.key.id,
+              log: (message, fields) => this.#log.info(message, { tool: p.tool.name, ...fields }),
+              progress: (note) => this.#log.debug('tool progress', { tool: p.tool.name, note }),
+              leg: this.#resources,
+            }),
+          );
         } finally {
           if (once) this.#onceOnlyInFlight--;
         }
