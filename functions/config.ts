@@ -14,6 +14,7 @@ const Config = z.object({
   [ENV.sweepIntervalMs]: z.coerce.number().int().positive().default(5_000),
   [ENV.sweepWindowMs]: z.coerce.number().int().positive().default(55_000),
   [ENV.retentionDays]: z.coerce.number().int().positive().default(30),
+  [ENV.tracing]: z.enum(['xray', 'otel']).default('xray'),
   BATON_FAILPOINTS_FILE: z.string().optional(),
   AWS_REGION: z.string().default('us-east-1'),
 });
@@ -31,6 +32,8 @@ export interface FunctionConfig {
   readonly sweepIntervalMs: number;
   readonly sweepWindowMs: number;
   readonly retentionDays: number;
+  /** Which tracer: X-Ray through Powertools, or OpenTelemetry over OTLP. */
+  readonly tracing: 'xray' | 'otel';
   readonly failpointsFile?: string | undefined;
   readonly region: string;
 }
@@ -54,6 +57,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): FunctionConfig {
     sweepIntervalMs: c[ENV.sweepIntervalMs],
     sweepWindowMs: c[ENV.sweepWindowMs],
     retentionDays: c[ENV.retentionDays],
+    tracing: c[ENV.tracing],
     failpointsFile: c.BATON_FAILPOINTS_FILE,
     region: c.AWS_REGION,
   };

@@ -67,4 +67,6 @@ export const ENV = {
   sweepWindowMs: 'BATON_SWEEP_WINDOW_MS',
   retentionDays: 'BATON_RETENTION_DAYS',
   maxRecoveries: 'BATON_MAX_RECOVERIES',
+  /** `xray` (default) or `otel`: which tracer the functions use. */
+  tracing: 'BATON_TRACING',
 } as const;
