@@ -78,7 +78,7 @@ function mcpTool(server: McpServer, tool: McpListedTool, options: McpToolOptions
     name: tool.name,
     description: tool.description ?? `${tool.name} (MCP server ${server.name})`,
     input: inputValidator(tool.inputSchema),
-    inputJsonSchema: tool.inputSchema,
+    inputJsonSchema: withoutDialect(tool.inputSchema),
     effect,
     maxDurationMs,
     retry: options.retry,
@@ -116,6 +116,12 @@ function inputValidator(schema: Record<string, unknown>): z.ZodType<Record<strin
   } catch {
     return anyObject;
   }
+}
+
+/** The schema without its `$schema` dialect key, which model APIs (Converse among them) refuse. */
+function withoutDialect(schema: Record<string, unknown>): Record<string, unknown> {
+  const { $schema: _dialect, ...rest } = schema;
+  return rest;
 }
 
 /** The result as journaled: structured content when the server gives it, else the text, else the content blocks. */
