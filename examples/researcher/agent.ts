@@ -21,7 +21,10 @@ export function researchServer(env: NodeJS.ProcessEnv = process.env): McpServer 
     name: 'research-desk',
     command: process.execPath,
     args: [fileURLToPath(new URL('./research-server.ts', import.meta.url))],
-    env: env.RESEARCH_NOTES_FILE ? { RESEARCH_NOTES_FILE: env.RESEARCH_NOTES_FILE } : {},
+    // The server's own settings pass through; the SDK gives it no more of this process's environment.
+    env: Object.fromEntries(
+      ['RESEARCH_NOTES_FILE', 'RESEARCH_LATENCY_MS'].flatMap((name) => (env[name] ? [[name, env[name]]] : [])),
+    ),
   };
 }
 
@@ -38,7 +41,7 @@ export function researcher(model: ModelClient = researcherModel(), server: McpSe
       'file notes of what you learned, and answer the question citing what the tools returned.',
     input: ResearcherInput,
     model,
-    tools: mcpTools(server, RESEARCH_TOOLS, { effects: { save_note: 'idempotent' }, maxDurationMs: 10_000 }),
+    tools: mcpTools(server, RESEARCH_TOOLS, { effects: { save_note: 'idempotent' }, maxDurationMs: 5_000 }),
     limits: { maxSteps: 50 },
   });
 }
