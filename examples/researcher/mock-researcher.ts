@@ -93,7 +93,7 @@ function answer(question: string, of: (name: string) => Record<string, unknown>[
 function questionOf(prompt: readonly LanguageModelV4Message[]): string {
   const first = prompt.find((m) => m.role === 'user');
   const text = first?.role === 'user' ? first.content.find((c) => c.type === 'text') : undefined;
-  if (!text || text.type !== 'text') return 'an unstated question';
+  if (text?.type !== 'text') return 'an unstated question';
   try {
     const parsed = JSON.parse(text.text) as { question?: unknown };
     return typeof parsed.question === 'string' ? parsed.question : text.text;
