@@ -1,6 +1,7 @@
 import type { AgentRegistry } from '../agent/define-agent.ts';
 import type { BlobStore } from '../ports/blob-store.ts';
 import type { Clock } from '../ports/clock.ts';
+import type { LiveEvents } from '../ports/live-events.ts';
 import type { ResultPublisher, TicketQueue, WorkQueue } from '../ports/queues.ts';
 import type { SessionStore } from '../ports/session-store.ts';
 import type { LegSpan, LegTraceStart } from '../telemetry/telemetry.ts';
@@ -65,6 +66,8 @@ export interface RuntimeDeps {
   readonly results: ResultPublisher;
   readonly tickets?: TicketQueue | undefined;
   readonly blobs?: BlobStore | undefined;
+  /** Where partial model output goes while it streams (never journaled); none by default. */
+  readonly live?: LiveEvents | undefined;
   readonly clock: Clock;
   readonly agents: AgentRegistry;
   readonly telemetry: RuntimeTelemetry;

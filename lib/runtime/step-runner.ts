@@ -27,6 +27,7 @@ import { FailpointCrash } from './failpoints.ts';
 import { Heartbeat } from './heartbeat.ts';
 import { LegResources } from './leg-resources.ts';
 import { startLegSpan, traceModelCall, traceToolCall } from './leg-tracing.ts';
+import { liveModelText } from './live-model-text.ts';
 
 /** SQS caps a message delay at 15 minutes; longer waits are chained through `notBefore`. */
 const MAX_DELAY_SECONDS = 900;
@@ -392,8 +393,9 @@ class Leg {
       messages: buildTranscript(this.#entries),
       tools: agent.tools.map((t) => ({ name: t.name, description: t.description, inputSchema: toolInputSchema(t) })),
     };
+    const stream = liveModelText(this.deps.live, this.key, this.#view.lastSeq + 1);
     const pending = traceModelCall(this.#span!, agent.model.id, () =>
-      agent.model.converse(request, this.#controller.signal),
+      agent.model.converse(request, this.#controller.signal, stream),
     );
     await this.deps.failpoint('mid-step');
     const response: ModelResponse = await pending;
