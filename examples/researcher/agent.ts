@@ -41,7 +41,7 @@ export function researcher(model: ModelClient = researcherModel(), server: McpSe
       'file notes of what you learned, and answer the question citing what the tools returned.',
     input: ResearcherInput,
     model,
-    tools: mcpTools(server, RESEARCH_TOOLS, { effects: { save_note: 'idempotent' }, maxDurationMs: 5_000 }),
+    tools: mcpTools(server, RESEARCH_TOOLS, { effects: { save_note: 'idempotent' }, maxDurationMs: 3_000 }),
     limits: { maxSteps: 50 },
   });
 }

@@ -7,7 +7,7 @@ import type { ModelClient } from '../../lib/ports/model-client.ts';
  */
 export function researcherModel(env: NodeJS.ProcessEnv = process.env): ModelClient {
   const modelId = env.BATON_RESEARCHER_MODEL_ID;
-  const maxDurationMs = modelId ? Number(env.BATON_MODEL_MAX_DURATION_MS ?? 60_000) : 5_000;
+  const maxDurationMs = modelId ? Number(env.BATON_MODEL_MAX_DURATION_MS ?? 60_000) : 3_000;
   let client: Promise<ModelClient> | undefined;
   const load = async (): Promise<ModelClient> => {
     const { AiSdkModelClient } = await import('../../lib/adapters/ai-sdk/ai-sdk-model-client.ts');
