@@ -10,6 +10,7 @@ import { addAwsTraceHeaderShim } from '../lib/local/aws-trace-header-shim.ts';
 import { systemClock } from '../lib/ports/clock.ts';
 import type { RuntimeDeps } from '../lib/runtime/deps.ts';
 import { fileFailpoints, noFailpoints } from '../lib/runtime/failpoints.ts';
+import { withOtelTracing } from '../lib/telemetry/otel-telemetry.ts';
 import { createPowertoolsTelemetry } from '../lib/telemetry/powertools-telemetry.ts';
 import { loadConfig } from './config.ts';
 
@@ -25,7 +26,11 @@ const agents: AgentRegistry = agentsModule
   ? ((await import(agentsModule)) as { agents: AgentRegistry }).agents
   : deployedAgents;
 
-export const telemetry = createPowertoolsTelemetry();
+// OpenTelemetry replaces X-Ray when configured; its SDK is imported only then.
+export const telemetry =
+  config.tracing === 'otel'
+    ? await withOtelTracing(createPowertoolsTelemetry({ tracingEnabled: false }))
+    : createPowertoolsTelemetry();
 
 const aws = { region: config.region };
 const sqs = createSqsClient(aws);

@@ -92,9 +92,12 @@ export class InfrastructureError extends Error {
 
 /** An error raised by a model or tool; `retryable` decides whether the retry policy applies. */
 export class StepError extends BatonError {
-  constructor(message: string, options?: ErrorOptions & { retryable?: boolean }) {
+  /** The provider's own "retry after" (e.g. a 429's Retry-After): the next attempt waits at least this long. */
+  readonly retryAfterMs: number | undefined;
+  constructor(message: string, options?: ErrorOptions & { retryable?: boolean; retryAfterMs?: number | undefined }) {
     super(message, options);
     this.name = 'StepError';
+    this.retryAfterMs = options?.retryAfterMs;
   }
 }
 
