@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { ENV } from '../lib/core/resources.ts';
-import { type ProducerMap, parseProducers } from '../lib/core/tenancy.ts';
+import { ENV } from '../core/resources.ts';
+import { type ProducerMap, parseProducers } from '../core/tenancy.ts';
 
 /** The functions' configuration, parsed once per cold start. A bad value fails loudly, naming it. */
 const Config = z.object({
@@ -16,7 +16,6 @@ const Config = z.object({
   [ENV.sweepWindowMs]: z.coerce.number().int().positive().default(55_000),
   [ENV.retentionDays]: z.coerce.number().int().positive().default(30),
   [ENV.producers]: z.string().min(1).optional(),
-  BATON_FAILPOINTS_FILE: z.string().optional(),
   AWS_REGION: z.string().default('us-east-1'),
 });
 
@@ -35,10 +34,10 @@ export interface FunctionConfig {
   readonly retentionDays: number;
   /** Which tenants each ticket sender may use; undefined when the deployment maps none. */
   readonly producers?: ProducerMap | undefined;
-  readonly failpointsFile?: string | undefined;
   readonly region: string;
 }
 
+/** Parses the functions' environment; throws naming each bad value. */
 export function loadConfig(env: NodeJS.ProcessEnv): FunctionConfig {
   const parsed = Config.safeParse(env);
   if (!parsed.success) {
@@ -59,7 +58,6 @@ export function loadConfig(env: NodeJS.ProcessEnv): FunctionConfig {
     sweepWindowMs: c[ENV.sweepWindowMs],
     retentionDays: c[ENV.retentionDays],
     producers: producersOf(c[ENV.producers]),
-    failpointsFile: c.BATON_FAILPOINTS_FILE,
     region: c.AWS_REGION,
   };
 }
