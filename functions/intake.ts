@@ -1,4 +1,5 @@
 import { agents } from '#agents';
-import { createIntakeHandler } from '../lib/aws/index.ts';
+import { createIntakeHandler, loadConfig, telemetryFor } from '../lib/aws/index.ts';
 
-export const handler = createIntakeHandler({ agents });
+const config = loadConfig(process.env);
+export const handler = createIntakeHandler({ agents, config, telemetry: await telemetryFor(config) });

@@ -1,4 +1,5 @@
 import { agents } from '#agents';
-import { createStepHandler } from '../lib/aws/index.ts';
+import { createStepHandler, loadConfig, telemetryFor } from '../lib/aws/index.ts';
 
-export const handler = createStepHandler({ agents });
+const config = loadConfig(process.env);
+export const handler = createStepHandler({ agents, config, telemetry: await telemetryFor(config) });

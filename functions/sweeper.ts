@@ -1,3 +1,4 @@
-import { createSweeperHandler } from '../lib/aws/index.ts';
+import { createSweeperHandler, loadConfig, telemetryFor } from '../lib/aws/index.ts';
 
-export const handler = createSweeperHandler();
+const config = loadConfig(process.env);
+export const handler = createSweeperHandler({ config, telemetry: await telemetryFor(config) });

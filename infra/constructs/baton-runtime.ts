@@ -416,7 +416,10 @@ function resolveSettings(props: BatonRuntimeProps): Settings {
     refuse('batchSize must be an integer from 1 to 10 (more needs a batching window)');
   if (!Number.isInteger(settings.retentionDays) || settings.retentionDays < 1)
     refuse('retentionDays must be a positive integer');
+  const senders = new Set<string>();
   for (const { sender, tenants } of props.producers ?? []) {
+    if (senders.has(sender)) refuse(`producers: sender ${sender} is listed twice; list all its tenants in one entry`);
+    senders.add(sender);
     if (tenants.length === 0) refuse(`producers: sender ${sender} has no tenants`);
     for (const tenant of tenants)
       if (tenant !== ANY_TENANT && !NAME_PATTERN.test(tenant))

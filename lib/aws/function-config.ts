@@ -16,6 +16,7 @@ const Config = z.object({
   [ENV.sweepWindowMs]: z.coerce.number().int().positive().default(55_000),
   [ENV.retentionDays]: z.coerce.number().int().positive().default(30),
   [ENV.producers]: z.string().min(1).optional(),
+  [ENV.tracing]: z.enum(['xray', 'otel']).default('xray'),
   AWS_REGION: z.string().default('us-east-1'),
 });
 
@@ -34,6 +35,8 @@ export interface FunctionConfig {
   readonly retentionDays: number;
   /** Which tenants each ticket sender may use; undefined when the deployment maps none. */
   readonly producers?: ProducerMap | undefined;
+  /** Which tracer: X-Ray through Powertools, or OpenTelemetry over OTLP. */
+  readonly tracing: 'xray' | 'otel';
   readonly region: string;
 }
 
@@ -58,6 +61,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): FunctionConfig {
     sweepWindowMs: c[ENV.sweepWindowMs],
     retentionDays: c[ENV.retentionDays],
     producers: producersOf(c[ENV.producers]),
+    tracing: c[ENV.tracing],
     region: c.AWS_REGION,
   };
 }

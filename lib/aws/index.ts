@@ -9,4 +9,5 @@ export {
   type FunctionRuntime,
   type RuntimeClients,
   type RuntimeDepsOverrides,
+  telemetryFor,
 } from './runtime-deps.ts';

@@ -90,3 +90,14 @@ export function createRuntimeDeps(config: FunctionConfig, overrides: RuntimeDeps
   };
   return { config, deps, telemetry };
 }
+
+/**
+ * The telemetry a function's config asks for: X-Ray through Powertools, or OpenTelemetry over
+ * OTLP when `BATON_TRACING=otel` (its SDK is imported only then, keeping X-Ray cold starts lean).
+ * @example export const handler = createStepHandler({ agents, telemetry: await telemetryFor(loadConfig(process.env)) });
+ */
+export async function telemetryFor(config: FunctionConfig): Promise<PowertoolsTelemetry> {
+  if (config.tracing !== 'otel') return createPowertoolsTelemetry();
+  const { withOtelTracing } = await import('../telemetry/otel-telemetry.ts');
+  return withOtelTracing(createPowertoolsTelemetry({ tracingEnabled: false }));
+}

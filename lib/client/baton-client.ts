@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { contentDigest, ticketBlobPrefix } from '../core/content-digest.ts';
-import { InvalidInputError } from '../core/errors.ts';
-import { DEFAULT_TENANT, deriveSessionId } from '../core/ids.ts';
+import { InvalidInputError, TicketConflictError } from '../core/errors.ts';
+import { DEFAULT_TENANT, deriveSessionId, hashJson } from '../core/ids.ts';
 import type { JournalEntry } from '../core/journal.ts';
 import { INLINE_PAYLOAD_LIMIT_BYTES } from '../core/messages.ts';
 import { childContext, newTraceId } from '../core/trace-context.ts';
@@ -78,6 +78,12 @@ export class BatonClient {
     const tenant = request.tenant ?? DEFAULT_TENANT;
     const ticketId = request.ticketId ?? randomUUID();
     if (request.input === undefined) throw new InvalidInputError('input is required');
+    const sessionId = deriveSessionId(tenant, request.agent, ticketId);
+    if (request.ticketId !== undefined) {
+      // Intake would refuse it anyway; refusing here gives the producer the error, not the results queue.
+      const turn = await this.deps.store.getTurn({ tenant, agent: request.agent, id: sessionId }, ticketId);
+      if (turn && turn.inputHash !== hashJson(request.input)) throw new TicketConflictError(ticketId);
+    }
     let input = request.input;
     const bytes = Buffer.byteLength(JSON.stringify(input));
     if (bytes > INLINE_TICKET_LIMIT_BYTES) {
@@ -97,7 +103,7 @@ export class BatonClient {
     );
     return {
       ticketId,
-      sessionId: deriveSessionId(tenant, request.agent, ticketId),
+      sessionId,
       tenant,
       agent: request.agent,
       traceId,

@@ -67,17 +67,6 @@ export class PayloadTooLargeError extends InvalidInputError {
   }
 }
 
-/**
- * The journal could not be written for a reason outside the step (a throttle or a 5xx the SDK
- * gave up on). Never a turn's outcome: the leg stops and the next owner recovers the turn.
- */
-export class InfrastructureError extends Error {
-  constructor(what: string, cause: unknown) {
-    super(`${what}: ${errorMessage(cause)}`, { cause });
-    this.name = 'InfrastructureError';
-  }
-}
-
 /** A blob larger than its reader allows: refused before its body is read, never retried. */
 export class BlobTooLargeError extends BatonError {
   constructor(
@@ -90,11 +79,25 @@ export class BlobTooLargeError extends BatonError {
   }
 }
 
+/**
+ * The journal could not be written for a reason outside the step (a throttle or a 5xx the SDK
+ * gave up on). Never a turn's outcome: the leg stops and the next owner recovers the turn.
+ */
+export class InfrastructureError extends Error {
+  constructor(what: string, cause: unknown) {
+    super(`${what}: ${errorMessage(cause)}`, { cause });
+    this.name = 'InfrastructureError';
+  }
+}
+
 /** An error raised by a model or tool; `retryable` decides whether the retry policy applies. */
 export class StepError extends BatonError {
-  constructor(message: string, options?: ErrorOptions & { retryable?: boolean }) {
+  /** The provider's own "retry after" (e.g. a 429's Retry-After): the next attempt waits at least this long. */
+  readonly retryAfterMs: number | undefined;
+  constructor(message: string, options?: ErrorOptions & { retryable?: boolean; retryAfterMs?: number | undefined }) {
     super(message, options);
     this.name = 'StepError';
+    this.retryAfterMs = options?.retryAfterMs;
   }
 }
 

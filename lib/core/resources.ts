@@ -78,4 +78,6 @@ export const ENV = {
   maxRecoveries: 'BATON_MAX_RECOVERIES',
   /** JSON: sender id → tenants it may submit for (lib/core/tenancy.ts); unset, any sender any tenant. */
   producers: 'BATON_PRODUCERS',
+  /** `xray` (default) or `otel`: which tracer the functions use. */
+  tracing: 'BATON_TRACING',
 } as const;

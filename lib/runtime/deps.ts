@@ -3,8 +3,10 @@ import type { IdSource } from '../core/ids.ts';
 import type { ProducerMap } from '../core/tenancy.ts';
 import type { BlobStore } from '../ports/blob-store.ts';
 import type { Clock } from '../ports/clock.ts';
+import type { LiveEvents } from '../ports/live-events.ts';
 import type { ResultPublisher, TicketQueue, WorkQueue } from '../ports/queues.ts';
 import type { SessionStore } from '../ports/session-store.ts';
+import type { LegSpan, LegTraceStart } from '../telemetry/telemetry.ts';
 import type { FailpointHook } from './failpoints.ts';
 
 /** The structured logger the runtime writes through (Powertools in Lambda, memory in tests). */
@@ -31,6 +33,8 @@ export interface RuntimeTracer {
     traceId: string;
     epoch: number;
   }): void;
+  /** Opens the leg's span, parent of its model and tool spans (OpenTelemetry); optional. */
+  startLeg?(leg: LegTraceStart): LegSpan;
 }
 
 /** The slice of lib/telemetry the runtime needs. */
@@ -66,6 +70,8 @@ export interface RuntimeDeps {
   readonly results: ResultPublisher;
   readonly tickets?: TicketQueue | undefined;
   readonly blobs?: BlobStore | undefined;
+  /** Where partial model output goes while it streams (never journaled); none by default. */
+  readonly live?: LiveEvents | undefined;
   readonly clock: Clock;
   readonly agents: AgentRegistry;
   readonly telemetry: RuntimeTelemetry;

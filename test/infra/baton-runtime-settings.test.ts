@@ -105,6 +105,15 @@ describe('BatonRuntime producers', () => {
       /producers: tenant "acme#x" of sender AROAX must match/,
     );
     expect(build({ producers: [{ sender: 'AROAX', tenants: [] }] })).toThrow(/producers: sender AROAX has no tenants/);
+    // In the JSON map the last entry would silently win.
+    expect(
+      build({
+        producers: [
+          { sender: 'AROAX', tenants: ['acme'] },
+          { sender: 'AROAX', tenants: ['globex'] },
+        ],
+      }),
+    ).toThrow(/producers: sender AROAX is listed twice/);
   });
 
   it('maps no producers by default: any sender may use any tenant', () => {

@@ -212,7 +212,8 @@ describe('the production-grade core on the local stack', { timeout: 180_000 }, (
     const result = await resultFor(s.ticketId);
 
     // Assert
-    const ticketKey = `tickets/default/echo/${encodeURIComponent(s.ticketId)}.json`;
+    // Under the ticket's tenant and agent, named by the ticket id and the SHA-256 its reference carries.
+    const ticketKey = `tickets/default/echo/${encodeURIComponent(s.ticketId)}-${sha256(JSON.stringify({ text }))}.json`;
     expect(JSON.parse(await objectText(ticketKey))).toEqual({ text });
     expect(result).toMatchObject({ status: 'completed', output: `read 300000 characters, sha256 ${sha256(text)}` });
     const [input] = ofKind(await journalOf('echo', s.sessionId), 'input');

@@ -92,6 +92,7 @@ async function withinMessageLimit(leg: LegContext, result: Result): Promise<Resu
   const key = `results/${encodeURIComponent(leg.key.tenant)}/${encodeURIComponent(leg.key.agent)}/${encodeURIComponent(leg.key.id)}/${encodeURIComponent(result.turnId)}.json`;
   const text = JSON.stringify(output);
   await blobs.put(key, text);
+  // The same pointer shape as a ticket's: the reader can check what it reads.
   return { ...rest, output: { $blob: key, ...contentDigest(text) } };
 }
 
@@ -162,6 +163,7 @@ export async function yieldForBudget(leg: LegContext, what: string): Promise<Kic
     return finish(leg, 'failed', undefined, `step cannot fit in the budget: ${what}`);
   }
   await leg.signals.stopHeartbeat();
+  await leg.resources.closeAll();
   // The nonce goes on the record (a renewal, so only the holder can write it) before the
   // continuation carries it: only that continuation can take the lease over while it is live.
   const handoff = leg.deps.ids.handoffNonce();
@@ -208,6 +210,7 @@ export async function yieldForBudget(leg: LegContext, what: string): Promise<Kic
 
 /** Gives the lease back in a state; a refused release means another owner holds it. */
 export async function release(leg: LegContext, state: SessionState, sweepAt: number | undefined): Promise<void> {
+  await leg.resources.closeAll();
   await leg.signals.stopHeartbeat();
   const result = await leg.deps.store.release(leg.key, {
     owner: leg.owner,
@@ -227,6 +230,7 @@ export async function release(leg: LegContext, state: SessionState, sweepAt: num
  * then holds its lease still, renews again and goes on to handle the event.
  */
 async function releaseToWait(leg: LegContext, sweepAt: number | undefined): Promise<boolean> {
+  await leg.resources.closeAll();
   await leg.signals.stopHeartbeat();
   const seen = leg.signals.record.pendingVersion;
   const result = await leg.deps.store.release(leg.key, {

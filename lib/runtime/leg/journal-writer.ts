@@ -92,6 +92,9 @@ export class JournalWriter {
         const newer = await this.deps.store.readJournal(this.key, this.#view.lastSeq);
         this.#entries.push(...newer);
         this.#view = foldJournal(newer, this.#view);
+        // A newer owner's marker, not a stale write: this leg has lost the session.
+        if (this.#view.legEpoch > this.signals.epoch)
+          throw new LeaseLostError(`a newer owner (epoch ${this.#view.legEpoch}) marked the journal first`);
       }
     }
   }

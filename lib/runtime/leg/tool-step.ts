@@ -2,8 +2,10 @@ import type { AgentDefinition } from '../../agent/define-agent.ts';
 import { onceOnlyFitsLease } from '../../core/budget.ts';
 import { BatonError, errorMessage } from '../../core/errors.ts';
 import { type PendingCall, pendingCallKey } from '../../core/fold.ts';
+import { traceToolCall } from '../leg-tracing.ts';
 import { fitsInBudget, waitForRetry, yieldForBudget } from './hand-off.ts';
 import type { KickOutcome, LegContext } from './leg-context.ts';
+import { LegAborted } from './leg-signals.ts';
 import { runStep, StepSourceError } from './retry.ts';
 
 /**
@@ -38,7 +40,10 @@ export async function toolStep(
 export async function reconcileStep(leg: LegContext, agent: AgentDefinition, pending: PendingCall): Promise<void> {
   const tool = agent.tools.find((t) => t.name === pending.call.name);
   const key = pendingCallKey(leg.key, pending);
-  const verdict = tool?.reconcile ? await tool.reconcile(key, pending.call.input) : ({ verdict: 'unknown' } as const);
+  const verdict = tool?.reconcile
+    ? await tool.reconcile(key, pending.call.input, leg.signals.stepSignal)
+    : ({ verdict: 'unknown' } as const);
+  leg.signals.throwIfAborted();
   leg.log.warn('once-only call found interrupted; reconciled', {
     callId: pending.call.id,
     verdict: verdict.verdict,
@@ -83,20 +88,35 @@ async function runTools(leg: LegContext, agent: AgentDefinition, calls: readonly
       await deps.failpoint('after-intent');
     }
   }
+  // The intents took time: the lease renewed before them must still outlive every once-only call
+  // now, or none starts (a later leg reconciles the watermarks).
+  const onceOnly = prepared.flatMap((p) => ('tool' in p && p.tool?.effect === 'once' ? [p.tool.maxDurationMs] : []));
+  if (onceOnly.length > 0) {
+    signals.throwIfLeaseLost();
+    if (!onceOnlyFitsLease(signals.leaseUntil, deps.clock.now(), Math.max(...onceOnly))) {
+      leg.log.warn('the lease no longer outlives the once-only calls; not starting them', {
+        leaseUntil: signals.leaseUntil,
+      });
+      throw new LegAborted('budget');
+    }
+  }
   const settled = await Promise.allSettled(
     prepared.map(async (p) => {
       if (!('tool' in p) || !p.tool) return;
       const tool = p.tool;
       const once = tool.effect === 'once';
       const run = () =>
-        tool.run(p.input, {
-          // Cancel never aborts a once-only call in flight; losing the lease still does.
-          signal: once ? signals.leaseSignal : signals.stepSignal,
-          idempotencyKey: pendingCallKey(leg.key, p.pending),
-          sessionId: leg.key.id,
-          log: (message, fields) => leg.log.info(message, { tool: tool.name, ...fields }),
-          progress: (note) => leg.log.debug('tool progress', { tool: tool.name, note }),
-        });
+        traceToolCall(leg.span, tool.name, p.pending.call.id, () =>
+          tool.run(p.input, {
+            // Cancel never aborts a once-only call in flight; losing the lease still does.
+            signal: once ? signals.leaseSignal : signals.stepSignal,
+            idempotencyKey: pendingCallKey(leg.key, p.pending),
+            sessionId: leg.key.id,
+            log: (message, fields) => leg.log.info(message, { tool: tool.name, ...fields }),
+            progress: (note) => leg.log.debug('tool progress', { tool: tool.name, note }),
+            leg: leg.resources,
+          }),
+        );
       return once ? signals.duringOnceOnly(run) : run();
     }),
   );

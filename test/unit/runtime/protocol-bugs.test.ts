@@ -1,10 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { MemoryTicketQueue } from '../../../lib/adapters/memory/memory-queues.ts';
 import { defineTool } from '../../../lib/agent/define-tool.ts';
-import { StepError } from '../../../lib/core/errors.ts';
+import { BatonClient } from '../../../lib/client/baton-client.ts';
+import { StepError, TicketConflictError } from '../../../lib/core/errors.ts';
 import { deriveSessionId } from '../../../lib/core/ids.ts';
 import { FailpointCrash } from '../../../lib/runtime/failpoints.ts';
-import { acceptTicket } from '../../../lib/runtime/intake.ts';
+import { acceptTicket, recordRejectedTicket } from '../../../lib/runtime/intake.ts';
 import { runKick } from '../../../lib/runtime/step-runner.ts';
 import { drain, invocation, lookupAgent, makeTestDeps, ticketBody } from '../../fixtures/runtime.ts';
 
@@ -277,5 +279,59 @@ describe('protocol regressions (issue 13)', () => {
     ]);
     expect(results.bodies[0]?.output).toBeUndefined();
     expect((await store.getSession(key))?.state).toBe('completed');
+  });
+
+  it('bug 4: a conflicting duplicate refused while the accepted ticket is between its writes never touches it', async () => {
+    const { deps, store, results } = makeTestDeps([lookupAgent()]);
+    const key = keyOf('lookup-agent', 'T-b4');
+    const duplicate = ticketBody('lookup-agent', 'T-b4', { ids: ['other'] });
+    let raced = false;
+    // Ticket A has written its turn and is about to create its session when A′ arrives.
+    store.beforeWrite = async (operation) => {
+      if (operation !== 'createSession' || raced) return;
+      raced = true;
+      await expect(acceptTicket(duplicate, undefined, deps)).rejects.toThrow(TicketConflictError);
+      expect(
+        await recordRejectedTicket(duplicate, 'ticket T-b4 was already submitted with a different input', deps),
+      ).toBe(true);
+    };
+    await acceptTicket(ticketBody('lookup-agent', 'T-b4', { ids: ['a'] }), undefined, deps);
+    store.beforeWrite = undefined;
+    await drain(deps);
+
+    expect(raced).toBe(true);
+    expect((await store.getTurn(key, 'T-b4'))?.outcome).toMatchObject({ status: 'completed', output: 'found 1' });
+    expect((await store.getSession(key))?.state).toBe('completed');
+    const ids = results.bodies.map((r) => `${r.sessionId}/${r.turnId}`);
+    expect(new Set(ids).size).toBe(2);
+    expect(results.bodies.find((r) => r.turnId === 'T-b4')).toMatchObject({ status: 'completed', output: 'found 1' });
+    expect(results.bodies.find((r) => r.turnId !== 'T-b4')).toMatchObject({ ticketId: 'T-b4', status: 'failed' });
+  });
+
+  it('bug 4: a refusal of a reused ticket id never reuses the accepted turn’s result identity', async () => {
+    const { deps, results } = makeTestDeps([lookupAgent()]);
+    await acceptTicket(ticketBody('lookup-agent', 'T-b4b', { ids: ['a'] }), undefined, deps);
+    await drain(deps);
+    await recordRejectedTicket(ticketBody('lookup-agent', 'T-b4b', { ids: ['b'] }), 'conflict', deps);
+
+    const [accepted, refused] = results.bodies;
+    expect(accepted).toMatchObject({ turnId: 'T-b4b', status: 'completed' });
+    expect(refused).toMatchObject({ ticketId: 'T-b4b', status: 'failed', error: 'conflict' });
+    expect(refused?.turnId).not.toBe('T-b4b');
+  });
+
+  it('bug 4: the client refuses a reused ticket id with a different input before sending it', async () => {
+    const { deps, store, workQueue, blobs } = makeTestDeps([lookupAgent()]);
+    const tickets = new MemoryTicketQueue();
+    const client = new BatonClient({ store, tickets, workQueue, blobs, clock: deps.clock });
+    await client.submit({ agent: 'lookup-agent', ticketId: 'T-b4c', input: { ids: ['a'] } });
+    await acceptTicket(JSON.stringify(tickets.receive()[0]?.body), undefined, deps);
+
+    await expect(client.submit({ agent: 'lookup-agent', ticketId: 'T-b4c', input: { ids: ['b'] } })).rejects.toThrow(
+      TicketConflictError,
+    );
+    // The same input again is a harmless resubmission.
+    await client.submit({ agent: 'lookup-agent', ticketId: 'T-b4c', input: { ids: ['a'] } });
+    expect(tickets.sent.map((m) => m.body.input)).toEqual([{ ids: ['a'] }, { ids: ['a'] }]);
   });
 });
