@@ -1,4 +1,5 @@
-import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { existsSync } from 'node:fs';
+import { dirname, extname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
 import type { Table } from 'aws-cdk-lib/aws-dynamodb';
@@ -17,9 +18,11 @@ import { BatonQueues } from './baton-queues.ts';
 import { BatonMonitoring } from './monitoring.ts';
 import { createSessionTable } from './session-table.ts';
 
-/** The repository root: functions/ and examples/ are found from here, wherever the app runs. */
+/** The repository root (or the package's dist/): functions/ and examples/ are found from here, wherever the app runs. */
 const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const FUNCTIONS_DIR = join(PROJECT_ROOT, 'functions');
+/** `.ts` in the repository, `.js` in the installed package. */
+const SOURCE_EXTENSION = extname(fileURLToPath(import.meta.url));
 /** The demo agents, used when a team passes none. */
 export const DEFAULT_AGENTS_ENTRY = join(PROJECT_ROOT, 'examples', 'agents.ts');
 
@@ -64,6 +67,18 @@ export interface BatonRuntimeProps {
    * @default the demo agents, examples/agents.ts
    */
   readonly agentsEntry?: string;
+  /**
+   * The team's own handler files (each exports `handler`, made by `createIntakeHandler({ agents })`
+   * and its siblings from `baton/aws`); these are bundled instead of Baton's, and `agentsEntry`
+   * is then unused.
+   * @default Baton's functions/, bundled with `agentsEntry`
+   */
+  readonly handlers?: { readonly intake: string; readonly step: string; readonly sweeper: string };
+  /**
+   * The folder with the package-lock.json the bundles are built from.
+   * @default the directory the CDK app runs in when `handlers` are given, else Baton's own root
+   */
+  readonly projectRoot?: string;
   /**
    * Timeout of the step function: the length of one leg. A leg yields `budgetReserve` before it.
    * @default Duration.minutes(5)
@@ -194,11 +209,16 @@ export class BatonRuntime extends Construct {
       // The leg length, for the cold-start check that every agent's step fits a leg (all functions load the agents).
       [ENV.functionTimeoutMs]: String(settings.functionTimeout.toMilliseconds()),
     };
-    const fn = (name: string, timeout: Duration, memorySize: number, environment: Record<string, string>) =>
+    const fn = (
+      name: 'intake' | 'step' | 'sweeper',
+      timeout: Duration,
+      memorySize: number,
+      environment: Record<string, string>,
+    ) =>
       new BatonFunction(this, `${name[0]!.toUpperCase()}${name.slice(1)}`, {
-        entry: join(FUNCTIONS_DIR, `${name}.ts`),
+        entry: props.handlers ? resolve(props.handlers[name]) : join(FUNCTIONS_DIR, `${name}${SOURCE_EXTENSION}`),
         agentsEntry: settings.agentsEntry,
-        projectRoot: PROJECT_ROOT,
+        projectRoot: props.projectRoot ?? (props.handlers ? process.cwd() : PROJECT_ROOT),
         timeout,
         memorySize,
         environment: { ...shared, ...environment },
@@ -373,6 +393,13 @@ function resolveSettings(props: BatonRuntimeProps): Settings {
   const refuse = (message: string) => {
     throw new Error(`BatonRuntime: ${message}`);
   };
+  // The installed package ships no handler files of its own: the team's two-line files are bundled.
+  if (props.handlers === undefined && !existsSync(FUNCTIONS_DIR))
+    refuse(
+      "pass handlers: { intake, step, sweeper } — your files exporting createIntakeHandler({ agents }) and its siblings from 'baton/aws'",
+    );
+  for (const [name, file] of Object.entries(props.handlers ?? {}))
+    if (!existsSync(resolve(file))) refuse(`handlers.${name}: ${resolve(file)} does not exist`);
   if (ms(settings.functionTimeout) > ms(LAMBDA_MAX_TIMEOUT)) refuse('functionTimeout exceeds Lambda’s 15 minutes');
   if (ms(settings.intakeTimeout) > ms(LAMBDA_MAX_TIMEOUT)) refuse('intakeTimeout exceeds Lambda’s 15 minutes');
   if (ms(settings.budgetReserve) >= ms(settings.functionTimeout))

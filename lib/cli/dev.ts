@@ -1,3 +1,5 @@
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { readLocalStackConfig } from '../local/local-config.ts';
 import {
@@ -6,6 +8,7 @@ import {
   DEFAULT_WORKERS,
   startLocalStack,
 } from '../local/local-stack.ts';
+import { AGENTS_MODULE_ENV } from '../local/worker-protocol.ts';
 import type { CommandIo } from './session-commands.ts';
 
 const positiveNumber = (flag: string, value: string | undefined): number | undefined => {
@@ -16,8 +19,9 @@ const positiveNumber = (flag: string, value: string | undefined): number | undef
 };
 
 /**
- * `baton dev [--workers N] [--timeout-s S] [--visibility-s S] [--data DIR]`: starts DynamoDB
- * Local, fauxqs, the resources and the worker processes; runs until Ctrl-C, then stops all it started.
+ * `baton dev [--agents FILE] [--workers N] [--timeout-s S] [--visibility-s S] [--data DIR]`: starts
+ * DynamoDB Local, fauxqs, the resources and the worker processes hosting the agents of FILE (the
+ * repository's examples without it); runs until Ctrl-C, then stops all it started.
  */
 export async function dev(args: string[], io: CommandIo): Promise<number> {
   const { values } = parseArgs({
@@ -27,8 +31,12 @@ export async function dev(args: string[], io: CommandIo): Promise<number> {
       'timeout-s': { type: 'string' },
       'visibility-s': { type: 'string' },
       data: { type: 'string' },
+      agents: { type: 'string' },
     },
   });
+  const agentsModule = values.agents === undefined ? undefined : resolve(values.agents);
+  if (agentsModule !== undefined && !existsSync(agentsModule))
+    throw new Error(`--agents: ${agentsModule} does not exist (a module exporting agents = agentRegistry([...]))`);
   const workers = positiveNumber('--workers', values.workers) ?? DEFAULT_WORKERS;
   if (!Number.isInteger(workers)) throw new Error('--workers must be a whole number');
   const stateDir = io.connect.stateDir ?? DEFAULT_STATE_DIR;
@@ -48,6 +56,7 @@ export async function dev(args: string[], io: CommandIo): Promise<number> {
     dataDir: values.data,
     stateDir,
     signal: io.signal,
+    ...(agentsModule === undefined ? {} : { handlerEnv: { [AGENTS_MODULE_ENV]: agentsModule } }),
   }).catch((error: unknown) => {
     if (io.signal?.aborted) return undefined;
     throw error;

@@ -1,10 +1,10 @@
+#!/usr/bin/env node
 /**
  * The `baton` command. Each command is a function `(args, io) => exit code` in a module of
  * lib/cli; adding one is an import and a line in COMMANDS.
  */
-import { bench } from './bench.ts';
-import { CHAOS_USAGE, chaos } from './chaos.ts';
-import { demo } from './demo.ts';
+import { extname } from 'node:path';
+import { CHAOS_USAGE } from '../chaos/chaos-options.ts';
 import { dev } from './dev.ts';
 import { schemas } from './schemas.ts';
 import { type CommandIo, cancel, events, list, status, submit } from './session-commands.ts';
@@ -13,6 +13,20 @@ import { type CommandIo, cancel, events, list, status, submit } from './session-
 const REPEATED_SIGNAL_WINDOW_MS = 1_000;
 
 export type Command = (args: string[], io: CommandIo) => Promise<number>;
+
+/**
+ * A command that runs only from a checkout of the repository (demo, bench, chaos): loaded on use,
+ * by a computed specifier so the published package's compiled graph leaves it out.
+ */
+const fromCheckout =
+  (name: string): Command =>
+  async (args, io) => {
+    const url = new URL(`./${name}${extname(import.meta.url)}`, import.meta.url).href;
+    const loaded = (await import(url).catch(() => {
+      throw new Error(`'baton ${name}' runs from a checkout of the Baton repository, not from the installed package`);
+    })) as Record<string, Command>;
+    return (loaded[name] as Command)(args, io);
+  };
 
 interface CommandEntry {
   readonly run: Command;
@@ -26,16 +40,16 @@ const COMMANDS: Record<string, CommandEntry> = {
   dev: {
     run: dev,
     summary: 'start the embedded local AWS stack and the functions',
-    usage: 'baton dev [--workers N] [--timeout-s S] [--visibility-s S] [--data DIR]',
+    usage: 'baton dev [--agents FILE] [--workers N] [--timeout-s S] [--visibility-s S] [--data DIR]',
   },
   demo: {
-    run: demo,
+    run: fromCheckout('demo'),
     summary: 'run the order-investigation demo on the local stack, with live progress',
     usage:
       'baton demo [--tickets N] [--workers W] [--chaos] [--chaos-every-s S] [--timeout-s S] [--deadline-s S] [--verbose]',
   },
   bench: {
-    run: bench,
+    run: fromCheckout('bench'),
     summary: 'measure journal cost, the full-rewrite and durable-function baselines, throughput, recovery, bundle',
     usage: 'baton bench [--json] [--only SECTION,...]',
   },
@@ -52,7 +66,11 @@ const COMMANDS: Record<string, CommandEntry> = {
     usage: 'baton events SESSION [--after CURSOR] [--follow]',
   },
   cancel: { run: cancel, summary: 'ask a running session to stop', usage: 'baton cancel SESSION' },
-  chaos: { run: chaos, summary: 'kill, pause and fault a local stack, then check the invariants', usage: CHAOS_USAGE },
+  chaos: {
+    run: fromCheckout('chaos'),
+    summary: 'kill, pause and fault a local stack, then check the invariants',
+    usage: CHAOS_USAGE,
+  },
   schemas: {
     run: schemas,
     summary: 'print or write the JSON Schemas of the queue messages',

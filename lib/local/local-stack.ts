@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { extname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ENV } from '../core/resources.ts';
 import { localAwsEnv } from './aws-clients.ts';
@@ -18,11 +18,9 @@ export const DEFAULT_PREFIX = 'baton';
 export const DEFAULT_STATE_DIR = '.baton';
 /** EventBridge schedules fire at most once a minute; the sweeper then polls within its window. */
 export const DEFAULT_SWEEP_EVERY_MS = 60_000;
-/** The sweeper's default window (functions/config.ts); its invocation timeout must exceed it. */
+/** The sweeper's default window (lib/aws/function-config.ts); its invocation timeout must exceed it. */
 const DEFAULT_SWEEP_WINDOW_MS = 55_000;
 const SWEEPER_TIMEOUT_MARGIN_S = 10;
-
-const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 /** A handler: a module path (its `handler` export) or a module and an export name. */
 export type FunctionRef = string | { readonly module: string; readonly export: string };
@@ -43,10 +41,13 @@ interface ResolvedFunction {
   readonly functionName: string;
 }
 
+/** The production handler factories with the local hooks (lib/local/local-handlers), .ts or compiled .js. */
+const LOCAL_HANDLERS = fileURLToPath(new URL(`./local-handlers${extname(import.meta.url)}`, import.meta.url));
+
 export const DEFAULT_FUNCTIONS: LocalFunctions = {
-  intake: join(REPO_ROOT, 'functions', 'intake.ts'),
-  step: join(REPO_ROOT, 'functions', 'step.ts'),
-  sweeper: join(REPO_ROOT, 'functions', 'sweeper.ts'),
+  intake: { module: LOCAL_HANDLERS, export: 'intake' },
+  step: { module: LOCAL_HANDLERS, export: 'step' },
+  sweeper: { module: LOCAL_HANDLERS, export: 'sweeper' },
 };
 
 export interface LocalStackOptions {

@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { workerEnvironment } from './worker-env.ts';
 import { isWorkerMessage, WORKER_CONFIG_ENV, type WorkerConfig, type WorkerMessage } from './worker-protocol.ts';
@@ -91,7 +92,7 @@ interface Slot {
   readyWaiters: Array<{ resolve: () => void; reject: (error: Error) => void }>;
 }
 
-const WORKER_PATH = fileURLToPath(new URL('./worker.ts', import.meta.url));
+const WORKER_PATH = fileURLToPath(new URL(`./worker${extname(import.meta.url)}`, import.meta.url));
 
 /**
  * Starts worker processes hosting the local Lambda handlers, restarts any that dies (kill -9
@@ -102,14 +103,14 @@ export function startSupervisor(options: SupervisorOptions): Supervisor {
   const log = options.log ?? ((line: string) => console.error(`[baton] ${line}`));
   const graceMs = options.deadlineGraceMs ?? DEFAULT_DEADLINE_GRACE_MS;
   const emit = (event: SupervisorEvent) => options.onEvent?.(event);
-  const tsxLoader = import.meta.resolve('tsx');
+  const loaderArgs = typeScriptLoaderArgs();
   let stopping = false;
 
   const configFor = (index: number): WorkerConfig =>
     index === 0 ? options.config : { ...options.config, schedules: [] };
 
   const spawnWorker = (index: number): ChildProcess => {
-    const child = spawn(process.execPath, ['--import', tsxLoader, WORKER_PATH], {
+    const child = spawn(process.execPath, [...loaderArgs, WORKER_PATH], {
       cwd: options.cwd,
       env: {
         ...workerEnvironment(process.env, options.env ?? {}),
@@ -289,4 +290,13 @@ async function stopChild(child: ChildProcess): Promise<void> {
   const timer = setTimeout(() => child.kill('SIGKILL'), STOP_TIMEOUT_MS);
   await exited;
   clearTimeout(timer);
+}
+
+/**
+ * In the repository the workers load TypeScript through tsx; an installed package runs its
+ * compiled JavaScript, and Node 24 strips the types of a user's own `.ts` agents module itself.
+ */
+function typeScriptLoaderArgs(): string[] {
+  if (extname(WORKER_PATH) !== '.ts') return [];
+  return ['--import', import.meta.resolve('tsx')];
 }

@@ -47,3 +47,6 @@ export const isWorkerMessage = (value: unknown): value is WorkerMessage =>
   typeof value === 'object' &&
   value !== null &&
   ['ready', 'invocation-start', 'invocation-end'].includes((value as { type?: string }).type ?? '');
+
+/** Names the module (path or file URL) whose `agents` export the local functions host (lib/local/local-handlers.ts). */
+export const AGENTS_MODULE_ENV = 'BATON_AGENTS_MODULE';

@@ -21,6 +21,12 @@ describe('BatonRuntime settings checked at synth time', () => {
     expect(build({ leaseTtl: Duration.seconds(3) })).not.toThrow();
   });
 
+  it("refuses a team's handler file that does not exist, naming it", () => {
+    const handlers = { intake: 'functions/intake.ts', step: 'src/no-such-step.ts', sweeper: 'functions/sweeper.ts' };
+    expect(build({ handlers })).toThrow(/handlers\.step: .*src\/no-such-step\.ts does not exist/);
+    expect(build({ handlers: { ...handlers, step: 'functions/step.ts' } })).not.toThrow();
+  });
+
   it('refuses a budget reserve longer than the function timeout', () => {
     expect(build({ functionTimeout: Duration.seconds(10), budgetReserve: Duration.seconds(11) })).toThrow(
       /budgetReserve must be shorter than functionTimeout/,

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { ENV } from '../lib/core/resources.ts';
-import { type ProducerMap, parseProducers } from '../lib/core/tenancy.ts';
+import { ENV } from '../core/resources.ts';
+import { type ProducerMap, parseProducers } from '../core/tenancy.ts';
 
 /** The functions' configuration, parsed once per cold start. A bad value fails loudly, naming it. */
 const Config = z.object({
@@ -17,7 +17,6 @@ const Config = z.object({
   [ENV.retentionDays]: z.coerce.number().int().positive().default(30),
   [ENV.producers]: z.string().min(1).optional(),
   [ENV.tracing]: z.enum(['xray', 'otel']).default('xray'),
-  BATON_FAILPOINTS_FILE: z.string().optional(),
   AWS_REGION: z.string().default('us-east-1'),
 });
 
@@ -38,10 +37,10 @@ export interface FunctionConfig {
   readonly producers?: ProducerMap | undefined;
   /** Which tracer: X-Ray through Powertools, or OpenTelemetry over OTLP. */
   readonly tracing: 'xray' | 'otel';
-  readonly failpointsFile?: string | undefined;
   readonly region: string;
 }
 
+/** Parses the functions' environment; throws naming each bad value. */
 export function loadConfig(env: NodeJS.ProcessEnv): FunctionConfig {
   const parsed = Config.safeParse(env);
   if (!parsed.success) {
@@ -63,7 +62,6 @@ export function loadConfig(env: NodeJS.ProcessEnv): FunctionConfig {
     retentionDays: c[ENV.retentionDays],
     producers: producersOf(c[ENV.producers]),
     tracing: c[ENV.tracing],
-    failpointsFile: c.BATON_FAILPOINTS_FILE,
     region: c.AWS_REGION,
   };
 }

@@ -1,0 +1,2 @@
+/** `baton/cdk`: the BatonRuntime construct and its props. */
+export { type BatonProducer, BatonRuntime, type BatonRuntimeProps } from './baton-runtime.ts';

@@ -1,0 +1,58 @@
+/**
+ * `baton`: defining agents and tools, the models, the typed client, and the queue messages.
+ * Handler factories are in `baton/aws`, the CDK construct in `baton/cdk`.
+ */
+export {
+  BedrockModelClient,
+  type BedrockModelClientOptions,
+} from './adapters/bedrock/bedrock-model-client.ts';
+export {
+  type AgentDefinition,
+  type AgentLimits,
+  type AgentRegistry,
+  agentRegistry,
+  DEFAULT_LIMITS,
+  type DefineAgentOptions,
+  defineAgent,
+} from './agent/define-agent.ts';
+export {
+  type AnyTool,
+  defineTool,
+  type ReconcileVerdict,
+  type ToolContext,
+  type ToolDefinition,
+} from './agent/define-tool.ts';
+export type { RetryPolicy } from './agent/retry-policy.ts';
+export { type ScriptedModelOptions, type ScriptReply, scriptedModel, toolResults } from './agent/scripted-model.ts';
+export {
+  BatonClient,
+  type BatonClientDeps,
+  type CancelResult,
+  type SessionEvent,
+  type SessionStatus,
+  type SubmitRequest,
+  type Submitted,
+} from './client/baton-client.ts';
+export { BatonError, InvalidInputError, StepError } from './core/errors.ts';
+export {
+  ATTR_RESULT_ID,
+  ATTR_TRACEPARENT,
+  BlobRef,
+  INLINE_PAYLOAD_LIMIT_BYTES,
+  Kick,
+  MAX_MESSAGE_BYTES,
+  Result,
+  SessionRef,
+  Ticket,
+  TicketId,
+  Usage,
+} from './core/messages.ts';
+export type {
+  AssistantContent,
+  ChatMessage,
+  ModelClient,
+  ModelRequest,
+  ModelResponse,
+  ToolSpec,
+  UserContent,
+} from './ports/model-client.ts';
