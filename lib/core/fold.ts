@@ -23,6 +23,8 @@ export interface SessionView {
   readonly legs: number;
   /** Model calls and tool results journaled: the atomic units of progress. */
   readonly steps: number;
+  /** Steps of the current turn: the per-turn cap counts these, so a long conversation is not capped. */
+  readonly turnSteps: number;
   readonly usage: Usage;
   /** The turn whose input was journaled last. */
   readonly turnId?: string | undefined;
@@ -47,6 +49,7 @@ export const EMPTY_VIEW: SessionView = {
   legEpoch: 0,
   legs: 0,
   steps: 0,
+  turnSteps: 0,
   usage: { inputTokens: 0, outputTokens: 0 },
   pendingCalls: [],
   failedAttempts: 0,
@@ -72,6 +75,7 @@ export function applyEntry(view: SessionView, entry: JournalEntry): SessionView 
       return {
         ...next,
         turnId: entry.turnId,
+        turnSteps: 0,
         pendingCalls: [],
         finalText: undefined,
         failedAttempts: 0,
@@ -85,6 +89,7 @@ export function applyEntry(view: SessionView, entry: JournalEntry): SessionView 
       return {
         ...next,
         steps: view.steps + 1,
+        turnSteps: view.turnSteps + 1,
         usage: {
           inputTokens: view.usage.inputTokens + entry.data.usage.inputTokens,
           outputTokens: view.usage.outputTokens + entry.data.usage.outputTokens,
@@ -105,6 +110,7 @@ export function applyEntry(view: SessionView, entry: JournalEntry): SessionView 
       return {
         ...next,
         steps: view.steps + 1,
+        turnSteps: view.turnSteps + 1,
         pendingCalls: view.pendingCalls.filter((p) => p.call.id !== entry.data.callId),
       };
     case 'reconciled':
@@ -114,6 +120,7 @@ export function applyEntry(view: SessionView, entry: JournalEntry): SessionView 
         return {
           ...next,
           steps: view.steps + 1,
+          turnSteps: view.turnSteps + 1,
           pendingCalls: view.pendingCalls.filter((p) => p.call.id !== entry.data.callId),
         };
       }

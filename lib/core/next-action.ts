@@ -24,7 +24,7 @@ export interface LegFacts {
   /** The turn the session record says is active. */
   readonly activeTurnId: string | undefined;
   readonly cancelRequested: boolean;
-  /** The agent's cap on journaled steps per session. */
+  /** The agent's cap on journaled steps per turn. */
   readonly maxSteps: number;
   readonly now: number;
 }
@@ -47,7 +47,8 @@ export function nextAction(view: SessionView, activeTurnId: string | undefined, 
 export function decideNext(view: SessionView, facts: LegFacts): NextAction {
   if (facts.cancelRequested && !view.outcome) return { kind: 'cancel' };
   const action = nextAction(view, facts.activeTurnId, facts.now);
-  if (action.kind === 'model' && view.steps >= facts.maxSteps) return { kind: 'step-limit', maxSteps: facts.maxSteps };
+  if (action.kind === 'model' && view.turnSteps >= facts.maxSteps)
+    return { kind: 'step-limit', maxSteps: facts.maxSteps };
   return action;
 }
 

@@ -12,7 +12,7 @@ import { OutcomeStatus } from './vocabulary.ts';
  */
 
 /** Bump whenever applyEntry changes what it derives. */
-export const FOLD_VERSION = 1;
+export const FOLD_VERSION = 2;
 
 export interface SessionSnapshot {
   readonly seq: number;
@@ -32,6 +32,7 @@ const SessionViewSchema = z
     legEpoch: z.number().int().nonnegative(),
     legs: z.number().int().nonnegative(),
     steps: z.number().int().nonnegative(),
+    turnSteps: z.number().int().nonnegative(),
     usage,
     turnId: z.string().optional(),
     pendingCalls: z.array(

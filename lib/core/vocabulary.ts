@@ -50,3 +50,6 @@ export type EntryKind = (typeof EntryKind)[keyof typeof EntryKind];
 /** Declared side-effect kind of a tool. */
 export const ToolEffect = { pure: 'pure', idempotent: 'idempotent', once: 'once' } as const;
 export type ToolEffect = (typeof ToolEffect)[keyof typeof ToolEffect];
+
+/** Turns that may wait behind a conversation's active turn unless configured otherwise. */
+export const DEFAULT_MAX_PENDING_INPUTS = 9;

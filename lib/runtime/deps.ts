@@ -46,6 +46,8 @@ export interface RuntimeConfig {
   readonly retentionDays: number;
   /** How long after an event the sweeper looks, if no kick made progress first. */
   readonly sweepGraceMs: number;
+  /** Turns that may wait behind a conversation's active turn; one more is refused (default 9). */
+  readonly maxPendingInputs?: number | undefined;
 }
 
 export const DEFAULT_RUNTIME_CONFIG: RuntimeConfig = {

@@ -4,6 +4,7 @@ import { BlobRef, describeIssues, Ticket } from '../core/messages.ts';
 import { childContext, newTraceId, type TraceContext } from '../core/trace-context.ts';
 import type { RuntimeDeps } from './deps.ts';
 import { ttlSeconds } from './deps.ts';
+import { acceptTurn } from './turn-intake.ts';
 
 export type IntakeDeps = Pick<
   RuntimeDeps,
@@ -43,9 +44,30 @@ export async function acceptTicket(body: string, trace: TraceContext | undefined
 
   const now = deps.clock.now();
   const tenant = ticket.tenant ?? DEFAULT_TENANT;
+  const retention = ttlSeconds(deps.config, now);
+  if (ticket.sessionId !== undefined) {
+    const turn = await acceptTurn(
+      {
+        key: { tenant, agent: ticket.agent, id: ticket.sessionId },
+        turnId: ticket.ticketId,
+        ticketId: ticket.ticketId,
+        input,
+        maxPendingInputs: deps.config.maxPendingInputs,
+        sweepGraceMs: deps.config.sweepGraceMs,
+        ttlSeconds: retention,
+      },
+      deps,
+    );
+    deps.telemetry.logger.info(turn.queued ? 'turn accepted' : 'turn resubmitted; converged', {
+      tenant,
+      agent: ticket.agent,
+      sessionId: ticket.sessionId,
+      turnId: ticket.ticketId,
+    });
+    return { key: turn.key, turnId: turn.turnId, created: turn.queued };
+  }
   const key: SessionKey = { tenant, agent: ticket.agent, id: deriveSessionId(tenant, ticket.agent, ticket.ticketId) };
   const turnId = ticket.ticketId;
-  const retention = ttlSeconds(deps.config, now);
   const inputHash = hashJson(input);
   const turn = await deps.store.putTurn(
     key,
@@ -62,6 +84,7 @@ export async function acceptTicket(body: string, trace: TraceContext | undefined
     now,
     sweepAt: now + deps.config.sweepGraceMs,
     ttlSeconds: retention,
+    conversation: agent.conversation === true,
   });
   // Kick even when the session existed: the first kick may be what was lost. A duplicate is dropped.
   await deps.workQueue.sendKick(
@@ -115,7 +138,9 @@ function hasLoneSurrogate(value: unknown): boolean {
 }
 
 /** The ids an invalid ticket still yields, so its failure can be recorded where an operator looks. */
-export function salvageIds(body: string): { ticketId: string; agent: string; tenant: string } | undefined {
+export function salvageIds(
+  body: string,
+): { ticketId: string; agent: string; tenant: string; sessionId?: string | undefined } | undefined {
   try {
     const json = JSON.parse(body) as Record<string, unknown>;
     const tenant = typeof json.tenant === 'string' ? json.tenant : DEFAULT_TENANT;
@@ -127,7 +152,8 @@ export function salvageIds(body: string): { ticketId: string; agent: string; ten
       json.ticketId.length === 0
     )
       return undefined;
-    return { ticketId: json.ticketId, agent: json.agent, tenant };
+    const sessionId = typeof json.sessionId === 'string' && json.sessionId.length <= 64 ? json.sessionId : undefined;
+    return { ticketId: json.ticketId, agent: json.agent, tenant, ...(sessionId ? { sessionId } : {}) };
   } catch {
     return undefined;
   }
@@ -141,6 +167,11 @@ export async function recordRejectedTicket(body: string, reason: string, deps: I
   const ids = salvageIds(body);
   if (!ids) return false;
   const now = deps.clock.now();
+  if (ids.sessionId !== undefined) {
+    // A refused further turn: the conversation is not touched; the result says why.
+    await deps.results.publish(rejection(ids, { tenant: ids.tenant, agent: ids.agent, id: ids.sessionId }, reason), {});
+    return true;
+  }
   const key: SessionKey = {
     tenant: ids.tenant,
     agent: ids.agent,

@@ -11,6 +11,9 @@ import type {
   BumpRequest,
   BumpResult,
   DueSession,
+  EndTurnRequest,
+  EnqueueTurnRequest,
+  EnqueueTurnResult,
   NewSession,
   ReleaseRequest,
   ReleaseResult,
@@ -22,6 +25,7 @@ import type {
 } from '../../ports/session-store.ts';
 import { PayloadOffload } from '../payload-offload.ts';
 import {
+  decideEnqueue,
   decodeEntry,
   decodeSession,
   decodeSnapshot,
@@ -37,6 +41,7 @@ import {
   newSessionItem,
   pkOf,
   sweepShardAttr,
+  turnItemFinished,
   turnSk,
 } from '../session-item-codec.ts';
 
@@ -49,7 +54,9 @@ export type StoreWrite =
   | 'renew'
   | 'release'
   | 'bump'
-  | 'append';
+  | 'append'
+  | 'enqueueTurn'
+  | 'endTurn';
 
 /**
  * A fault for the next write of one operation:
@@ -112,6 +119,8 @@ export class MemorySessionStore implements SessionStore {
     release: 0,
     bump: 0,
     append: 0,
+    enqueueTurn: 0,
+    endTurn: 0,
   };
   /** Bytes of journal items written (attribute values as stored), for cost-per-step checks. */
   journalBytesWritten = 0;
@@ -207,6 +216,72 @@ export class MemorySessionStore implements SessionStore {
     if (first === undefined)
       throw new CorruptStateError(`turn ${turnId} of ${formatSessionKey(key)} refused an outcome`);
     return first;
+  }
+
+  async listTurns(key: SessionKey): Promise<TurnRecord[]> {
+    const partition = this.#items.get(pkOf(key));
+    const items = [...(partition?.entries() ?? [])].filter(([sk]) => sk.startsWith('T#')).map(([, item]) => item);
+    const turns = await Promise.all(items.map((item) => decodeTurn(item, key, this.#offload)));
+    return turns.sort((a, b) => a.createdAt - b.createdAt);
+  }
+
+  async enqueueTurn(key: SessionKey, request: EnqueueTurnRequest): Promise<EnqueueTurnResult> {
+    return this.#write('enqueueTurn', key, (): EnqueueTurnResult => {
+      const old = this.#meta(key);
+      const record = old === undefined ? undefined : decodeSession(old, key);
+      const decision = decideEnqueue(record, turnItemFinished(this.#item(key, turnSk(request.turnId))), request);
+      if (decision === 'accepted-before') return { ok: true, record: record!, queued: false };
+      if (decision !== 'enqueue') return { ok: false, reason: decision, current: record };
+      const idle = old!.owner === undefined && record!.state === SessionState.idle;
+      const next: Item = {
+        ...old,
+        turnQueue: [...record!.turnQueue, request.turnId],
+        lastTurnId: request.turnId,
+        pendingVersion: Number(old!.pendingVersion) + 1,
+        updatedAt: request.now,
+        ...(idle
+          ? { state: SessionState.queued, sweepAt: request.sweepAt, sweepShard: sweepShardAttr(key.id) }
+          : { sweepAt: old!.sweepAt ?? request.sweepAt, sweepShard: sweepShardAttr(key.id) }),
+      };
+      this.#setMeta(key, next);
+      return { ok: true, record: decodeSession(next, key), queued: true };
+    });
+  }
+
+  async endTurn(key: SessionKey, request: EndTurnRequest): Promise<ReleaseResult> {
+    return this.#write('endTurn', key, (): ReleaseResult => {
+      const old = this.#meta(key);
+      const record = old === undefined ? undefined : decodeSession(old, key);
+      const holdsLease = record?.epoch === request.epoch && record.owner === request.owner;
+      const headMatches = record?.turnQueue[0] === request.next;
+      if (old === undefined || !holdsLease || !headMatches) {
+        const ownWrite =
+          record !== undefined &&
+          record.owner === undefined &&
+          record.epoch === request.epoch &&
+          (request.next === undefined ? record.state === SessionState.idle : record.activeTurnId === request.next);
+        return ownWrite ? { ok: true } : { ok: false, current: record };
+      }
+      const { owner: _owner, until: _until, sweepAt: _sweepAt, sweepShard: _sweepShard, ...kept } = old;
+      const next: Item = {
+        ...kept,
+        seenVersion: old.pendingVersion,
+        updatedAt: request.now,
+        ...(request.next === undefined
+          ? { state: SessionState.idle }
+          : {
+              state: SessionState.queued,
+              activeTurnId: request.next,
+              turnQueue: record.turnQueue.slice(1),
+              sweepAt: request.sweepAt,
+              sweepShard: sweepShardAttr(key.id),
+            }),
+        ...(request.progressed ? { recoveries: 0 } : {}),
+        ...(request.ttlSeconds === undefined ? {} : { ttl: request.ttlSeconds }),
+      };
+      this.#setMeta(key, next);
+      return { ok: true };
+    });
   }
 
   async acquire(key: SessionKey, request: AcquireRequest): Promise<AcquireResult> {
