@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { CorruptStateError } from '../core/errors.ts';
 import { canonicalJson, formatSessionKey, type SessionKey } from '../core/ids.ts';
+import { InboxItem } from '../core/inbox.ts';
 import { type JournalEntry, parseEntry } from '../core/journal.ts';
 import { describeIssues } from '../core/messages.ts';
 import type { SessionSnapshot } from '../core/snapshot.ts';
@@ -73,6 +74,8 @@ const SessionItemSchema = z.object({
   conversation: z.boolean().optional(),
   turnQueue: z.array(z.string()).optional(),
   lastTurnId: z.string().optional(),
+  inbox: z.array(z.string()).optional(),
+  inboxIds: z.array(z.string()).optional(),
   cancelRequested: z.boolean(),
   recoveries: count,
   legs: count,
@@ -214,6 +217,9 @@ export function decodeSession(raw: unknown, expected?: SessionKey): SessionRecor
     conversation: item.conversation ?? false,
     turnQueue: item.turnQueue ?? [],
     ...(item.lastTurnId === undefined ? {} : { lastTurnId: item.lastTurnId }),
+    inbox: (item.inbox ?? []).map((text, i) =>
+      validate(InboxItem, parseJson(text, `${where} inbox item ${i}`), `${where} inbox item ${i}`),
+    ),
     cancelRequested: item.cancelRequested,
     recoveries: item.recoveries,
     legs: item.legs,
@@ -242,6 +248,19 @@ export function decideEnqueue(
   if (request.ifLastTurn !== undefined && record.lastTurnId !== request.ifLastTurn) return EnqueueRefusal.stale;
   if (record.turnQueue.length >= request.maxPending) return EnqueueRefusal.full;
   return 'enqueue';
+}
+
+/** Why an inbox item cannot be posted, or undefined when it can (or was posted before: `posted`). */
+export function decidePost(
+  record: SessionRecord | undefined,
+  id: string,
+  maxPending: number,
+): 'post' | 'posted-before' | 'not-found' | 'finished' | 'full' {
+  if (record === undefined) return 'not-found';
+  if (record.inbox.some((item) => item.id === id)) return 'posted-before';
+  if (TERMINAL_SESSION_STATES.includes(record.state)) return 'finished';
+  if (record.inbox.length >= maxPending) return 'full';
+  return 'post';
 }
 
 /** Does a raw turn item hold an outcome? */

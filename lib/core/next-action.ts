@@ -17,6 +17,7 @@ export type NextAction =
   | { readonly kind: 'finish'; readonly text: string }
   | { readonly kind: 'publish' }
   | { readonly kind: 'parked'; readonly callId: string }
+  | { readonly kind: 'await-approval'; readonly callIds: readonly string[] }
   | { readonly kind: 'done' };
 
 /** What the leg knows besides the journal when it decides. */
@@ -34,6 +35,7 @@ export function nextAction(view: SessionView, activeTurnId: string | undefined, 
   if (activeTurnId !== undefined && view.turnId !== activeTurnId) return { kind: 'start-turn' };
   if (view.outcome) return view.published ? { kind: 'done' } : { kind: 'publish' };
   if (view.parkedCallId !== undefined) return { kind: 'parked', callId: view.parkedCallId };
+  if (view.awaitingApproval.length > 0) return { kind: 'await-approval', callIds: view.awaitingApproval };
   if (view.retryAt !== undefined && view.retryAt > now) return { kind: 'wait-retry', retryAt: view.retryAt };
   // A watermark without a result: the call may have run. Never repeat it blindly.
   const interrupted = view.pendingCalls.find((p) => p.intentSeq !== undefined);

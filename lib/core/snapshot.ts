@@ -51,6 +51,9 @@ const SessionViewSchema = z
       .optional(),
     published: z.boolean(),
     parkedCallId: z.string().optional(),
+    awaitingApproval: z.array(z.string()),
+    decisions: z.record(z.string(), z.object({ approved: z.boolean(), reason: z.string().optional() })),
+    deliveredIds: z.array(z.string()),
   })
   .strict();
 

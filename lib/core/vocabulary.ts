@@ -41,6 +41,10 @@ export const EntryKind = {
   tool: 'tool',
   error: 'error',
   message: 'message',
+  /** A call that needs a human's approval stopped the turn here. */
+  approval: 'approval',
+  /** A human's answer to an approval request. */
+  decision: 'decision',
   reconciled: 'reconciled',
   outcome: 'outcome',
   published: 'published',

@@ -1,4 +1,5 @@
 import type { SessionKey } from '../core/ids.ts';
+import type { InboxItem } from '../core/inbox.ts';
 import type { JournalEntry } from '../core/journal.ts';
 import type { SessionSnapshot } from '../core/snapshot.ts';
 import type { OutcomeStatus, SessionState } from '../core/vocabulary.ts';
@@ -25,6 +26,8 @@ export interface SessionRecord {
   readonly turnQueue: readonly string[];
   /** The turn accepted last: what `--if-last-turn` compares against. */
   readonly lastTurnId?: string | undefined;
+  /** Messages, decisions and verdicts waiting for the owner to journal them, oldest first. */
+  readonly inbox: readonly InboxItem[];
   readonly cancelRequested: boolean;
   /** Consecutive recoveries with no journal progress (a crash loop when it passes its cap). */
   readonly recoveries: number;
@@ -162,6 +165,34 @@ export interface EndTurnRequest {
   readonly ttlSeconds?: number | undefined;
 }
 
+export interface PostInboxRequest {
+  readonly item: InboxItem;
+  readonly now: number;
+  /** When the sweeper should look if the item's kick is lost (kept if already earlier). */
+  readonly sweepAt: number;
+  /** Refused when this many items already wait. */
+  readonly maxPending: number;
+}
+
+export type PostInboxResult =
+  | {
+      readonly ok: true;
+      readonly record: SessionRecord /** False when an item of this id was posted before. */;
+      readonly posted: boolean;
+    }
+  | {
+      readonly ok: false;
+      readonly reason: 'not-found' | 'finished' | 'full';
+      readonly current?: SessionRecord | undefined;
+    };
+
+export interface TakeInboxRequest {
+  readonly owner: string;
+  readonly epoch: number;
+  /** The items the owner journaled or dropped, with their place in the inbox as it read it. */
+  readonly taken: readonly { readonly id: string; readonly index: number }[];
+}
+
 /**
  * Durable session state: records, turns, the journal. Every write that an owner makes is fenced
  * (session record by epoch and owner, journal entries by seq) and recognises its own retried write.
@@ -191,6 +222,11 @@ export interface SessionStore {
    * Refused when the lease moved or the queue head is not `next` (a turn arrived: read again).
    */
   endTurn(key: SessionKey, request: EndTurnRequest): Promise<ReleaseResult>;
+
+  /** Posts an inbox item (idempotent by id) and bumps pendingVersion, so the owner or a kick sees it. */
+  postInbox(key: SessionKey, request: PostInboxRequest): Promise<PostInboxResult>;
+  /** The owner takes items off the inbox; throws LeaseLostError when it no longer holds the lease. */
+  takeInbox(key: SessionKey, request: TakeInboxRequest): Promise<void>;
 
   acquire(key: SessionKey, request: AcquireRequest): Promise<AcquireResult>;
   /** Extends the lease; throws LeaseLostError when the condition fails. Returns the fresh record. */

@@ -27,17 +27,21 @@ import type {
   EnqueueTurnRequest,
   EnqueueTurnResult,
   NewSession,
+  PostInboxRequest,
+  PostInboxResult,
   ReleaseRequest,
   ReleaseResult,
   RenewRequest,
   SessionRecord,
   SessionStore,
+  TakeInboxRequest,
   TurnOutcome,
   TurnRecord,
 } from '../../ports/session-store.ts';
 import { PayloadOffload } from '../payload-offload.ts';
 import {
   decideEnqueue,
+  decidePost,
   decodeEntry,
   decodeSession,
   decodeSnapshot,
@@ -324,6 +328,77 @@ export class DynamoDbSessionStore implements SessionStore {
       current.epoch === request.epoch &&
       (request.next === undefined ? current.state === SessionState.idle : current.activeTurnId === request.next);
     return ownWrite ? { ok: true } : { ok: false, current };
+  }
+
+  async postInbox(key: SessionKey, request: PostInboxRequest): Promise<PostInboxResult> {
+    const x = new Expression();
+    const ids = x.name('inboxIds');
+    const inbox = x.name('inbox');
+    const empty = x.value([]);
+    const exists = `attribute_exists(${x.name('pk')})`;
+    const notFinished = `NOT ${x.name('state')} IN (${TERMINAL_SESSION_STATES.map((s) => x.value(s)).join(', ')})`;
+    const fresh = `NOT contains(${ids}, ${x.value(request.item.id)})`;
+    const room = `(attribute_not_exists(${ids}) OR size(${ids}) < ${x.value(request.maxPending)})`;
+    const sweepAt = x.name('sweepAt');
+    const sets = [
+      `${inbox} = list_append(if_not_exists(${inbox}, ${empty}), ${x.value([JSON.stringify(request.item)])})`,
+      `${ids} = list_append(if_not_exists(${ids}, ${empty}), ${x.value([request.item.id])})`,
+      `${x.name('pendingVersion')} = ${x.name('pendingVersion')} + ${x.value(1)}`,
+      `${sweepAt} = if_not_exists(${sweepAt}, ${x.value(request.sweepAt)})`,
+      `${x.name('sweepShard')} = ${x.value(sweepShardAttr(key.id))}`,
+      `${x.name('updatedAt')} = ${x.value(request.now)}`,
+    ];
+    const result = await conditional(() =>
+      this.#db.send(
+        new UpdateCommand({
+          TableName: this.#table,
+          Key: { pk: pkOf(key), sk: META_SK },
+          UpdateExpression: `SET ${sets.join(', ')}`,
+          ConditionExpression: allOf(exists, notFinished, fresh, room),
+          ReturnValues: 'ALL_NEW',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          ...x.attributes(),
+        }),
+      ),
+    );
+    if (result.ok) return { ok: true, record: decodeSession(result.value.Attributes, key), posted: true };
+    const current = result.old === undefined ? undefined : decodeSession(result.old, key);
+    const decision = decidePost(current, request.item.id, request.maxPending);
+    if (decision === 'posted-before') return { ok: true, record: current!, posted: false };
+    if (decision === 'post')
+      throw new CorruptStateError(`inbox post to ${formatSessionKey(key)} refused without a reason`);
+    return { ok: false, reason: decision, current };
+  }
+
+  async takeInbox(key: SessionKey, request: TakeInboxRequest): Promise<void> {
+    if (request.taken.length === 0) return;
+    const x = new Expression();
+    const ids = x.name('inboxIds');
+    const inbox = x.name('inbox');
+    const conditions = [
+      `${x.name('epoch')} = ${x.value(request.epoch)}`,
+      `${x.name('owner')} = ${x.value(request.owner)}`,
+      ...request.taken.map((t) => `${ids}[${t.index}] = ${x.value(t.id)}`),
+    ];
+    const removes = request.taken.flatMap((t) => [`${inbox}[${t.index}]`, `${ids}[${t.index}]`]);
+    const result = await conditional(() =>
+      this.#db.send(
+        new UpdateCommand({
+          TableName: this.#table,
+          Key: { pk: pkOf(key), sk: META_SK },
+          UpdateExpression: `SET ${x.name('updatedAt')} = ${x.value(this.#clock.now())} REMOVE ${removes.join(', ')}`,
+          ConditionExpression: allOf(...conditions),
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          ...x.attributes(),
+        }),
+      ),
+    );
+    if (result.ok) return;
+    const current = result.old === undefined ? undefined : decodeSession(result.old, key);
+    const ours = current?.owner === request.owner && current.epoch === request.epoch;
+    // Our own retried write: the lease is still ours and none of the items is left.
+    if (ours && !request.taken.some((t) => current.inbox.some((item) => item.id === t.id))) return;
+    throw leaseLost(`inbox take by epoch ${request.epoch} refused`, result.old, key);
   }
 
   async acquire(key: SessionKey, request: AcquireRequest): Promise<AcquireResult> {

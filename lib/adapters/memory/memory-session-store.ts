@@ -15,17 +15,21 @@ import type {
   EnqueueTurnRequest,
   EnqueueTurnResult,
   NewSession,
+  PostInboxRequest,
+  PostInboxResult,
   ReleaseRequest,
   ReleaseResult,
   RenewRequest,
   SessionRecord,
   SessionStore,
+  TakeInboxRequest,
   TurnOutcome,
   TurnRecord,
 } from '../../ports/session-store.ts';
 import { PayloadOffload } from '../payload-offload.ts';
 import {
   decideEnqueue,
+  decidePost,
   decodeEntry,
   decodeSession,
   decodeSnapshot,
@@ -56,7 +60,9 @@ export type StoreWrite =
   | 'bump'
   | 'append'
   | 'enqueueTurn'
-  | 'endTurn';
+  | 'endTurn'
+  | 'postInbox'
+  | 'takeInbox';
 
 /**
  * A fault for the next write of one operation:
@@ -121,6 +127,8 @@ export class MemorySessionStore implements SessionStore {
     append: 0,
     enqueueTurn: 0,
     endTurn: 0,
+    postInbox: 0,
+    takeInbox: 0,
   };
   /** Bytes of journal items written (attribute values as stored), for cost-per-step checks. */
   journalBytesWritten = 0;
@@ -282,6 +290,45 @@ export class MemorySessionStore implements SessionStore {
       this.#setMeta(key, next);
       return { ok: true };
     });
+  }
+
+  async postInbox(key: SessionKey, request: PostInboxRequest): Promise<PostInboxResult> {
+    return this.#write('postInbox', key, (): PostInboxResult => {
+      const old = this.#meta(key);
+      const record = old === undefined ? undefined : decodeSession(old, key);
+      const decision = decidePost(record, request.item.id, request.maxPending);
+      if (decision === 'posted-before') return { ok: true, record: record!, posted: false };
+      if (decision !== 'post') return { ok: false, reason: decision, current: record };
+      const next: Item = {
+        ...old,
+        inbox: [...((old!.inbox as string[] | undefined) ?? []), JSON.stringify(request.item)],
+        inboxIds: [...((old!.inboxIds as string[] | undefined) ?? []), request.item.id],
+        pendingVersion: Number(old!.pendingVersion) + 1,
+        sweepAt: old!.sweepAt ?? request.sweepAt,
+        sweepShard: sweepShardAttr(key.id),
+        updatedAt: request.now,
+      };
+      this.#setMeta(key, next);
+      return { ok: true, record: decodeSession(next, key), posted: true };
+    });
+  }
+
+  async takeInbox(key: SessionKey, request: TakeInboxRequest): Promise<void> {
+    const refused = this.#write('takeInbox', key, () => {
+      const old = this.#meta(key);
+      const ids = (old?.inboxIds as string[] | undefined) ?? [];
+      const holdsLease = old?.epoch === request.epoch && old.owner === request.owner;
+      if (!holdsLease) return true;
+      if (!request.taken.every((t) => ids[t.index] === t.id)) {
+        // Already taken (our own retried write) when none of the ids is left.
+        return request.taken.some((t) => ids.includes(t.id));
+      }
+      const drop = new Set(request.taken.map((t) => t.index));
+      const inbox = ((old.inbox as string[] | undefined) ?? []).filter((_, i) => !drop.has(i));
+      this.#setMeta(key, { ...old, inbox, inboxIds: ids.filter((_, i) => !drop.has(i)), updatedAt: this.#clock.now() });
+      return false;
+    });
+    if (await refused) throw new LeaseLostError(`inbox take by epoch ${request.epoch} refused`);
   }
 
   async acquire(key: SessionKey, request: AcquireRequest): Promise<AcquireResult> {

@@ -6,7 +6,9 @@ import { childContext, type TraceContext } from '../../core/trace-context.ts';
 import type { KickReason } from '../../core/vocabulary.ts';
 import type { SessionRecord } from '../../ports/session-store.ts';
 import type { RuntimeDeps, RuntimeLogger } from '../deps.ts';
-import { failUnjournaled, finish, park, publish, waitForRetry, yieldForBudget } from './hand-off.ts';
+import { waitForHuman } from './approval-step.ts';
+import { failUnjournaled, finish, publish, waitForRetry, yieldForBudget } from './hand-off.ts';
+import { deliverInbox } from './inbox-step.ts';
 import { JournalWriter } from './journal-writer.ts';
 import type { Invocation, KickOutcome, LegContext } from './leg-context.ts';
 import { LegAborted, LegSignals } from './leg-signals.ts';
@@ -108,6 +110,7 @@ export class Leg implements LegContext {
   /** Takes the next action; returns how the leg ends, or undefined to go on. */
   async #next(agent: AgentDefinition): Promise<KickOutcome | undefined> {
     this.signals.throwIfLeaseLost();
+    await deliverInbox(this);
     const view = this.journal.view;
     const record = this.signals.record;
     const action = decideNext(view, {
@@ -133,7 +136,10 @@ export class Leg implements LegContext {
         await reconcileStep(this, agent, action.call);
         return undefined;
       case 'parked':
-        return park(this, action.callId);
+        this.log.warn('once-only call in an unknown state: parked for a human', { callId: action.callId });
+        return waitForHuman(this, 'parked call');
+      case 'await-approval':
+        return waitForHuman(this, 'approval');
       case 'wait-retry':
         return waitForRetry(this);
       case 'finish':
