@@ -904,6 +904,59 @@ export function describeSessionStoreContract(name: string, makeHarness: MakeHarn
       });
     });
 
+    describe('inbox', () => {
+      const message = (id: string) => ({ kind: 'message' as const, id, text: `text ${id}` });
+      const post = (store: SessionStore, key: SessionKey, id: string, now: number, maxPending = 3) =>
+        store.postInbox(key, { item: message(id), now, sweepAt: now + 1_000, maxPending });
+
+      it('posts an item once by id, bumps the version, and refuses a full inbox, a finished or missing session', async () => {
+        // Arrange
+        const { store, key, now } = await setup();
+        const before = await store.getSession(key);
+
+        // Act
+        const first = await post(store, key, 'm1', now);
+        const again = await post(store, key, 'm1', now);
+        await post(store, key, 'm2', now);
+        const full = await post(store, key, 'm3', now, 2);
+        const missing = await post(store, newKey(), 'm1', now);
+
+        // Assert
+        expect(first).toMatchObject({ ok: true, posted: true });
+        expect(again).toMatchObject({ ok: true, posted: false });
+        expect(full).toMatchObject({ ok: false, reason: 'full' });
+        expect(missing).toMatchObject({ ok: false, reason: 'not-found' });
+        const record = await store.getSession(key);
+        expect(record?.inbox).toEqual([message('m1'), message('m2')]);
+        expect(record?.pendingVersion).toBe((before?.pendingVersion ?? 0) + 2);
+      });
+
+      it('lets the owner take items by their place, refuses a stale owner, and recognises its own retried take', async () => {
+        // Arrange
+        const { harness, store, key, now } = await setup();
+        const held = await acquireFree(store, key, 'owner-a', now);
+        for (const id of ['m1', 'm2', 'm3']) await post(store, key, id, now);
+
+        // Act
+        const stale = await store
+          .takeInbox(key, { owner: 'owner-z', epoch: held.epoch, taken: [{ id: 'm1', index: 0 }] })
+          .catch((e: unknown) => e);
+        harness.retryNextWriteAfterCommit('takeInbox');
+        await store.takeInbox(key, {
+          owner: 'owner-a',
+          epoch: held.epoch,
+          taken: [
+            { id: 'm1', index: 0 },
+            { id: 'm3', index: 2 },
+          ],
+        });
+
+        // Assert
+        expect(stale).toBeInstanceOf(LeaseLostError);
+        expect((await store.getSession(key))?.inbox).toEqual([message('m2')]);
+      });
+    });
+
     describe('snapshots', () => {
       it('returns the latest snapshot, keeps the first one written at a seq, and none for a new session', async () => {
         // Arrange
