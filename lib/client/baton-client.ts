@@ -30,6 +30,10 @@ export interface BatonClientDeps {
 
 const DEFAULT_SWEEP_GRACE_MS = 30_000;
 
+/** A message's text: `{ text }` as the CLI's --text sends it, anything else as its JSON. */
+const messageText = (input: unknown): string =>
+  typeof (input as { text?: unknown } | null)?.text === 'string' ? (input as { text: string }).text : asText(input);
+
 export interface SubmitRequest {
   readonly agent: string;
   readonly input: unknown;
@@ -221,7 +225,7 @@ export class BatonClient {
     if (mode === SendMode.inject && (await this.#turnRunning(record))) {
       const now = this.deps.clock.now();
       const posted = await this.deps.store.postInbox(record.key, {
-        item: { kind: 'message', id, text: asText(input) },
+        item: { kind: 'message', id, text: messageText(input) },
         now,
         sweepAt: now + (this.deps.sweepGraceMs ?? DEFAULT_SWEEP_GRACE_MS),
         maxPending: this.deps.maxPendingInputs ?? DEFAULT_MAX_PENDING_INPUTS,

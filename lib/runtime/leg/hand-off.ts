@@ -89,7 +89,8 @@ function resultMessage(
   const view = leg.journal.view;
   return {
     v: 1,
-    ticketId: leg.signals.record.ticketId,
+    // A conversation's later turns are tickets of their own: the turn id is the ticket id.
+    ticketId: turnId || leg.signals.record.ticketId,
     tenant: leg.key.tenant,
     agent: leg.key.agent,
     sessionId: leg.key.id,
