@@ -36,7 +36,8 @@ export function readLedger(path = ledgerPath()): LedgerLine[] {
 export function duplicateEffects(lines: readonly LedgerLine[]): string[] {
   const seen = new Map<string, number>();
   for (const line of lines) {
-    if (line.effect !== 'once' || line.operation.startsWith('refuse:')) continue;
+    if (line.effect !== 'once' || line.operation.startsWith('refuse:') || line.operation.startsWith('refused:'))
+      continue;
     const id = `${line.service}:${line.operation}:${line.idempotencyKey}`;
     seen.set(id, (seen.get(id) ?? 0) + 1);
   }

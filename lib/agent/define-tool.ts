@@ -36,7 +36,8 @@ export interface ToolDefinition<I = unknown, O = unknown> {
    */
   readonly requiresApproval?: boolean | ((input: I) => boolean) | undefined;
   run(input: I, ctx: ToolContext): Promise<O>;
-  reconcile?: ((idempotencyKey: string, input: I) => Promise<ReconcileVerdict>) | undefined;
+  /** Asks the downstream whether an interrupted call happened; `signal` aborts when the leg stops. */
+  reconcile?: ((idempotencyKey: string, input: I, signal: AbortSignal) => Promise<ReconcileVerdict>) | undefined;
 }
 
 /** A tool of any input and output type, as an agent lists them. */

@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { asText } from '../agent/transcript.ts';
-import { InvalidInputError, TurnRefusedError } from '../core/errors.ts';
+import { InvalidInputError, TicketConflictError, TurnRefusedError } from '../core/errors.ts';
 import { foldJournal, type SessionView } from '../core/fold.ts';
-import { DEFAULT_TENANT, deriveSessionId } from '../core/ids.ts';
+import { DEFAULT_TENANT, deriveSessionId, hashJson } from '../core/ids.ts';
 import type { InboxItem } from '../core/inbox.ts';
 import type { JournalEntry } from '../core/journal.ts';
+import { INLINE_PAYLOAD_LIMIT_BYTES } from '../core/messages.ts';
 import { childContext, newTraceId } from '../core/trace-context.ts';
 import { DEFAULT_MAX_PENDING_INPUTS, type SessionState } from '../core/vocabulary.ts';
 import type { BlobStore } from '../ports/blob-store.ts';
@@ -13,8 +14,8 @@ import type { TicketQueue, WorkQueue } from '../ports/queues.ts';
 import type { SessionRecord, SessionStore, TurnOutcome } from '../ports/session-store.ts';
 import { acceptTurn } from '../runtime/turn-intake.ts';
 
-/** Ticket bodies above this go to the payload bucket (SQS allows 256 KiB per message, attributes included). */
-export const INLINE_TICKET_LIMIT_BYTES = 200 * 1024;
+/** Ticket inputs above this go to the payload bucket (the queues keep to MAX_MESSAGE_BYTES, attributes included). */
+export const INLINE_TICKET_LIMIT_BYTES = INLINE_PAYLOAD_LIMIT_BYTES;
 
 export interface BatonClientDeps {
   readonly store: SessionStore;
@@ -126,6 +127,12 @@ export class BatonClient {
     const tenant = request.tenant ?? DEFAULT_TENANT;
     const ticketId = request.ticketId ?? randomUUID();
     if (request.input === undefined) throw new InvalidInputError('input is required');
+    const sessionId = deriveSessionId(tenant, request.agent, ticketId);
+    if (request.ticketId !== undefined) {
+      // Intake would refuse it anyway; refusing here gives the producer the error, not the results queue.
+      const turn = await this.deps.store.getTurn({ tenant, agent: request.agent, id: sessionId }, ticketId);
+      if (turn && turn.inputHash !== hashJson(request.input)) throw new TicketConflictError(ticketId);
+    }
     let input = request.input;
     const bytes = Buffer.byteLength(JSON.stringify(input));
     if (bytes > INLINE_TICKET_LIMIT_BYTES) {
@@ -142,7 +149,7 @@ export class BatonClient {
     );
     return {
       ticketId,
-      sessionId: deriveSessionId(tenant, request.agent, ticketId),
+      sessionId,
       tenant,
       agent: request.agent,
       traceId,

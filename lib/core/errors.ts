@@ -59,6 +59,17 @@ export class PayloadTooLargeError extends InvalidInputError {
   }
 }
 
+/**
+ * The journal could not be written for a reason outside the step (a throttle or a 5xx the SDK
+ * gave up on). Never a turn's outcome: the leg stops and the next owner recovers the turn.
+ */
+export class InfrastructureError extends Error {
+  constructor(what: string, cause: unknown) {
+    super(`${what}: ${errorMessage(cause)}`, { cause });
+    this.name = 'InfrastructureError';
+  }
+}
+
 /** An error raised by a model or tool; `retryable` decides whether the retry policy applies. */
 export class StepError extends BatonError {
   constructor(message: string, options?: ErrorOptions & { retryable?: boolean }) {

@@ -1,4 +1,5 @@
 import { CorruptStateError } from './errors.ts';
+import { idempotencyKey, type SessionKey } from './ids.ts';
 import type { JournalEntry, ToolCall } from './journal.ts';
 import type { Usage } from './messages.ts';
 import type { OutcomeStatus } from './vocabulary.ts';
@@ -14,6 +15,17 @@ export interface PendingCall {
   readonly modelSeq: number;
   /** Seq of its watermark, when a once-only call was started. */
   readonly intentSeq?: number | undefined;
+  /**
+   * Seq of the `notDone` verdict that voided its last key: the re-run gets a new key derived
+   * from it, because the downstream refuses the voided one.
+   */
+  readonly reconciledSeq?: number | undefined;
+}
+
+/** The idempotency key of a pending call: the model entry's seq and the call id, plus the verdict that voided the last one. */
+export function pendingCallKey(key: SessionKey, pending: PendingCall): string {
+  const base = idempotencyKey(key, pending.modelSeq, pending.call.id);
+  return pending.reconciledSeq === undefined ? base : `${base}:r${pending.reconciledSeq}`;
 }
 
 export interface SessionView {
@@ -126,7 +138,7 @@ export function applyEntry(view: SessionView, entry: JournalEntry): SessionView 
         pendingCalls: view.pendingCalls.filter((p) => p.call.id !== entry.data.callId),
       };
     case 'reconciled': {
-      // done settles the call like a result; notDone lets it run again with the same key;
+      // done settles the call like a result; notDone lets it run again under a new key;
       // unknown parks the session until a human decides (an operator's `resolve` unparks it).
       const base = entry.data.id === undefined ? next : delivered(next, entry.data.id);
       const unparked = entry.data.verdict !== 'unknown' && view.parkedCallId === entry.data.callId;
@@ -143,7 +155,7 @@ export function applyEntry(view: SessionView, entry: JournalEntry): SessionView 
         return {
           ...from,
           pendingCalls: view.pendingCalls.map((p) =>
-            p.call.id === entry.data.callId ? { call: p.call, modelSeq: p.modelSeq } : p,
+            p.call.id === entry.data.callId ? { call: p.call, modelSeq: p.modelSeq, reconciledSeq: entry.seq } : p,
           ),
         };
       }

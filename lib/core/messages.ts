@@ -6,7 +6,16 @@ import { KickReason, OutcomeStatus } from './vocabulary.ts';
 
 const name = (what: string) => z.string().regex(NAME_PATTERN, `${what} must match ${NAME_PATTERN}`);
 
-/** A large ticket input lives in the payload bucket; the ticket carries only its key. */
+/**
+ * The message size Baton keeps every queue message within: SQS's 256 KiB (body and attributes),
+ * the limit of queues created before SQS raised its maximum to 1 MiB. The adapters refuse larger.
+ */
+export const MAX_MESSAGE_BYTES = 256 * 1024;
+
+/** A ticket input or a result output above this travels through the payload bucket (room left for the rest). */
+export const INLINE_PAYLOAD_LIMIT_BYTES = 200 * 1024;
+
+/** A large ticket input (or result output) lives in the payload bucket; the message carries only its key. */
 export const BlobRef = z.object({ $blob: z.string().min(1).max(1024) }).strict();
 export type BlobRef = z.infer<typeof BlobRef>;
 

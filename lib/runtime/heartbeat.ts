@@ -43,16 +43,20 @@ export class Heartbeat {
     return this.#until;
   }
 
+  /** Starts renewing (again, after a stop). */
   start(): void {
+    this.#stopped = false;
     this.#schedule(renewIntervalMs(this.options.ttlMs));
   }
 
   /** Renews now (before a once-only call) and resolves with the fresh record. */
   async renewNow(): Promise<SessionRecord> {
     await this.#inFlight;
-    const until = this.options.clock.now() + this.options.ttlMs;
+    const sentAt = this.options.clock.now();
+    const until = sentAt + this.options.ttlMs;
     const record = await this.options.renew(until);
-    this.#lastGood = this.options.clock.now();
+    // The store may have applied the renewal as soon as it was sent: count from then.
+    this.#lastGood = sentAt;
     this.#until = until;
     this.options.onRenewed(record);
     return record;
@@ -75,11 +79,12 @@ export class Heartbeat {
   }
 
   async #beat(): Promise<void> {
-    const until = this.options.clock.now() + this.options.ttlMs;
+    const sentAt = this.options.clock.now();
+    const until = sentAt + this.options.ttlMs;
     try {
       const record = await this.options.renew(until);
       if (this.#stopped) return;
-      this.#lastGood = this.options.clock.now();
+      this.#lastGood = sentAt;
       this.#until = until;
       this.options.onRenewed(record);
       this.#schedule(renewIntervalMs(this.options.ttlMs));

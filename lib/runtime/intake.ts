@@ -162,6 +162,9 @@ export function salvageIds(
 /**
  * Records a refused ticket as a failed outcome an operator can read (status, results queue),
  * when its ids can be salvaged. Returns false when they cannot: the caller dead-letters it.
+ * A refusal never touches a turn or session another ticket with the same id wrote (accepted, or
+ * between its writes), and its result then carries a turn id of its own, so a consumer that
+ * de-duplicates on session and turn never confuses it with the accepted ticket's result.
  */
 export async function recordRejectedTicket(body: string, reason: string, deps: IntakeDeps): Promise<boolean> {
   const ids = salvageIds(body);
@@ -169,7 +172,8 @@ export async function recordRejectedTicket(body: string, reason: string, deps: I
   const now = deps.clock.now();
   if (ids.sessionId !== undefined) {
     // A refused further turn: the conversation is not touched; the result says why.
-    await deps.results.publish(rejection(ids, { tenant: ids.tenant, agent: ids.agent, id: ids.sessionId }, reason), {});
+    const conversation = { tenant: ids.tenant, agent: ids.agent, id: ids.sessionId };
+    await deps.results.publish(rejection(ids, conversation, refusalTurnId(ids.ticketId, body), reason), {});
     return true;
   }
   const key: SessionKey = {
@@ -177,19 +181,24 @@ export async function recordRejectedTicket(body: string, reason: string, deps: I
     agent: ids.agent,
     id: deriveSessionId(ids.tenant, ids.agent, ids.ticketId),
   };
-  const existing = await deps.store.getSession(key);
-  // A conflicting resubmission must not touch the session the first submission created.
-  if (existing) {
-    await deps.results.publish(rejection(ids, key, reason), {});
+  const refusalOnly = () => deps.results.publish(rejection(ids, key, refusalTurnId(ids.ticketId, body), reason), {});
+  if (await deps.store.getSession(key)) {
+    await refusalOnly();
     return true;
   }
+  // Claim the ticket id's turn for the refusal. If a ticket with this id wrote it first, that
+  // ticket owns the id (it may be between its turn and its session write): leave it alone.
   const retention = ttlSeconds(deps.config, now);
   const rejectedId = `rejected:${ids.ticketId}`;
-  await deps.store.putTurn(
+  const claimed = await deps.store.putTurn(
     key,
     { turnId: ids.ticketId, ticketId: ids.ticketId, input: null, inputHash: rejectedId, createdAt: now },
     retention,
   );
+  if (!claimed.created && claimed.turn.inputHash !== rejectedId) {
+    await refusalOnly();
+    return true;
+  }
   await deps.store.setTurnOutcome(key, ids.ticketId, { status: 'failed', error: reason, at: now });
   await deps.store.createSession({
     key,
@@ -201,17 +210,20 @@ export async function recordRejectedTicket(body: string, reason: string, deps: I
     ttlSeconds: retention,
     rejected: true,
   });
-  await deps.results.publish(rejection(ids, key, reason), {});
+  await deps.results.publish(rejection(ids, key, ids.ticketId, reason), {});
   return true;
 }
 
-const rejection = (ids: { ticketId: string }, key: SessionKey, reason: string) => ({
+/** The turn id a refusal's result carries when the ticket id belongs to another ticket: derived from the refused body. */
+const refusalTurnId = (ticketId: string, body: string): string => `${ticketId}~rejected-${hashJson(body).slice(0, 16)}`;
+
+const rejection = (ids: { ticketId: string }, key: SessionKey, turnId: string, reason: string) => ({
   v: 1 as const,
   ticketId: ids.ticketId,
   tenant: key.tenant,
   agent: key.agent,
   sessionId: key.id,
-  turnId: ids.ticketId,
+  turnId,
   status: 'failed' as const,
   error: reason,
   legs: 0,

@@ -3,7 +3,13 @@ import { Kick, Result, Ticket } from '../../core/messages.ts';
 import { type TraceContext, xrayHeaderFor } from '../../core/trace-context.ts';
 import { type Clock, systemClock } from '../../ports/clock.ts';
 import type { ResultPublisher, SendOptions, TicketQueue, WorkQueue } from '../../ports/queues.ts';
-import { delaySecondsOf, messageAttributesOf, resultAttributes, validateMessage } from '../queue-messages.ts';
+import {
+  checkMessageSize,
+  delaySecondsOf,
+  messageAttributesOf,
+  resultAttributes,
+  validateMessage,
+} from '../queue-messages.ts';
 
 /** One message as the in-memory queue holds it: what SQS would carry, plus when it becomes visible. */
 export interface SentMessage<T> {
@@ -84,6 +90,8 @@ export class MemoryQueue<T> {
 
   protected enqueue(message: unknown, options: SendOptions | undefined, extra?: Record<string, string>): void {
     const body = validateMessage(this.schema, message, this.what);
+    const attributes = messageAttributesOf(options, extra);
+    checkMessageSize(body, attributes, this.what);
     const delaySeconds = delaySecondsOf(options) ?? 0;
     const failure = this.#failures.shift();
     if (failure) throw failure;
@@ -91,7 +99,7 @@ export class MemoryQueue<T> {
     const trace = options?.trace;
     const sent: SentMessage<T> = {
       body,
-      attributes: messageAttributesOf(options, extra),
+      attributes,
       ...(trace ? { trace, awsTraceHeader: xrayHeaderFor(trace) } : {}),
       delaySeconds,
       sentAt,

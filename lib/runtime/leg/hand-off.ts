@@ -1,7 +1,7 @@
 import { stepFits } from '../../core/budget.ts';
-import { LeaseLostError } from '../../core/errors.ts';
+import { errorMessage, LeaseLostError } from '../../core/errors.ts';
 import type { JournalEntry } from '../../core/journal.ts';
-import type { Result } from '../../core/messages.ts';
+import { INLINE_PAYLOAD_LIMIT_BYTES, type Result } from '../../core/messages.ts';
 import { takeSnapshot } from '../../core/snapshot.ts';
 import type { OutcomeStatus, SessionState } from '../../core/vocabulary.ts';
 import { ttlSeconds } from '../deps.ts';
@@ -62,10 +62,39 @@ export async function publish(leg: LegContext): Promise<void> {
   const outcome = view.outcome!;
   const turnId = view.turnId ?? leg.signals.record.activeTurnId ?? '';
   await leg.deps.store.setTurnOutcome(leg.key, turnId, { ...outcome, at: leg.deps.clock.now() });
-  await leg.deps.results.publish(resultMessage(leg, turnId, outcome.status, outcome.output, outcome.error), {
-    trace: leg.trace,
-  });
+  const result = await withinMessageLimit(
+    leg,
+    resultMessage(leg, turnId, outcome.status, outcome.output, outcome.error),
+  );
+  await leg.deps.results.publish(result, { trace: leg.trace });
   await leg.journal.append('published', {});
+}
+
+/** Longest error text a result message carries; the turn record keeps the whole of it. */
+const MAX_RESULT_ERROR_CHARS = 8 * 1024;
+
+/**
+ * A result whose output would pass the queue's message limit carries a pointer into the payload
+ * bucket instead (`{"$blob": key}`, as tickets do); with no bucket it carries no output and says
+ * why. The key is the turn's, so a republish rewrites the same object.
+ */
+async function withinMessageLimit(leg: LegContext, result: Result): Promise<Result> {
+  const bounded =
+    result.error !== undefined && result.error.length > MAX_RESULT_ERROR_CHARS
+      ? { ...result, error: `${result.error.slice(0, MAX_RESULT_ERROR_CHARS)}… (truncated)` }
+      : result;
+  if (Buffer.byteLength(JSON.stringify(bounded)) <= INLINE_PAYLOAD_LIMIT_BYTES) return bounded;
+  const { output, ...rest } = bounded;
+  const bytes = Buffer.byteLength(JSON.stringify(output));
+  const blobs = leg.deps.blobs;
+  if (!blobs) {
+    const why = `output of ${bytes} bytes is over the results queue message limit and no payload bucket is configured; read it with baton status`;
+    leg.log.error('result output left out of the message', { bytes });
+    return { ...rest, error: rest.error ? `${rest.error}; ${why}` : why };
+  }
+  const key = `results/${encodeURIComponent(leg.key.tenant)}/${encodeURIComponent(leg.key.agent)}/${encodeURIComponent(leg.key.id)}/${encodeURIComponent(result.turnId)}.json`;
+  await blobs.put(key, JSON.stringify(output));
+  return { ...rest, output: { $blob: key } };
 }
 
 /** The journal itself cannot be trusted: record the outcome on the turn and the record only. */
@@ -73,7 +102,8 @@ export async function failUnjournaled(leg: LegContext, error: string): Promise<K
   leg.log.error('turn failed', { error });
   const turnId = leg.signals.record.activeTurnId ?? '';
   await leg.deps.store.setTurnOutcome(leg.key, turnId, { status: 'failed', error, at: leg.deps.clock.now() });
-  await leg.deps.results.publish(resultMessage(leg, turnId, 'failed', undefined, error), { trace: leg.trace });
+  const result = await withinMessageLimit(leg, resultMessage(leg, turnId, 'failed', undefined, error));
+  await leg.deps.results.publish(result, { trace: leg.trace });
   await release(leg, 'failed', undefined);
   leg.deps.telemetry.metrics.count('Outcomes', 1, { status: 'failed' });
   return 'finished';
@@ -105,7 +135,7 @@ function resultMessage(
 }
 
 /** Waits for a retry timer: a delayed kick wakes the session; the sweeper is the backstop. */
-export async function waitForRetry(leg: LegContext): Promise<KickOutcome> {
+export async function waitForRetry(leg: LegContext): Promise<KickOutcome | undefined> {
   const now = leg.deps.clock.now();
   const retryAt = leg.journal.view.retryAt ?? now;
   const delayMs = Math.max(0, retryAt - leg.deps.clock.now());
@@ -120,15 +150,13 @@ export async function waitForRetry(leg: LegContext): Promise<KickOutcome> {
   );
   // Due at retryAt: the delayed kick (rounded up to whole seconds) finds it due, and the sweeper
   // wakes it at the same time should that kick be lost.
-  await release(leg, 'waiting', retryAt);
-  return 'waiting';
+  return (await releaseToWait(leg, retryAt)) ? 'waiting' : undefined;
 }
 
 /** A once-only call in an unknown state: release and wait for a human. */
-export async function park(leg: LegContext, callId: string): Promise<KickOutcome> {
+export async function park(leg: LegContext, callId: string): Promise<KickOutcome | undefined> {
   leg.log.warn('once-only call in an unknown state: parked for a human', { callId });
-  await release(leg, 'waiting', undefined);
-  return 'parked';
+  return (await releaseToWait(leg, undefined)) ? 'parked' : undefined;
 }
 
 /** Hands the session to the next leg: a continuation first, then a release that may fail. */
@@ -185,10 +213,51 @@ export async function release(leg: LegContext, state: SessionState, sweepAt: num
   if (!result.ok) throw new LeaseLostError(`release of epoch ${leg.signals.epoch} refused`, result.current);
 }
 
-/** Leaves derived state for the next leg. Not a journal write: any owner may write the same one. */
+/**
+ * Releases into `waiting` only if no event (a cancel, a new input) arrived since the leg last
+ * looked: otherwise nothing would wake the session for it. Returns false when one did; the leg
+ * then holds its lease still, renews again and goes on to handle the event.
+ */
+async function releaseToWait(leg: LegContext, sweepAt: number | undefined): Promise<boolean> {
+  await leg.signals.stopHeartbeat();
+  const seen = leg.signals.record.pendingVersion;
+  const result = await leg.deps.store.release(leg.key, {
+    owner: leg.owner,
+    epoch: leg.signals.epoch,
+    state: 'waiting',
+    expectPendingVersion: seen,
+    seenVersion: seen,
+    sweepAt,
+    progressed: leg.journal.progressed,
+    ttlSeconds: ttlSeconds(leg.deps.config, leg.deps.clock.now()),
+  });
+  if (result.ok) return true;
+  const current = result.current;
+  if (current?.owner !== leg.owner || current.epoch !== leg.signals.epoch)
+    throw new LeaseLostError(`release of epoch ${leg.signals.epoch} refused`, current);
+  leg.log.info('an event arrived before the release; handling it first', {
+    seen,
+    pendingVersion: current.pendingVersion,
+  });
+  leg.signals.resume(current);
+  return false;
+}
+
+/**
+ * Leaves derived state for the next leg. Not a journal write: any owner may write the same one.
+ * Best-effort: snapshots are optional, so a failed write never stands in the way of the hand-off.
+ */
 async function snapshot(leg: LegContext): Promise<void> {
   const taken = takeSnapshot(leg.journal.view, leg.journal.entries);
-  if (taken) await leg.deps.store.putSnapshot(leg.key, taken, ttlSeconds(leg.deps.config, leg.deps.clock.now()));
+  if (!taken) return;
+  try {
+    await leg.deps.store.putSnapshot(leg.key, taken, ttlSeconds(leg.deps.config, leg.deps.clock.now()));
+  } catch (error) {
+    leg.log.warn('snapshot not written; the next leg folds the journal', {
+      seq: taken.seq,
+      error: errorMessage(error),
+    });
+  }
 }
 
 /**

@@ -1,8 +1,15 @@
-import { LeaseLostError, PayloadTooLargeError, SeqTakenError } from '../../core/errors.ts';
+import {
+  BatonError,
+  errorMessage,
+  InfrastructureError,
+  LeaseLostError,
+  PayloadTooLargeError,
+  SeqTakenError,
+} from '../../core/errors.ts';
 import { applyEntry, EMPTY_VIEW, foldJournal, type SessionView } from '../../core/fold.ts';
 import { newWriteId, type SessionKey } from '../../core/ids.ts';
 import type { EntryDataOf, JournalEntry } from '../../core/journal.ts';
-import { restoreView } from '../../core/snapshot.ts';
+import { restoreView, type SessionSnapshot } from '../../core/snapshot.ts';
 import { formatTraceparent, type TraceContext } from '../../core/trace-context.ts';
 import type { EntryKind, KickReason } from '../../core/vocabulary.ts';
 import { type RuntimeDeps, type RuntimeLogger, ttlSeconds } from '../deps.ts';
@@ -56,14 +63,21 @@ export class JournalWriter {
    * folds. Throws CorruptStateError when stored state fails validation.
    */
   async load(): Promise<void> {
-    const [entries, snapshot] = await Promise.all([
-      this.deps.store.readJournal(this.key),
-      this.deps.store.getLatestSnapshot(this.key),
-    ]);
+    const [entries, snapshot] = await Promise.all([this.deps.store.readJournal(this.key), this.#latestSnapshot()]);
     this.#entries = entries;
     const restored = restoreView(snapshot, entries);
     this.#view = restored.view;
     if (restored.fromSnapshot) this.log.debug('resumed from a snapshot', { snapshotSeq: snapshot?.seq });
+  }
+
+  /** The latest snapshot, if one can be read: snapshots are optional, so an unreadable one is ignored. */
+  async #latestSnapshot(): Promise<SessionSnapshot | undefined> {
+    try {
+      return await this.deps.store.getLatestSnapshot(this.key);
+    } catch (error) {
+      this.log.warn('snapshot unreadable; folding the whole journal', { error: errorMessage(error) });
+      return undefined;
+    }
   }
 
   /** The first write of a new owner: once it lands, a stale owner's next append collides. */
@@ -78,6 +92,9 @@ export class JournalWriter {
         const newer = await this.deps.store.readJournal(this.key, this.#view.lastSeq);
         this.#entries.push(...newer);
         this.#view = foldJournal(newer, this.#view);
+        // A newer owner's marker, not a stale write: this leg has lost the session.
+        if (this.#view.legEpoch > this.signals.epoch)
+          throw new LeaseLostError(`a newer owner (epoch ${this.#view.legEpoch}) marked the journal first`);
       }
     }
   }
@@ -99,7 +116,13 @@ export class JournalWriter {
       throw new PayloadTooLargeError(`${kind} payload at seq ${entry.seq}`, bytes, limit);
     }
     const next = applyEntry(this.#view, entry);
-    await this.deps.store.append(this.key, entry, ttlSeconds(this.deps.config, this.deps.clock.now()));
+    try {
+      await this.deps.store.append(this.key, entry, ttlSeconds(this.deps.config, this.deps.clock.now()));
+    } catch (error) {
+      // Fencing and validation errors keep their meaning; anything else is the store's trouble.
+      if (error instanceof BatonError) throw error;
+      throw new InfrastructureError(`journal append of ${kind} at seq ${entry.seq}`, error);
+    }
     this.#entries.push(entry);
     this.#view = next;
     this.deps.telemetry.metrics.bytes('BytesJournaled', bytes);

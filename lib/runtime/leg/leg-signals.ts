@@ -102,6 +102,12 @@ export class LegSignals {
     return this.#heartbeat.stop();
   }
 
+  /** Goes on after a hand-off that did not happen: the fresher record, and renewals again. */
+  resume(record: SessionRecord): void {
+    this.#record = record;
+    this.#heartbeat.start();
+  }
+
   /** Renews now (before a once-only call) and resolves with the fresh record. */
   renewNow(): Promise<SessionRecord> {
     return this.#heartbeat.renewNow();

@@ -1,6 +1,7 @@
 import type { AgentDefinition } from '../../agent/define-agent.ts';
 import { toolInputSchema } from '../../agent/define-tool.ts';
 import { buildTranscript } from '../../agent/transcript.ts';
+import type { ToolCall } from '../../core/journal.ts';
 import type { ModelResponse } from '../../ports/model-client.ts';
 import { fitsInBudget, waitForRetry, yieldForBudget } from './hand-off.ts';
 import type { KickOutcome, LegContext } from './leg-context.ts';
@@ -30,8 +31,29 @@ async function callModel(leg: LegContext, agent: AgentDefinition): Promise<void>
   deps.telemetry.metrics.count('OutputTokens', response.usage.outputTokens);
   await leg.journal.append('model', {
     text: response.text,
-    toolCalls: [...response.toolCalls],
+    toolCalls: withDistinctIds(response.toolCalls),
     stopReason: response.stopReason,
     usage: response.usage,
+  });
+}
+
+/**
+ * A model may repeat a tool call id within one response. Each call's idempotency key derives from
+ * its id, so duplicates are renamed (`id~2`, `id~3`, …) before they are journaled: two calls with
+ * one key would both run, or the second be refused as a repeat of the first.
+ */
+function withDistinctIds(calls: readonly ToolCall[]): ToolCall[] {
+  const taken = new Set(calls.map((c) => c.id));
+  const seen = new Set<string>();
+  return calls.map((call) => {
+    if (!seen.has(call.id)) {
+      seen.add(call.id);
+      return call;
+    }
+    let n = 2;
+    while (taken.has(`${call.id}~${n}`)) n++;
+    const id = `${call.id}~${n}`;
+    taken.add(id);
+    return { ...call, id };
   });
 }

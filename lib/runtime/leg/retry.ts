@@ -1,6 +1,12 @@
 import type { AgentDefinition } from '../../agent/define-agent.ts';
 import { resolvePolicy, retryDelayMs } from '../../agent/retry-policy.ts';
-import { BatonError, errorMessage, LeaseLostError, PayloadTooLargeError } from '../../core/errors.ts';
+import {
+  BatonError,
+  errorMessage,
+  InfrastructureError,
+  LeaseLostError,
+  PayloadTooLargeError,
+} from '../../core/errors.ts';
 import { FailpointCrash } from '../failpoints.ts';
 import type { LegContext } from './leg-context.ts';
 import { LegAborted } from './leg-signals.ts';
@@ -33,7 +39,14 @@ export async function runStep(
     await run();
     return 'ok';
   } catch (error) {
-    if (error instanceof LegAborted || error instanceof LeaseLostError || error instanceof FailpointCrash) throw error;
+    // The leg's own interruptions and the store's failures are never the step's: the leg stops.
+    if (
+      error instanceof LegAborted ||
+      error instanceof LeaseLostError ||
+      error instanceof FailpointCrash ||
+      error instanceof InfrastructureError
+    )
+      throw error;
     leg.signals.throwIfAborted();
     if (error instanceof PayloadTooLargeError || !(error instanceof BatonError) || !error.retryable) {
       await leg.journal.append('outcome', { status: 'failed', error: `${source}: ${errorMessage(error)}` });

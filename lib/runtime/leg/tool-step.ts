@@ -1,11 +1,11 @@
 import type { AgentDefinition } from '../../agent/define-agent.ts';
 import { onceOnlyFitsLease } from '../../core/budget.ts';
 import { BatonError, errorMessage } from '../../core/errors.ts';
-import type { PendingCall } from '../../core/fold.ts';
-import { idempotencyKey } from '../../core/ids.ts';
+import { type PendingCall, pendingCallKey } from '../../core/fold.ts';
 import { approvalGate, requestApprovals } from './approval-step.ts';
 import { fitsInBudget, waitForRetry, yieldForBudget } from './hand-off.ts';
 import type { KickOutcome, LegContext } from './leg-context.ts';
+import { LegAborted } from './leg-signals.ts';
 import { runStep, StepSourceError } from './retry.ts';
 
 /**
@@ -35,10 +35,14 @@ export async function toolStep(
   const tools = calls.map((p) => agent.tools.find((t) => t.name === p.call.name));
   const longest = Math.max(0, ...tools.map((t) => t?.maxDurationMs ?? 0));
   if (!fitsInBudget(leg, longest)) return yieldForBudget(leg, `tools ${calls.map((p) => p.call.name).join(', ')}`);
-  if (tools.some((t) => t?.effect === 'once')) {
+  // Only the once-only calls must end before the lease could pass to a recovery; the others may
+  // outlive it (a recovery repeats them harmlessly), so only their durations count here.
+  const onceOnly = tools.filter((t) => t?.effect === 'once');
+  if (onceOnly.length > 0) {
+    const longestOnce = Math.max(...onceOnly.map((t) => t?.maxDurationMs ?? 0));
     const fresh = await leg.signals.renewNow();
     if (fresh.cancelRequested) return undefined;
-    if (!onceOnlyFitsLease(leg.signals.leaseUntil, leg.deps.clock.now(), longest)) {
+    if (!onceOnlyFitsLease(leg.signals.leaseUntil, leg.deps.clock.now(), longestOnce)) {
       return yieldForBudget(leg, 'a once-only call that the lease would not outlive');
     }
   }
@@ -49,8 +53,11 @@ export async function toolStep(
 /** A once-only call whose watermark has no result: ask the tool whether it happened. */
 export async function reconcileStep(leg: LegContext, agent: AgentDefinition, pending: PendingCall): Promise<void> {
   const tool = agent.tools.find((t) => t.name === pending.call.name);
-  const key = idempotencyKey(leg.key, pending.modelSeq, pending.call.id);
-  const verdict = tool?.reconcile ? await tool.reconcile(key, pending.call.input) : ({ verdict: 'unknown' } as const);
+  const key = pendingCallKey(leg.key, pending);
+  const verdict = tool?.reconcile
+    ? await tool.reconcile(key, pending.call.input, leg.signals.stepSignal)
+    : ({ verdict: 'unknown' } as const);
+  leg.signals.throwIfAborted();
   leg.log.warn('once-only call found interrupted; reconciled', {
     callId: pending.call.id,
     verdict: verdict.verdict,
@@ -90,9 +97,21 @@ async function runTools(leg: LegContext, agent: AgentDefinition, calls: readonly
       await leg.journal.append('intent', {
         callId: p.pending.call.id,
         tool: p.tool.name,
-        idempotencyKey: idempotencyKey(leg.key, p.pending.modelSeq, p.pending.call.id),
+        idempotencyKey: pendingCallKey(leg.key, p.pending),
       });
       await deps.failpoint('after-intent');
+    }
+  }
+  // The intents took time: the lease renewed before them must still outlive every once-only call
+  // now, or none starts (a later leg reconciles the watermarks).
+  const onceOnly = prepared.flatMap((p) => ('tool' in p && p.tool?.effect === 'once' ? [p.tool.maxDurationMs] : []));
+  if (onceOnly.length > 0) {
+    signals.throwIfLeaseLost();
+    if (!onceOnlyFitsLease(signals.leaseUntil, deps.clock.now(), Math.max(...onceOnly))) {
+      leg.log.warn('the lease no longer outlives the once-only calls; not starting them', {
+        leaseUntil: signals.leaseUntil,
+      });
+      throw new LegAborted('budget');
     }
   }
   const settled = await Promise.allSettled(
@@ -104,7 +123,7 @@ async function runTools(leg: LegContext, agent: AgentDefinition, calls: readonly
         tool.run(p.input, {
           // Cancel never aborts a once-only call in flight; losing the lease still does.
           signal: once ? signals.leaseSignal : signals.stepSignal,
-          idempotencyKey: idempotencyKey(leg.key, p.pending.modelSeq, p.pending.call.id),
+          idempotencyKey: pendingCallKey(leg.key, p.pending),
           sessionId: leg.key.id,
           log: (message, fields) => leg.log.info(message, { tool: tool.name, ...fields }),
           progress: (note) => leg.log.debug('tool progress', { tool: tool.name, note }),
