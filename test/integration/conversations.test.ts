@@ -41,7 +41,11 @@ describe('conversations on the local stack with two workers', { timeout: 180_000
   it('takes turn after turn, stops at an approval with no lease held, and resumes when another process approves', async () => {
     // Arrange
     const sessionId = await start('conv-1', 'hello');
-    const idle = await t.client.status(sessionId);
+    // The result is published just before the owner's release: wait for the release.
+    const idle = await waitFor('the session to go idle', async () => {
+      const record = await t.store.getSession({ tenant: 'default', agent: AGENT, id: sessionId });
+      return record?.state === 'idle' ? record : undefined;
+    });
 
     // Act
     await t.client.send(sessionId, { text: 'refund O-7' }, { id: 'conv-1-refund' });
@@ -56,7 +60,8 @@ describe('conversations on the local stack with two workers', { timeout: 180_000
     const thanked = await resultOf('conv-1-thanks');
 
     // Assert
-    expect(idle?.status).toBe('idle');
+    expect(idle.owner).toBeUndefined();
+    expect(idle.sweepAt).toBeUndefined();
     expect(waiting.pendingApprovals).toEqual([
       { callId: 't2-refund', tool: 'issueRefund', input: expect.objectContaining({ orderId: 'O-7' }) },
     ]);
