@@ -3,6 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { duplicateEffects, readLedger } from '../../examples/simulated/ledger.ts';
+import { SqsTicketQueue } from '../../lib/adapters/sqs/sqs-queues.ts';
+import { TicketConflictError } from '../../lib/core/errors.ts';
 import type { JournalEntry } from '../../lib/core/journal.ts';
 import { FAILPOINTS } from '../../lib/runtime/failpoints.ts';
 import { startTestStack, type TestStack } from '../fixtures/stack.ts';
@@ -66,7 +68,16 @@ describe('the durable core on the local stack', () => {
     const again = await t.client.submit({ agent: 'long-haul', ticketId: 'same-ticket', input: longHaul(2, 0) });
     expect(again.sessionId).toBe(first.sessionId);
     await t.awaitResults((all) => all.some((r) => r.ticketId === 'same-ticket'));
-    await t.client.submit({ agent: 'long-haul', ticketId: 'same-ticket', input: longHaul(3, 0) });
+    // The client refuses the reused id before sending; a producer that sends it anyway is refused by intake.
+    await expect(
+      t.client.submit({ agent: 'long-haul', ticketId: 'same-ticket', input: longHaul(3, 0) }),
+    ).rejects.toThrow(TicketConflictError);
+    await new SqsTicketQueue({ client: t.sqs, queueUrl: t.stack.resources.queues.tickets.url }).submit({
+      v: 1,
+      ticketId: 'same-ticket',
+      agent: 'long-haul',
+      input: longHaul(3, 0),
+    });
     const refused = await t.awaitResults((all) => all.filter((r) => r.ticketId === 'same-ticket').length >= 2);
     expect(
       refused
