@@ -1,6 +1,7 @@
-import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { ToolEffect } from '../../lib/core/vocabulary.ts';
+import { readJsonLines } from '../../lib/local/json-lines.ts';
 
 /** One call a simulated downstream service received. */
 export interface LedgerLine {
@@ -24,12 +25,9 @@ export function recordCall(line: Omit<LedgerLine, 'at'>): void {
   appendFileSync(path, `${JSON.stringify({ ...line, at: Date.now() })}\n`);
 }
 
+/** Every call recorded so far (a line cut short by a SIGKILL mid-write is skipped). */
 export function readLedger(path = ledgerPath()): LedgerLine[] {
-  if (!path || !existsSync(path)) return [];
-  return readFileSync(path, 'utf8')
-    .split('\n')
-    .filter((l) => l.trim())
-    .map((l) => JSON.parse(l) as LedgerLine);
+  return readJsonLines<LedgerLine>(path);
 }
 
 /** Once-only keys that were executed more than once: must always be empty. */

@@ -110,7 +110,8 @@ export async function runChaos(options: ChaosOptions, hooks: ChaosRunHooks = {})
     clock: systemClock,
   });
 
-  const monkey = startChaosMonkey(() => stack.supervisor.workers(), {
+  const monkey = startChaosMonkey({
+    workers: () => stack.supervisor.workers(),
     killEveryMs: options.killEveryMs,
     pauseEveryMs: options.pauseEveryMs,
     pauseForMs: options.pauseForMs,

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { asText } from '../agent/transcript.ts';
+import { contentDigest, ticketBlobPrefix } from '../core/content-digest.ts';
 import { InvalidInputError, TicketConflictError, TurnRefusedError } from '../core/errors.ts';
 import { foldJournal, type SessionView } from '../core/fold.ts';
 import { DEFAULT_TENANT, deriveSessionId, hashJson } from '../core/ids.ts';
@@ -7,7 +8,7 @@ import type { InboxItem } from '../core/inbox.ts';
 import type { JournalEntry } from '../core/journal.ts';
 import { INLINE_PAYLOAD_LIMIT_BYTES } from '../core/messages.ts';
 import { childContext, newTraceId } from '../core/trace-context.ts';
-import { DEFAULT_MAX_PENDING_INPUTS, type SessionState } from '../core/vocabulary.ts';
+import { DEFAULT_MAX_PENDING_INPUTS, reportedState, type SessionState } from '../core/vocabulary.ts';
 import type { BlobStore } from '../ports/blob-store.ts';
 import type { Clock } from '../ports/clock.ts';
 import type { TicketQueue, WorkQueue } from '../ports/queues.ts';
@@ -138,9 +139,12 @@ export class BatonClient {
     if (bytes > INLINE_TICKET_LIMIT_BYTES) {
       if (!this.deps.blobs)
         throw new InvalidInputError(`input is ${bytes} bytes, over the SQS limit, and no payload bucket is configured`);
-      const key = `tickets/${tenant}/${request.agent}/${encodeURIComponent(ticketId)}.json`;
-      await this.deps.blobs.put(key, JSON.stringify(input));
-      input = { $blob: key };
+      const text = JSON.stringify(input);
+      const digest = contentDigest(text);
+      // The key carries the hash too: a resubmission with another input never meets the first one's blob.
+      const key = `${ticketBlobPrefix(tenant, request.agent)}/${encodeURIComponent(ticketId)}-${digest.sha256}.json`;
+      await this.deps.blobs.put(key, text);
+      input = { $blob: key, ...digest };
     }
     const traceId = newTraceId();
     await this.deps.tickets.submit(
@@ -342,7 +346,8 @@ export class BatonClient {
       tenant: record.key.tenant,
       agent: record.key.agent,
       ticketId: record.ticketId,
-      status: record.state,
+      // A conversation goes on after a turn's outcome: its state is the record's (idle between turns).
+      status: record.conversation ? record.state : reportedState(record.state, turn?.outcome?.status),
       turnId: record.activeTurnId,
       outcome: turn?.outcome,
       legs: record.legs,

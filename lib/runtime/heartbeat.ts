@@ -1,7 +1,7 @@
 import { MAX_CLOCK_SKEW_MS } from '../core/budget.ts';
 import { LeaseLostError } from '../core/errors.ts';
 import { renewIntervalMs } from '../core/lease.ts';
-import type { Clock } from '../ports/clock.ts';
+import type { CancelTimer, Clock } from '../ports/clock.ts';
 import type { SessionRecord } from '../ports/session-store.ts';
 
 /** How soon a renewal that failed on a throttle or a 5xx is tried again. */
@@ -24,7 +24,7 @@ export interface HeartbeatOptions {
  * flight, so nothing the leg started outlives it.
  */
 export class Heartbeat {
-  #timer: NodeJS.Timeout | undefined;
+  #cancelTimer: CancelTimer | undefined;
   #inFlight: Promise<void> | undefined;
   #stopped = false;
   #lastGood: number;
@@ -64,18 +64,17 @@ export class Heartbeat {
 
   async stop(): Promise<void> {
     this.#stopped = true;
-    clearTimeout(this.#timer);
+    this.#cancelTimer?.();
     await this.#inFlight;
   }
 
   #schedule(ms: number): void {
     if (this.#stopped) return;
-    this.#timer = setTimeout(() => {
+    this.#cancelTimer = this.options.clock.setTimer(ms, () => {
       this.#inFlight = this.#beat().finally(() => {
         this.#inFlight = undefined;
       });
-    }, ms);
-    this.#timer.unref?.();
+    });
   }
 
   async #beat(): Promise<void> {

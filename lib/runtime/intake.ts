@@ -1,6 +1,17 @@
-import { errorMessage, InvalidInputError, PayloadTooLargeError, TicketConflictError } from '../core/errors.ts';
+import type { AgentDefinition } from '../agent/define-agent.ts';
+import { isKeyUnder, matchesDigest, ticketBlobPrefix } from '../core/content-digest.ts';
+import {
+  BlobTooLargeError,
+  errorMessage,
+  InvalidInputError,
+  PayloadTooLargeError,
+  TenantNotAllowedError,
+  TicketConflictError,
+} from '../core/errors.ts';
 import { DEFAULT_TENANT, deriveSessionId, hashJson, NAME_PATTERN, type SessionKey } from '../core/ids.ts';
-import { BlobRef, describeIssues, Ticket } from '../core/messages.ts';
+import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../core/json-depth.ts';
+import { BlobRef, describeIssues, Ticket, TicketId } from '../core/messages.ts';
+import { tenantRefusal } from '../core/tenancy.ts';
 import { childContext, newTraceId, type TraceContext } from '../core/trace-context.ts';
 import type { RuntimeDeps } from './deps.ts';
 import { ttlSeconds } from './deps.ts';
@@ -18,19 +29,35 @@ export interface Accepted {
   readonly created: boolean;
 }
 
+/** Where a ticket came from, as the queue reports it. */
+export interface TicketOrigin {
+  /** The SQS record's `SenderId`: who sent it, as IAM authenticated it. */
+  readonly senderId?: string | undefined;
+  readonly messageId?: string | undefined;
+}
+
 /**
  * Accepts a ticket: validates it, persists its input as a turn (a resubmission converges on the
  * same session and turn), then kicks. The caller acknowledges the message only after this resolves.
  * Throws InvalidInputError for a ticket that can never succeed; other errors are transient.
  */
-export async function acceptTicket(body: string, trace: TraceContext | undefined, deps: IntakeDeps): Promise<Accepted> {
+export async function acceptTicket(
+  body: string,
+  trace: TraceContext | undefined,
+  deps: IntakeDeps,
+  origin: TicketOrigin = {},
+): Promise<Accepted> {
   const ticket = parseTicket(body);
+  const tenant = ticket.tenant ?? DEFAULT_TENANT;
+  // First, before its agent is named or its blob read: a sender acts only for its own tenants.
+  const refusal = tenantRefusal(deps.config.producers, origin.senderId, tenant);
+  if (refusal !== undefined) throw new TenantNotAllowedError(refusal);
   const agent = deps.agents.get(ticket.agent);
   if (!agent)
     throw new InvalidInputError(
       `unknown agent "${ticket.agent}" (deployed: ${[...deps.agents.keys()].join(', ') || 'none'})`,
     );
-  const input = await resolveInput(ticket.input, deps);
+  const input = await resolveInput(ticket.input, tenant, agent, deps);
   const bytes = Buffer.byteLength(JSON.stringify(input));
   if (bytes > agent.limits.maxPayloadBytes)
     throw new PayloadTooLargeError(`ticket ${ticket.ticketId} input`, bytes, agent.limits.maxPayloadBytes);
@@ -43,7 +70,6 @@ export async function acceptTicket(body: string, trace: TraceContext | undefined
   }
 
   const now = deps.clock.now();
-  const tenant = ticket.tenant ?? DEFAULT_TENANT;
   const retention = ttlSeconds(deps.config, now);
   if (ticket.sessionId !== undefined) {
     const turn = await acceptTurn(
@@ -108,6 +134,8 @@ function parseTicket(body: string): Ticket {
   } catch (error) {
     throw new InvalidInputError(`ticket body is not valid JSON: ${errorMessage(error)}`);
   }
+  // Before anything walks it recursively: a stack overflow would look transient and be retried.
+  if (exceedsJsonDepth(json)) throw new InvalidInputError(`ticket is nested deeper than ${MAX_JSON_DEPTH} levels`);
   const parsed = Ticket.safeParse(json);
   if (!parsed.success) throw new InvalidInputError(`ticket is invalid: ${describeIssues(parsed.error)}`);
   if (hasLoneSurrogate(parsed.data.input))
@@ -115,17 +143,51 @@ function parseTicket(body: string): Ticket {
   return parsed.data;
 }
 
-/** A ticket input over the SQS limit arrives as a reference to the payload bucket. */
-async function resolveInput(input: unknown, deps: IntakeDeps): Promise<unknown> {
-  const ref = BlobRef.safeParse(input);
-  if (!ref.success) return input;
+/**
+ * A ticket input over the SQS limit arrives as a reference to the payload bucket. The reference is
+ * the producer's word: its key must lie under the ticket's own tenant and agent, its declared size
+ * within the agent's cap (checked before reading, and no more than that is read), and the body
+ * must match its hash.
+ */
+async function resolveInput(
+  input: unknown,
+  tenant: string,
+  agent: AgentDefinition,
+  deps: IntakeDeps,
+): Promise<unknown> {
+  if (!(input && typeof input === 'object' && Object.hasOwn(input, '$blob'))) return input;
+  const parsed = BlobRef.safeParse(input);
+  if (!parsed.success)
+    throw new InvalidInputError(`ticket input is a blob reference but is invalid: ${describeIssues(parsed.error)}`);
+  const ref = parsed.data;
+  const prefix = ticketBlobPrefix(tenant, agent.name);
+  if (!isKeyUnder(ref.$blob, prefix))
+    throw new InvalidInputError(`ticket input blob ${ref.$blob} is not under ${prefix}/`);
+  if (ref.bytes > agent.limits.maxPayloadBytes)
+    throw new PayloadTooLargeError(`ticket input blob ${ref.$blob}`, ref.bytes, agent.limits.maxPayloadBytes);
   if (!deps.blobs) throw new InvalidInputError('ticket input is a blob reference but no payload bucket is configured');
-  const text = await deps.blobs.get(ref.data.$blob);
+  let text: string;
   try {
-    return JSON.parse(text);
+    text = await deps.blobs.get(ref.$blob, { maxBytes: ref.bytes });
   } catch (error) {
-    throw new InvalidInputError(`ticket input blob ${ref.data.$blob} is not valid JSON: ${errorMessage(error)}`);
+    if (!(error instanceof BlobTooLargeError)) throw error;
+    throw new InvalidInputError(
+      `ticket input blob ${ref.$blob} is larger than the ${ref.bytes} bytes its pointer declares`,
+    );
   }
+  if (!matchesDigest(text, ref))
+    throw new InvalidInputError(`ticket input blob ${ref.$blob} does not match the content hash the ticket carries`);
+  let resolved: unknown;
+  try {
+    resolved = JSON.parse(text);
+  } catch (error) {
+    throw new InvalidInputError(`ticket input blob ${ref.$blob} is not valid JSON: ${errorMessage(error)}`);
+  }
+  if (exceedsJsonDepth(resolved))
+    throw new InvalidInputError(`ticket input blob ${ref.$blob} is nested deeper than ${MAX_JSON_DEPTH} levels`);
+  if (hasLoneSurrogate(resolved))
+    throw new InvalidInputError('ticket input contains invalid Unicode (a lone surrogate)');
+  return resolved;
 }
 
 /** Lone UTF-16 surrogates survive JSON.parse but break every store and model downstream. */
@@ -145,12 +207,8 @@ export function salvageIds(
     const json = JSON.parse(body) as Record<string, unknown>;
     const tenant = typeof json.tenant === 'string' ? json.tenant : DEFAULT_TENANT;
     if (typeof json.ticketId !== 'string' || typeof json.agent !== 'string') return undefined;
-    if (
-      !NAME_PATTERN.test(json.agent) ||
-      !NAME_PATTERN.test(tenant) ||
-      json.ticketId.length > 128 ||
-      json.ticketId.length === 0
-    )
+    // An id that is not itself (a lone surrogate hashes like U+FFFD) could record onto another ticket's session.
+    if (!NAME_PATTERN.test(json.agent) || !NAME_PATTERN.test(tenant) || !TicketId.safeParse(json.ticketId).success)
       return undefined;
     const sessionId = typeof json.sessionId === 'string' && json.sessionId.length <= 64 ? json.sessionId : undefined;
     return { ticketId: json.ticketId, agent: json.agent, tenant, ...(sessionId ? { sessionId } : {}) };
@@ -166,7 +224,12 @@ export function salvageIds(
  * between its writes), and its result then carries a turn id of its own, so a consumer that
  * de-duplicates on session and turn never confuses it with the accepted ticket's result.
  */
-export async function recordRejectedTicket(body: string, reason: string, deps: IntakeDeps): Promise<boolean> {
+export async function recordRejectedTicket(
+  body: string,
+  reason: string,
+  deps: IntakeDeps,
+  origin: TicketOrigin = {},
+): Promise<boolean> {
   const ids = salvageIds(body);
   if (!ids) return false;
   const now = deps.clock.now();
@@ -181,6 +244,15 @@ export async function recordRejectedTicket(body: string, reason: string, deps: I
     agent: ids.agent,
     id: deriveSessionId(ids.tenant, ids.agent, ids.ticketId),
   };
+  // A sender outside the tenant writes nothing there (it could squat the tenant's future ticket
+  // id), and its refusal gets an identity of its own, so a consumer never confuses it with the
+  // result of the tenant's real ticket.
+  const refusal = tenantRefusal(deps.config.producers, origin.senderId, ids.tenant);
+  if (refusal !== undefined) {
+    const turnId = `refused:${origin.messageId ?? newTraceId()}`;
+    await deps.results.publish(rejection(ids, key, turnId, refusal), {});
+    return true;
+  }
   const refusalOnly = () => deps.results.publish(rejection(ids, key, refusalTurnId(ids.ticketId, body), reason), {});
   if (await deps.store.getSession(key)) {
     await refusalOnly();

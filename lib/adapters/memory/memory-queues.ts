@@ -59,6 +59,11 @@ export class MemoryQueue<T> {
     return this.#pending.length;
   }
 
+  /** When the earliest waiting message becomes visible; undefined when none waits. */
+  get nextVisibleAt(): number | undefined {
+    return this.#pending.length === 0 ? undefined : Math.min(...this.#pending.map((message) => message.visibleAt));
+  }
+
   /** Removes and returns the messages visible at `now` (all of them by default), in send order. */
   receive(now = this.#clock.now()): SentMessage<T>[] {
     const visible = this.#pending.filter((message) => message.visibleAt <= now);

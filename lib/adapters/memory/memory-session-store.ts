@@ -358,8 +358,9 @@ export class MemorySessionStore implements SessionStore {
         const ownWrite = current?.owner === request.owner && current.epoch === request.expectEpoch + 1;
         return ownWrite && current ? { ok: true, record: current } : { ok: false, current };
       }
+      const { handoff: _predecessors, ...rest } = old;
       const next: Item = {
-        ...old,
+        ...rest,
         owner: request.owner,
         until: request.until,
         epoch: request.expectEpoch + 1,
@@ -398,6 +399,7 @@ export class MemorySessionStore implements SessionStore {
         sweepShard: sweepShardAttr(key.id),
         updatedAt: this.#clock.now(),
         ...(request.progressed ? { recoveries: 0 } : {}),
+        ...(request.handoff === undefined ? {} : { handoff: request.handoff }),
       };
       this.#setMeta(key, next);
       return decodeSession(next, key);

@@ -1,4 +1,3 @@
-import { newOwnerId } from '../../core/ids.ts';
 import { planAcquire } from '../../core/lease.ts';
 import type { Kick } from '../../core/messages.ts';
 import type { KickReason } from '../../core/vocabulary.ts';
@@ -31,16 +30,11 @@ export async function acquireForKick(
 ): Promise<Acquired | KickOutcome> {
   const key = kick.session;
   const now = deps.clock.now();
-  if (kick.notBefore !== undefined && kick.notBefore > now) {
-    await deps.workQueue.sendKick(kick, {
-      delaySeconds: Math.min(MAX_DELAY_SECONDS, Math.ceil((kick.notBefore - now) / 1000)),
-    });
-    return 'delayed';
-  }
+  if (kick.notBefore !== undefined && kick.notBefore > now) return delayAgain(kick, kick.notBefore, now, deps, log);
 
   await deps.failpoint('before-acquire');
   let record = await deps.store.getSession(key);
-  const owner = newOwnerId(invocation.requestId);
+  const owner = deps.ids.ownerId(invocation.requestId);
   for (let attempt = 1; ; attempt++) {
     if (!record) {
       log.warn('kick for a session that does not exist; dropped');
@@ -72,6 +66,40 @@ export async function acquireForKick(
     }
     record = acquired.current;
   }
+}
+
+/**
+ * The furthest ahead a kick's `notBefore` may lie. Chained kicks carry a retry's wake-up time,
+ * which a session's retention (30 days by default) bounds; anything later is forged or stale.
+ */
+export const MAX_NOT_BEFORE_MS = 30 * 24 * 3600 * 1000;
+
+/**
+ * A kick early for its time is sent again, delayed, but only when the session waits for exactly
+ * that time (its sweepAt): a forged far-future kick would otherwise circle every 15 minutes for
+ * ever without touching the store. Dropping one costs nothing: the sweeper wakes a due session.
+ */
+async function delayAgain(
+  kick: Kick,
+  notBefore: number,
+  now: number,
+  deps: RuntimeDeps,
+  log: RuntimeLogger,
+): Promise<KickOutcome> {
+  const drop = (why: string) => {
+    log.warn(`delayed kick ${why}; dropped`, { notBefore });
+    deps.telemetry.metrics.count('DuplicateKicksDropped');
+    return 'dropped' as const;
+  };
+  if (notBefore - now > MAX_NOT_BEFORE_MS) return drop(`due more than ${MAX_NOT_BEFORE_MS / 86_400_000} days ahead`);
+  const record = await deps.store.getSession(kick.session);
+  if (!record) return drop('for a session that does not exist');
+  if (record.state !== 'waiting' || record.sweepAt !== notBefore)
+    return drop('for a session that does not wait for that time');
+  await deps.workQueue.sendKick(kick, {
+    delaySeconds: Math.min(MAX_DELAY_SECONDS, Math.ceil((notBefore - now) / 1000)),
+  });
+  return 'delayed';
 }
 
 /**

@@ -51,6 +51,7 @@ export async function requestApprovals(leg: LegContext, calls: readonly PendingC
  * the release is refused when something arrived since the record was read, and the leg goes on.
  */
 export async function waitForHuman(leg: LegContext, what: string): Promise<KickOutcome | undefined> {
+  await leg.resources.closeAll();
   await leg.signals.stopHeartbeat();
   const seen = leg.signals.record.pendingVersion;
   const released = await leg.deps.store.release(leg.key, {

@@ -1,4 +1,5 @@
 import { stepFits } from '../../core/budget.ts';
+import { contentDigest } from '../../core/content-digest.ts';
 import { errorMessage, LeaseLostError } from '../../core/errors.ts';
 import type { JournalEntry } from '../../core/journal.ts';
 import { INLINE_PAYLOAD_LIMIT_BYTES, type Result } from '../../core/messages.ts';
@@ -75,7 +76,7 @@ const MAX_RESULT_ERROR_CHARS = 8 * 1024;
 
 /**
  * A result whose output would pass the queue's message limit carries a pointer into the payload
- * bucket instead (`{"$blob": key}`, as tickets do); with no bucket it carries no output and says
+ * bucket instead (`{"$blob": key, sha256, bytes}`, as tickets do); with no bucket it carries no output and says
  * why. The key is the turn's, so a republish rewrites the same object.
  */
 async function withinMessageLimit(leg: LegContext, result: Result): Promise<Result> {
@@ -93,8 +94,10 @@ async function withinMessageLimit(leg: LegContext, result: Result): Promise<Resu
     return { ...rest, error: rest.error ? `${rest.error}; ${why}` : why };
   }
   const key = `results/${encodeURIComponent(leg.key.tenant)}/${encodeURIComponent(leg.key.agent)}/${encodeURIComponent(leg.key.id)}/${encodeURIComponent(result.turnId)}.json`;
-  await blobs.put(key, JSON.stringify(output));
-  return { ...rest, output: { $blob: key } };
+  const text = JSON.stringify(output);
+  await blobs.put(key, text);
+  // The same pointer shape as a ticket's: the reader can check what it reads.
+  return { ...rest, output: { $blob: key, ...contentDigest(text) } };
 }
 
 /** The journal itself cannot be trusted: record the outcome on the turn and the record only. */
@@ -165,6 +168,17 @@ export async function yieldForBudget(leg: LegContext, what: string): Promise<Kic
     return finish(leg, 'failed', undefined, `step cannot fit in the budget: ${what}`);
   }
   await leg.signals.stopHeartbeat();
+  await leg.resources.closeAll();
+  // The nonce goes on the record (a renewal, so only the holder can write it) before the
+  // continuation carries it: only that continuation can take the lease over while it is live.
+  const handoff = leg.deps.ids.handoffNonce();
+  await leg.deps.store.renew(leg.key, {
+    owner: leg.owner,
+    epoch: leg.signals.epoch,
+    until: leg.deps.clock.now() + leg.deps.config.leaseTtlMs,
+    progressed: leg.journal.progressed,
+    handoff,
+  });
   await snapshot(leg);
   await leg.deps.workQueue.sendKick(
     {
@@ -172,6 +186,7 @@ export async function yieldForBudget(leg: LegContext, what: string): Promise<Kic
       session: leg.key,
       reason: 'continuation',
       fromEpoch: leg.signals.epoch,
+      handoff,
       turnId: leg.signals.record.activeTurnId,
     },
     { trace: leg.trace },
@@ -200,6 +215,7 @@ export async function yieldForBudget(leg: LegContext, what: string): Promise<Kic
 
 /** Gives the lease back in a state; a refused release means another owner holds it. */
 export async function release(leg: LegContext, state: SessionState, sweepAt: number | undefined): Promise<void> {
+  await leg.resources.closeAll();
   await leg.signals.stopHeartbeat();
   const result = await leg.deps.store.release(leg.key, {
     owner: leg.owner,
@@ -219,6 +235,7 @@ export async function release(leg: LegContext, state: SessionState, sweepAt: num
  * then holds its lease still, renews again and goes on to handle the event.
  */
 async function releaseToWait(leg: LegContext, sweepAt: number | undefined): Promise<boolean> {
+  await leg.resources.closeAll();
   await leg.signals.stopHeartbeat();
   const seen = leg.signals.record.pendingVersion;
   const result = await leg.deps.store.release(leg.key, {

@@ -7,7 +7,7 @@ import {
   SeqTakenError,
 } from '../../core/errors.ts';
 import { applyEntry, EMPTY_VIEW, foldJournal, type SessionView } from '../../core/fold.ts';
-import { newWriteId, type SessionKey } from '../../core/ids.ts';
+import type { SessionKey } from '../../core/ids.ts';
 import type { EntryDataOf, JournalEntry } from '../../core/journal.ts';
 import { restoreView, type SessionSnapshot } from '../../core/snapshot.ts';
 import { formatTraceparent, type TraceContext } from '../../core/trace-context.ts';
@@ -105,7 +105,7 @@ export class JournalWriter {
       seq: this.#view.lastSeq + 1,
       kind,
       epoch: this.signals.epoch,
-      writeId: newWriteId(),
+      writeId: this.deps.ids.writeId(),
       at: this.deps.clock.now(),
       ...(turnId !== undefined ? { turnId } : {}),
       data,

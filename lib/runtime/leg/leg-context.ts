@@ -2,7 +2,9 @@ import type { AgentDefinition } from '../../agent/define-agent.ts';
 import type { SessionKey } from '../../core/ids.ts';
 import type { TraceContext } from '../../core/trace-context.ts';
 import type { KickReason } from '../../core/vocabulary.ts';
+import type { LegSpan } from '../../telemetry/telemetry.ts';
 import type { RuntimeDeps, RuntimeLogger } from '../deps.ts';
+import type { LegResources } from '../leg-resources.ts';
 import type { JournalWriter } from './journal-writer.ts';
 import type { LegSignals } from './leg-signals.ts';
 
@@ -30,6 +32,10 @@ export interface LegContext {
   readonly trace: TraceContext;
   readonly signals: LegSignals;
   readonly journal: JournalWriter;
+  /** The leg's trace span (a no-op until the leg marker is written, or without leg spans). */
+  readonly span: LegSpan;
+  /** Connections tools open for this leg (MCP clients): closed before the leg hands off. */
+  readonly resources: LegResources;
   /** The session's agent, when it is deployed here. */
   readonly agent: AgentDefinition | undefined;
 }

@@ -1,5 +1,6 @@
 import { errorMessage } from '../../core/errors.ts';
 import type { SessionKey } from '../../core/ids.ts';
+import type { CancelTimer, Clock } from '../../ports/clock.ts';
 import type { SessionRecord } from '../../ports/session-store.ts';
 import type { RuntimeDeps, RuntimeLogger } from '../deps.ts';
 import { Heartbeat } from '../heartbeat.ts';
@@ -26,7 +27,8 @@ export class LegSignals {
   readonly #heartbeat: Heartbeat;
   #record: SessionRecord;
   #onceOnlyInFlight = 0;
-  #budgetTimer: NodeJS.Timeout | undefined;
+  #cancelBudgetTimer: CancelTimer | undefined;
+  readonly #clock: Clock;
 
   constructor(
     key: SessionKey,
@@ -37,6 +39,7 @@ export class LegSignals {
     progressed: () => boolean,
   ) {
     this.#record = record;
+    this.#clock = deps.clock;
     this.#heartbeat = new Heartbeat(
       {
         ttlMs: deps.config.leaseTtlMs,
@@ -82,13 +85,14 @@ export class LegSignals {
   /** Starts renewing, and arms the budget: past it the step in flight is abandoned, leaving half the reserve to hand off. */
   start(invocation: Invocation, reserveMs: number): void {
     this.#heartbeat.start();
-    this.#budgetTimer = setTimeout(() => this.abort('budget'), Math.max(0, invocation.remainingMs() - reserveMs / 2));
-    this.#budgetTimer.unref?.();
+    this.#cancelBudgetTimer = this.#clock.setTimer(Math.max(0, invocation.remainingMs() - reserveMs / 2), () =>
+      this.abort('budget'),
+    );
   }
 
   /** Stops every timer and awaits the renewal in flight. */
   async stop(): Promise<void> {
-    clearTimeout(this.#budgetTimer);
+    this.#cancelBudgetTimer?.();
     await this.#heartbeat.stop();
   }
 

@@ -5,7 +5,10 @@ import { decideNext, isCrashLoop } from '../../core/next-action.ts';
 import { childContext, type TraceContext } from '../../core/trace-context.ts';
 import type { KickReason } from '../../core/vocabulary.ts';
 import type { SessionRecord } from '../../ports/session-store.ts';
+import type { LegSpan } from '../../telemetry/telemetry.ts';
 import type { RuntimeDeps, RuntimeLogger } from '../deps.ts';
+import { LegResources } from '../leg-resources.ts';
+import { NOOP_LEG_SPAN, startLegSpan } from '../leg-tracing.ts';
 import { waitForHuman } from './approval-step.ts';
 import { failUnjournaled, finish, publish, waitForRetry, yieldForBudget } from './hand-off.ts';
 import { deliverInbox } from './inbox-step.ts';
@@ -26,6 +29,8 @@ export class Leg implements LegContext {
   readonly log: RuntimeLogger;
   readonly signals: LegSignals;
   readonly journal: JournalWriter;
+  readonly resources: LegResources;
+  span: LegSpan = NOOP_LEG_SPAN;
 
   constructor(
     readonly key: SessionKey,
@@ -40,6 +45,9 @@ export class Leg implements LegContext {
     this.log = log.child({ epoch: record.epoch, traceId: record.traceId, turnId: record.activeTurnId });
     this.signals = new LegSignals(key, owner, record, deps, this.log, () => this.journal.progressed);
     this.journal = new JournalWriter(key, deps, this.log, this.signals, this.agent?.limits.maxPayloadBytes);
+    this.resources = new LegResources((resource, error) =>
+      this.log.warn('leg resource failed to close', { key: resource, error }),
+    );
   }
 
   get agent(): AgentDefinition | undefined {
@@ -49,16 +57,21 @@ export class Leg implements LegContext {
   async run(): Promise<KickOutcome> {
     this.signals.start(this.invocation, this.deps.config.reserveMs);
     try {
-      return await this.#runLoaded();
+      const outcome = await this.#runLoaded();
+      this.span.end(outcome);
+      return outcome;
     } catch (error) {
       if (error instanceof LeaseLostError || (error instanceof LegAborted && error.why === 'lease-lost')) {
         this.deps.telemetry.metrics.count('LeaseConflicts');
         this.log.warn('stale owner stopped', { error: errorMessage(error) });
         await this.signals.stopHeartbeat();
+        this.span.end('lease-lost');
         return 'lease-lost';
       }
+      this.span.end('crashed', error);
       throw error;
     } finally {
+      await this.resources.closeAll();
       await this.signals.stop();
     }
   }
@@ -73,14 +86,21 @@ export class Leg implements LegContext {
     }
     await this.journal.appendLegMarker(this.owner, this.reason, this.trace);
     const record = this.signals.record;
-    this.deps.telemetry.tracer.annotateLeg({
+    const annotations = {
       session: this.key.id,
       turn: record.activeTurnId,
       tenant: this.key.tenant,
       agent: this.key.agent,
       traceId: this.trace.traceId,
       epoch: this.signals.epoch,
-    });
+    };
+    this.deps.telemetry.tracer.annotateLeg(annotations);
+    const { spanId, sampled } = this.trace;
+    this.span = startLegSpan(
+      this.deps.telemetry.tracer,
+      { ...annotations, spanId, sampled, reason: this.reason },
+      this.journal.entries,
+    );
     const view = this.journal.view;
     this.log.info('leg started', { reason: this.reason, seq: view.lastSeq, legs: view.legs });
     await this.deps.failpoint('after-marker');

@@ -3,6 +3,8 @@ import { toolInputSchema } from '../../agent/define-tool.ts';
 import { buildTranscript } from '../../agent/transcript.ts';
 import type { ToolCall } from '../../core/journal.ts';
 import type { ModelResponse } from '../../ports/model-client.ts';
+import { traceModelCall } from '../leg-tracing.ts';
+import { liveModelText } from '../live-model-text.ts';
 import { fitsInBudget, waitForRetry, yieldForBudget } from './hand-off.ts';
 import type { KickOutcome, LegContext } from './leg-context.ts';
 import { runStep } from './retry.ts';
@@ -22,7 +24,10 @@ async function callModel(leg: LegContext, agent: AgentDefinition): Promise<void>
     messages: buildTranscript(leg.journal.entries),
     tools: agent.tools.map((t) => ({ name: t.name, description: t.description, inputSchema: toolInputSchema(t) })),
   };
-  const pending = agent.model.converse(request, leg.signals.stepSignal);
+  const stream = liveModelText(deps.live, leg.key, leg.journal.view.lastSeq + 1);
+  const pending = traceModelCall(leg.span, agent.model.id, () =>
+    agent.model.converse(request, leg.signals.stepSignal, stream),
+  );
   await deps.failpoint('mid-step');
   const response: ModelResponse = await pending;
   leg.signals.throwIfAborted();

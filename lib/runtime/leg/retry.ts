@@ -1,5 +1,5 @@
 import type { AgentDefinition } from '../../agent/define-agent.ts';
-import { resolvePolicy, retryDelayMs } from '../../agent/retry-policy.ts';
+import { resolvePolicy, retryDelayAfter } from '../../agent/retry-policy.ts';
 import {
   BatonError,
   errorMessage,
@@ -73,7 +73,7 @@ async function recordRetryableError(
     });
     return 'ok';
   }
-  const retryAt = leg.deps.clock.now() + retryDelayMs(policy, attempt, leg.deps.random());
+  const retryAt = leg.deps.clock.now() + retryDelayAfter(policy, attempt, leg.deps.random(), error);
   await leg.journal.append('error', { source, message: errorMessage(error), attempt, retryAt });
   leg.log.warn('step failed; retrying after backoff', { source, attempt, retryAt });
   return 'waiting';

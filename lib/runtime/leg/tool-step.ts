@@ -2,6 +2,7 @@ import type { AgentDefinition } from '../../agent/define-agent.ts';
 import { onceOnlyFitsLease } from '../../core/budget.ts';
 import { BatonError, errorMessage } from '../../core/errors.ts';
 import { type PendingCall, pendingCallKey } from '../../core/fold.ts';
+import { traceToolCall } from '../leg-tracing.ts';
 import { approvalGate, requestApprovals } from './approval-step.ts';
 import { fitsInBudget, waitForRetry, yieldForBudget } from './hand-off.ts';
 import type { KickOutcome, LegContext } from './leg-context.ts';
@@ -120,14 +121,17 @@ async function runTools(leg: LegContext, agent: AgentDefinition, calls: readonly
       const tool = p.tool;
       const once = tool.effect === 'once';
       const run = () =>
-        tool.run(p.input, {
-          // Cancel never aborts a once-only call in flight; losing the lease still does.
-          signal: once ? signals.leaseSignal : signals.stepSignal,
-          idempotencyKey: pendingCallKey(leg.key, p.pending),
-          sessionId: leg.key.id,
-          log: (message, fields) => leg.log.info(message, { tool: tool.name, ...fields }),
-          progress: (note) => leg.log.debug('tool progress', { tool: tool.name, note }),
-        });
+        traceToolCall(leg.span, tool.name, p.pending.call.id, () =>
+          tool.run(p.input, {
+            // Cancel never aborts a once-only call in flight; losing the lease still does.
+            signal: once ? signals.leaseSignal : signals.stepSignal,
+            idempotencyKey: pendingCallKey(leg.key, p.pending),
+            sessionId: leg.key.id,
+            log: (message, fields) => leg.log.info(message, { tool: tool.name, ...fields }),
+            progress: (note) => leg.log.debug('tool progress', { tool: tool.name, note }),
+            leg: leg.resources,
+          }),
+        );
       return once ? signals.duringOnceOnly(run) : run();
     }),
   );

@@ -12,6 +12,7 @@ const END_TURN_ATTEMPTS = 5;
  */
 export async function endConversationTurn(leg: LegContext): Promise<void> {
   const { deps, key } = leg;
+  await leg.resources.closeAll();
   await leg.signals.stopHeartbeat();
   for (let attempt = 1; ; attempt++) {
     const record = await deps.store.getSession(key);

@@ -10,15 +10,6 @@ import { acceptTicket, recordRejectedTicket } from '../../../lib/runtime/intake.
 import { runKick } from '../../../lib/runtime/step-runner.ts';
 import { drain, invocation, lookupAgent, makeTestDeps, ticketBody } from '../../fixtures/runtime.ts';
 
-/** Waits for a condition, polling, with a deadline and a message naming it. */
-async function waitFor(what: string, check: () => boolean | Promise<boolean>, deadlineMs = 10_000): Promise<void> {
-  const until = Date.now() + deadlineMs;
-  while (!(await check())) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
 /** An error like the SDK's after its own retries gave up on a throttle. */
 const throttled = () =>
   Object.assign(new Error('Rate of requests exceeds the allowed throughput.'), { name: 'ThrottlingException' });
@@ -108,7 +99,7 @@ describe('protocol regressions (issue 13)', () => {
       script: (messages) =>
         messages.length < 3 ? { toolCalls: [{ id: 'r', name: 'refund', input: { id: 'x' } }] } : { final: 'refunded' },
     });
-    const { deps, store, results } = makeTestDeps([agent]);
+    const { deps, store, results, clock } = makeTestDeps([agent]);
     const key = keyOf('lookup-agent', 'T-b1');
     // The append of the refund's result is throttled past the SDK's retries: the refund happened.
     let armed = true;
@@ -126,9 +117,10 @@ describe('protocol regressions (issue 13)', () => {
     expect(results.bodies).toEqual([]);
     expect((await store.readJournal(key)).some((e) => e.kind === 'outcome')).toBe(false);
     // The next owner takes over once the lease has expired, reconciles and finishes.
-    await waitFor('a recovery to take over the expired lease', async () => {
-      return (await runKick({ v: 1, session: key, reason: 'recovery' }, invocation(), deps)) !== 'dropped';
-    });
+    clock.advance(deps.config.leaseTtlMs + 1);
+    expect(await runKick({ v: 1, session: key, reason: 'recovery' }, invocation(60_000, clock), deps)).not.toBe(
+      'dropped',
+    );
     await drain(deps);
     expect(service.executed).toHaveLength(1);
     expect(results.bodies).toEqual([expect.objectContaining({ status: 'completed', output: 'refunded' })]);
@@ -150,7 +142,7 @@ describe('protocol regressions (issue 13)', () => {
     });
     const crash = new FailpointCrash('after-intent');
     let crashes = 0;
-    const { deps, store, results } = makeTestDeps([agent], {
+    const { deps, store, results, clock } = makeTestDeps([agent], {
       failpoint: async (name) => {
         if (name === 'after-intent' && crashes++ === 0) throw crash;
       },
@@ -165,13 +157,14 @@ describe('protocol regressions (issue 13)', () => {
     store.beforeWrite = async (operation) => {
       if (operation !== 'release' || cancelled) return;
       cancelled = true;
-      const now = Date.now();
+      const now = clock.now();
       await store.bump(key, { now, cancel: true, sweepAt: now });
-      expect(await runKick({ v: 1, session: key, reason: 'cancel' }, invocation(), deps)).toBe('dropped');
+      expect(await runKick({ v: 1, session: key, reason: 'cancel' }, invocation(60_000, clock), deps)).toBe('dropped');
     };
-    await waitFor('a recovery to take over the expired lease', async () => {
-      return (await runKick({ v: 1, session: key, reason: 'recovery' }, invocation(), deps)) !== 'dropped';
-    });
+    clock.advance(deps.config.leaseTtlMs + 1);
+    expect(await runKick({ v: 1, session: key, reason: 'recovery' }, invocation(60_000, clock), deps)).not.toBe(
+      'dropped',
+    );
     await drain(deps);
 
     expect(cancelled).toBe(true);
