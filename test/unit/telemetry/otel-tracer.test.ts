@@ -5,6 +5,7 @@ import type { MemoryWorkQueue } from '../../../lib/adapters/memory/memory-queues
 import { deriveSessionId } from '../../../lib/core/ids.ts';
 import type { JournalEntry } from '../../../lib/core/journal.ts';
 import { parseTraceparent } from '../../../lib/core/trace-context.ts';
+import { systemClock } from '../../../lib/ports/clock.ts';
 import { noFailpoints } from '../../../lib/runtime/failpoints.ts';
 import { acceptTicket } from '../../../lib/runtime/intake.ts';
 import { runKick } from '../../../lib/runtime/step-runner.ts';
@@ -26,10 +27,17 @@ describe('the OpenTelemetry tracer', () => {
   it('traces a multi-leg turn that survives a kill as one trace, each leg linked to the one before', async () => {
     const exporter = new InMemorySpanExporter();
     const tracer = createOtelTracer({ spanProcessors: [new SimpleSpanProcessor({ exporter })] });
-    const clock = new ManualClock();
-    const base = makeTestDeps([lookupAgent({ modelLatencyMs: 150 })], {
+    // Manual time for reading (the lease expires when the test says so), real timers and sleeps:
+    // the killed leg's heartbeat (every TTL/3 of real time) stays quiet while the clock jumps.
+    const manual = new ManualClock();
+    const clock = {
+      now: () => manual.now(),
+      sleep: systemClock.sleep,
+      setTimer: systemClock.setTimer,
+      advance: (ms: number) => manual.advance(ms),
+    };
+    const base = makeTestDeps([lookupAgent({ modelLatencyMs: 400 })], {
       clock,
-      // A long lease: the abandoned leg's heartbeat (every TTL/3 of real time) stays quiet while the clock jumps.
       config: { leaseTtlMs: 30_000, reserveMs: 200, retentionDays: 1, sweepGraceMs: 30_000 },
     });
     const deps = { ...base.deps, telemetry: { ...base.telemetry, tracer } };
@@ -44,7 +52,7 @@ describe('the OpenTelemetry tracer', () => {
         name === 'after-append' && ++appends === 4 ? new Promise<void>(() => {}) : Promise.resolve(),
     };
     const [first] = (deps.workQueue as MemoryWorkQueue).receive();
-    void runKick(first!.body, invocation(), killed);
+    void runKick(first!.body, invocation(60_000, clock), killed);
     await until('the first leg to journal a tool result', async () =>
       (await base.store.readJournal(key)).some((e) => e.kind === 'tool'),
     );
@@ -52,7 +60,7 @@ describe('the OpenTelemetry tracer', () => {
     // Its lease expires; a recovery takes over and the turn continues over further legs.
     clock.advance(31_000);
     const recovered = { ...deps, failpoint: noFailpoints };
-    await runKick({ v: 1, session: key, reason: 'recovery' }, invocation(1_800), recovered);
+    await runKick({ v: 1, session: key, reason: 'recovery' }, invocation(1_800, clock), recovered);
     await drain(recovered, { budgetMs: 1_800 });
     expect(base.results.bodies).toEqual([expect.objectContaining({ status: 'completed', output: 'found 6' })]);
 
@@ -81,7 +89,10 @@ describe('the OpenTelemetry tracer', () => {
 
     // A GenAI span per model call and per tool call, the killed leg's included.
     const models = journal.filter((e) => e.kind === 'model');
-    const chats = spans.filter((s) => s.name === 'chat scripted');
+    // A call the budget cut short has a span too, without usage; every answered call has usage.
+    const chats = spans.filter(
+      (s) => s.name === 'chat scripted' && s.attributes['gen_ai.usage.input_tokens'] !== undefined,
+    );
     expect(chats).toHaveLength(models.length);
     for (const chat of chats)
       expect(chat.attributes).toMatchObject({

@@ -79,12 +79,12 @@ describe('an agent on an AI SDK model', () => {
         maxDurationMs: 5_000,
       }),
     };
-    const { deps, store } = makeTestDeps([agent]);
+    const { deps, store, clock } = makeTestDeps([agent]);
     await acceptTicket(ticketBody('lookup-agent', 'A-2', {}), undefined, deps);
-    const before = Date.now();
+    const before = clock.now();
     // The first kick meets the 429 and leaves the session waiting for its retry.
     const kick = (deps.workQueue as MemoryWorkQueue).receive()[0]!.body;
-    expect(await runKick(kick, invocation(), deps)).toBe('waiting');
+    expect(await runKick(kick, invocation(60_000, clock), deps)).toBe('waiting');
     const error = (await store.readJournal(keyOf('A-2'))).find((e) => e.kind === 'error');
     if (error?.kind !== 'error') throw new Error('no error entry journaled for the 429');
     expect(error.data).toMatchObject({ attempt: 1, message: expect.stringMatching(/429/) });
