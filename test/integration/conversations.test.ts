@@ -92,7 +92,11 @@ describe('conversations on the local stack with two workers', { timeout: 180_000
     // Assert
     const numbers = results.map((r) => Number(/^turn (\d+):/.exec(String(r.output))?.[1]));
     expect([...numbers].sort()).toEqual([2, 3, 4, 5, 6]);
-    const journal = await t.store.readJournal({ tenant: 'default', agent: AGENT, id: sessionId });
+    // The owner journals `published` just after it sends the result: wait for the last turn's.
+    const journal = await waitFor('the last turn to journal that it published', async () => {
+      const entries = await t.store.readJournal({ tenant: 'default', agent: AGENT, id: sessionId });
+      return entries.filter((e) => e.kind === 'published').length >= 6 ? entries : undefined;
+    });
     const inputs = journal.filter((e) => e.kind === 'input').map((e) => e.turnId);
     expect(inputs).toHaveLength(6);
     // Sequential: each turn's entries end (published) before the next turn's input.

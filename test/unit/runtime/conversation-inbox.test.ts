@@ -138,15 +138,16 @@ describe('conversations: approvals, messages and parked calls', () => {
         if (name === 'after-intent') throw crash;
       },
     });
-    const { deps, store, results } = dying;
+    const { deps, store, results, clock } = dying;
     await acceptTicket(ticketBody('payer', 'P1', 'pay 50'), undefined, deps);
     await drain(deps);
     await clientOf(deps).approve(sessionOf('P1'), 'p1', { approved: true });
     await expect(drain(deps)).rejects.toBe(crash);
     const healthy = { ...deps, failpoint: async () => {} };
     const key = { tenant: 'default', agent: 'payer', id: sessionOf('P1') };
-    await new Promise((resolve) => setTimeout(resolve, deps.config.leaseTtlMs + 100));
-    await runKick({ v: 1, session: key, reason: 'recovery' }, invocation(), healthy);
+    // The dead owner's lease runs out in virtual time, then a recovery takes over.
+    clock.advance(deps.config.leaseTtlMs + 100);
+    await runKick({ v: 1, session: key, reason: 'recovery' }, invocation(60_000, clock), healthy);
     const parked = await clientOf(healthy).status(key.id);
 
     // Act
