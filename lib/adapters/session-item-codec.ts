@@ -2,11 +2,19 @@ import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { CorruptStateError } from '../core/errors.ts';
 import { canonicalJson, formatSessionKey, type SessionKey } from '../core/ids.ts';
+import { InboxItem } from '../core/inbox.ts';
 import { type JournalEntry, parseEntry } from '../core/journal.ts';
 import { describeIssues } from '../core/messages.ts';
 import type { SessionSnapshot } from '../core/snapshot.ts';
-import { OutcomeStatus, SessionState } from '../core/vocabulary.ts';
-import type { NewSession, SessionRecord, TurnOutcome, TurnRecord } from '../ports/session-store.ts';
+import { OutcomeStatus, SessionState, TERMINAL_SESSION_STATES } from '../core/vocabulary.ts';
+import {
+  EnqueueRefusal,
+  type EnqueueTurnRequest,
+  type NewSession,
+  type SessionRecord,
+  type TurnOutcome,
+  type TurnRecord,
+} from '../ports/session-store.ts';
 import { type PayloadOffload, type StoredPayload, toJson } from './payload-offload.ts';
 import { sweepShardOf } from './sweep-shard.ts';
 
@@ -63,6 +71,11 @@ const SessionItemSchema = z.object({
   pendingVersion: count,
   seenVersion: count,
   activeTurnId: z.string().optional(),
+  conversation: z.boolean().optional(),
+  turnQueue: z.array(z.string()).optional(),
+  lastTurnId: z.string().optional(),
+  inbox: z.array(z.string()).optional(),
+  inboxIds: z.array(z.string()).optional(),
   cancelRequested: z.boolean(),
   recoveries: count,
   legs: count,
@@ -156,6 +169,8 @@ export function newSessionItem(session: NewSession): SessionItem {
     pendingVersion: 1,
     seenVersion: 0,
     activeTurnId: session.activeTurnId,
+    ...(session.conversation ? { conversation: true } : {}),
+    lastTurnId: session.activeTurnId,
     cancelRequested: false,
     recoveries: 0,
     legs: 0,
@@ -200,6 +215,12 @@ export function decodeSession(raw: unknown, expected?: SessionKey): SessionRecor
     pendingVersion: item.pendingVersion,
     seenVersion: item.seenVersion,
     ...(item.activeTurnId === undefined ? {} : { activeTurnId: item.activeTurnId }),
+    conversation: item.conversation ?? false,
+    turnQueue: item.turnQueue ?? [],
+    ...(item.lastTurnId === undefined ? {} : { lastTurnId: item.lastTurnId }),
+    inbox: (item.inbox ?? []).map((text, i) =>
+      validate(InboxItem, parseJson(text, `${where} inbox item ${i}`), `${where} inbox item ${i}`),
+    ),
     cancelRequested: item.cancelRequested,
     recoveries: item.recoveries,
     legs: item.legs,
@@ -210,6 +231,43 @@ export function decodeSession(raw: unknown, expected?: SessionKey): SessionRecor
     updatedAt: item.updatedAt,
   };
 }
+
+/**
+ * Whether a further turn may be accepted, from the session record and whether the turn already has
+ * an outcome: the one decision both stores make (atomically in memory; in DynamoDB the same
+ * conditions are the write's, and this explains a refusal). A turn accepted before is no change.
+ */
+export function decideEnqueue(
+  record: SessionRecord | undefined,
+  turnFinished: boolean,
+  request: EnqueueTurnRequest,
+): 'enqueue' | 'accepted-before' | EnqueueRefusal {
+  if (record === undefined) return EnqueueRefusal.notFound;
+  if (turnFinished || record.activeTurnId === request.turnId || record.turnQueue.includes(request.turnId))
+    return 'accepted-before';
+  if (TERMINAL_SESSION_STATES.includes(record.state)) return EnqueueRefusal.finished;
+  if (!record.conversation) return EnqueueRefusal.oneShot;
+  if (request.ifLastTurn !== undefined && record.lastTurnId !== request.ifLastTurn) return EnqueueRefusal.stale;
+  if (record.turnQueue.length >= request.maxPending) return EnqueueRefusal.full;
+  return 'enqueue';
+}
+
+/** Why an inbox item cannot be posted, or undefined when it can (or was posted before: `posted`). */
+export function decidePost(
+  record: SessionRecord | undefined,
+  id: string,
+  maxPending: number,
+): 'post' | 'posted-before' | 'not-found' | 'finished' | 'full' {
+  if (record === undefined) return 'not-found';
+  if (record.inbox.some((item) => item.id === id)) return 'posted-before';
+  if (TERMINAL_SESSION_STATES.includes(record.state)) return 'finished';
+  if (record.inbox.length >= maxPending) return 'full';
+  return 'post';
+}
+
+/** Does a raw turn item hold an outcome? */
+export const turnItemFinished = (item: Record<string, unknown> | undefined): boolean =>
+  item !== undefined && (item.outcome !== undefined || item.outcomeBlob !== undefined);
 
 /** The item of a turn; a large input is written to the blob store first (content-addressed). */
 export async function encodeTurn(

@@ -29,6 +29,8 @@ export interface AgentDefinition {
   readonly input?: ZodType | undefined;
   /** A structured result: the final answer is parsed as JSON and validated; a mismatch fails the turn. */
   readonly output?: ZodType | undefined;
+  /** Its sessions take further turns and go idle between them; otherwise a session is one turn. */
+  readonly conversation?: boolean | undefined;
 }
 
 export interface DefineAgentOptions extends Omit<AgentDefinition, 'limits' | 'tools'> {

@@ -40,6 +40,11 @@ export interface ToolDefinition<I = unknown, O = unknown> {
   readonly effect: ToolEffect;
   readonly maxDurationMs: number;
   readonly retry?: Partial<RetryPolicy> | undefined;
+  /**
+   * A human approves each call before it runs (or a function of the input decides which): the
+   * turn stops there, holding no lease, until `baton approve`; a denial is the call's result.
+   */
+  readonly requiresApproval?: boolean | ((input: I) => boolean) | undefined;
   run(input: I, ctx: ToolContext): Promise<O>;
   /** Asks the downstream whether an interrupted call happened; `signal` aborts when the leg stops. */
   reconcile?: ((idempotencyKey: string, input: I, signal: AbortSignal) => Promise<ReconcileVerdict>) | undefined;

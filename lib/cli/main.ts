@@ -7,7 +7,7 @@ import { extname } from 'node:path';
 import { CHAOS_USAGE } from '../chaos/chaos-options.ts';
 import { dev } from './dev.ts';
 import { schemas } from './schemas.ts';
-import { type CommandIo, cancel, events, list, status, submit } from './session-commands.ts';
+import { approve, type CommandIo, cancel, events, list, resolve, send, status, submit } from './session-commands.ts';
 
 /** A signal repeated within this window is one Ctrl-C delivered twice (terminal and parent), not an insistence. */
 const REPEATED_SIGNAL_WINDOW_MS = 1_000;
@@ -63,7 +63,23 @@ const COMMANDS: Record<string, CommandEntry> = {
   events: {
     run: events,
     summary: "print a session's journal as JSON lines",
-    usage: 'baton events SESSION [--after CURSOR] [--follow]',
+    usage: 'baton events SESSION [--turn TURN_ID] [--after CURSOR] [--follow]',
+  },
+  send: {
+    run: send,
+    summary: 'send a further turn (or a message into the running turn) to a conversation',
+    usage:
+      'baton send SESSION (--text TEXT | --input JSON | --file F) [--id TURN_ID] [--mode queue|inject|steer] [--if-last-turn TURN_ID]',
+  },
+  approve: {
+    run: approve,
+    summary: 'approve (or deny) a call waiting for a human',
+    usage: 'baton approve SESSION CALL_ID [--deny] [--reason TEXT]',
+  },
+  resolve: {
+    run: resolve,
+    summary: 'record whether a parked once-only call happened, and resume the turn',
+    usage: 'baton resolve SESSION CALL_ID (--done [--output JSON] | --not-done)',
   },
   cancel: { run: cancel, summary: 'ask a running session to stop', usage: 'baton cancel SESSION' },
   chaos: {

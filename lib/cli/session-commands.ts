@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { SendMode } from '../client/baton-client.ts';
 import { SessionState } from '../core/vocabulary.ts';
 import { type ConnectOptions, clientFor, resolveTarget } from './connect.ts';
 
@@ -82,6 +83,11 @@ export async function status(args: string[], io: CommandIo): Promise<number> {
       `  ticket ${found.ticketId} · legs ${found.legs} · epoch ${found.epoch} · recoveries ${found.recoveries} · trace ${found.traceId}`,
     );
     if (found.outcome?.output !== undefined) io.out(`  output ${JSON.stringify(found.outcome.output)}`);
+    for (const turn of found.turns ?? []) io.out(`  turn ${turn.turnId} ${turn.outcome ?? turn.status}`);
+    if (found.pendingInputs) io.out(`  pending inputs ${found.pendingInputs}`);
+    for (const a of found.pendingApprovals ?? [])
+      io.out(`  awaiting approval: call ${a.callId} ${a.tool} ${JSON.stringify(a.input)}`);
+    if (found.parked) io.out(`  parked: call ${found.parked.callId} ${found.parked.tool} (baton resolve)`);
   }
   return 0;
 }
@@ -104,18 +110,19 @@ export async function list(args: string[], io: CommandIo): Promise<number> {
   return 0;
 }
 
-/** `baton events SESSION [--after CURSOR] [--follow]`: one JSON line per journal entry. */
+/** `baton events SESSION [--turn TURN_ID] [--after CURSOR] [--follow]`: one JSON line per journal entry. */
 export async function events(args: string[], io: CommandIo): Promise<number> {
   const { values, positionals } = parseArgs({
     args,
     allowPositionals: true,
-    options: { after: { type: 'string' }, follow: { type: 'boolean' } },
+    options: { after: { type: 'string' }, follow: { type: 'boolean' }, turn: { type: 'string' } },
   });
   const sessionId = positionals[0];
-  if (!sessionId) throw new Error('usage: baton events SESSION [--after CURSOR] [--follow]');
+  if (!sessionId) throw new Error('usage: baton events SESSION [--turn TURN_ID] [--after CURSOR] [--follow]');
   const options = {
     after: values.after ? Number(values.after) : 0,
     follow: values.follow ?? false,
+    ...(values.turn ? { turnId: values.turn } : {}),
     ...(io.signal ? { signal: io.signal } : {}),
   };
   for await (const event of (await client(io)).events(sessionId, options)) io.out(JSON.stringify(event));
@@ -134,4 +141,83 @@ export async function cancel(args: string[], io: CommandIo): Promise<number> {
   }[result];
   io.out(io.json ? JSON.stringify({ sessionId, result }) : text);
   return result === 'not-found' ? 1 : 0;
+}
+
+/** `baton send SESSION (--text TEXT | --input JSON | --file F) [--id TURN_ID] [--mode queue|inject|steer] [--if-last-turn TURN_ID]` */
+export async function send(args: string[], io: CommandIo): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: {
+      text: { type: 'string' },
+      input: { type: 'string' },
+      file: { type: 'string' },
+      id: { type: 'string' },
+      mode: { type: 'string' },
+      'if-last-turn': { type: 'string' },
+    },
+  });
+  const sessionId = positionals[0];
+  if (!sessionId) throw new Error('usage: baton send SESSION (--text TEXT | --input JSON | --file F) [--id TURN_ID]');
+  const modes = Object.values(SendMode) as string[];
+  if (values.mode !== undefined && !modes.includes(values.mode))
+    throw new Error(`--mode must be one of ${modes.join(', ')}`);
+  const input = values.text !== undefined ? { text: values.text } : await readInput(values, positionals.slice(1));
+  const sent = await (await client(io)).send(sessionId, input, {
+    id: values.id,
+    mode: values.mode as SendMode | undefined,
+    ifLastTurn: values['if-last-turn'],
+  });
+  io.out(io.json ? JSON.stringify({ sessionId: sent.sessionId, turnId: sent.turnId, mode: sent.mode }) : sent.turnId);
+  return 0;
+}
+
+/** `baton approve SESSION CALL_ID [--deny] [--reason TEXT]` */
+export async function approve(args: string[], io: CommandIo): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { deny: { type: 'boolean' }, reason: { type: 'string' } },
+  });
+  const [sessionId, callId] = positionals;
+  if (!sessionId || !callId) throw new Error('usage: baton approve SESSION CALL_ID [--deny] [--reason TEXT]');
+  const approved = !values.deny;
+  await (await client(io)).approve(sessionId, callId, {
+    approved,
+    ...(values.reason !== undefined ? { reason: values.reason } : {}),
+  });
+  io.out(
+    io.json
+      ? JSON.stringify({ sessionId, callId, approved })
+      : `${approved ? 'approved' : 'denied'} call ${callId} of ${sessionId}`,
+  );
+  return 0;
+}
+
+/** `baton resolve SESSION CALL_ID (--done [--output JSON] | --not-done)` */
+export async function resolve(args: string[], io: CommandIo): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { done: { type: 'boolean' }, 'not-done': { type: 'boolean' }, output: { type: 'string' } },
+  });
+  const [sessionId, callId] = positionals;
+  if (!sessionId || !callId || values.done === values['not-done'])
+    throw new Error('usage: baton resolve SESSION CALL_ID (--done [--output JSON] | --not-done)');
+  let output: unknown;
+  if (values.output !== undefined) {
+    try {
+      output = JSON.parse(values.output);
+    } catch (error) {
+      throw new Error(`--output is not valid JSON: ${(error as Error).message}`);
+    }
+  }
+  const done = values.done === true;
+  await (await client(io)).resolve(sessionId, callId, { done, ...(output !== undefined ? { output } : {}) });
+  io.out(
+    io.json
+      ? JSON.stringify({ sessionId, callId, done })
+      : `resolved call ${callId} of ${sessionId} as ${done ? 'done' : 'not done'}`,
+  );
+  return 0;
 }

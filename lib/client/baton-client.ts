@@ -1,15 +1,19 @@
 import { randomUUID } from 'node:crypto';
+import { asText } from '../agent/transcript.ts';
 import { contentDigest, ticketBlobPrefix } from '../core/content-digest.ts';
-import { InvalidInputError, TicketConflictError } from '../core/errors.ts';
+import { InvalidInputError, TicketConflictError, TurnRefusedError } from '../core/errors.ts';
+import { foldJournal, type SessionView } from '../core/fold.ts';
 import { DEFAULT_TENANT, deriveSessionId, hashJson } from '../core/ids.ts';
+import type { InboxItem } from '../core/inbox.ts';
 import type { JournalEntry } from '../core/journal.ts';
 import { INLINE_PAYLOAD_LIMIT_BYTES } from '../core/messages.ts';
 import { childContext, newTraceId } from '../core/trace-context.ts';
-import { reportedState, type SessionState } from '../core/vocabulary.ts';
+import { DEFAULT_MAX_PENDING_INPUTS, reportedState, type SessionState } from '../core/vocabulary.ts';
 import type { BlobStore } from '../ports/blob-store.ts';
 import type { Clock } from '../ports/clock.ts';
 import type { TicketQueue, WorkQueue } from '../ports/queues.ts';
 import type { SessionRecord, SessionStore, TurnOutcome } from '../ports/session-store.ts';
+import { acceptTurn } from '../runtime/turn-intake.ts';
 
 /** Ticket inputs above this go to the payload bucket (the queues keep to MAX_MESSAGE_BYTES, attributes included). */
 export const INLINE_TICKET_LIMIT_BYTES = INLINE_PAYLOAD_LIMIT_BYTES;
@@ -20,7 +24,17 @@ export interface BatonClientDeps {
   readonly workQueue: WorkQueue;
   readonly blobs?: BlobStore | undefined;
   readonly clock: Clock;
+  /** Inputs that may wait for a session (default 9). */
+  readonly maxPendingInputs?: number | undefined;
+  /** When the sweeper looks at a session whose kick was lost (default 30 s). */
+  readonly sweepGraceMs?: number | undefined;
 }
+
+const DEFAULT_SWEEP_GRACE_MS = 30_000;
+
+/** A message's text: `{ text }` as the CLI's --text sends it, anything else as its JSON. */
+const messageText = (input: unknown): string =>
+  typeof (input as { text?: unknown } | null)?.text === 'string' ? (input as { text: string }).text : asText(input);
 
 export interface SubmitRequest {
   readonly agent: string;
@@ -51,6 +65,14 @@ export interface SessionStatus {
   readonly cancelRequested: boolean;
   readonly traceId: string;
   readonly updatedAt: string;
+  /** A conversation's turns, oldest first. */
+  readonly turns?: readonly { readonly turnId: string; readonly status: string; readonly outcome?: string }[];
+  readonly activeTurnId?: string | undefined;
+  /** Turns and messages accepted and not yet taken by the session. */
+  readonly pendingInputs?: number | undefined;
+  readonly pendingApprovals?: readonly PendingApproval[] | undefined;
+  /** A once-only call parked for a human (`baton resolve`). */
+  readonly parked?: { readonly callId: string; readonly tool: string } | undefined;
 }
 
 /** One journal entry as a stream event; `cursor` resumes the stream after it. */
@@ -65,6 +87,34 @@ export interface SessionEvent {
 }
 
 export type CancelResult = 'requested' | 'already-finished' | 'not-found';
+
+/** How a sent input reaches the session: a new turn behind the active one, or a message into it. */
+export const SendMode = { queue: 'queue', inject: 'inject', steer: 'steer' } as const;
+export type SendMode = (typeof SendMode)[keyof typeof SendMode];
+
+export interface SendOptions {
+  /** The turn's (or message's) id: a second send with the same id is the same input. */
+  readonly id?: string | undefined;
+  readonly mode?: SendMode | undefined;
+  /** Refuse unless the turn accepted last is this one. */
+  readonly ifLastTurn?: string | undefined;
+}
+
+export interface Sent {
+  readonly sessionId: string;
+  readonly turnId: string;
+  /** `inject` falls back to `queue` when no turn is running to take the message. */
+  readonly mode: SendMode;
+  /** False when this id was sent before: the send converged on it. */
+  readonly accepted: boolean;
+}
+
+/** A call waiting for a human's approval. */
+export interface PendingApproval {
+  readonly callId: string;
+  readonly tool: string;
+  readonly input: unknown;
+}
 
 /**
  * The typed client the CLI, the demo and the tests use: submit tickets, read status, follow
@@ -126,15 +176,21 @@ export class BatonClient {
   /** The journal as a stream from a cursor; with `follow`, polls until the session finishes or the signal aborts. */
   async *events(
     sessionId: string,
-    options: { after?: number; follow?: boolean; pollMs?: number; signal?: AbortSignal } = {},
+    options: { after?: number; follow?: boolean; pollMs?: number; signal?: AbortSignal; turnId?: string } = {},
   ): AsyncGenerator<SessionEvent> {
     const record = await this.deps.store.findSession(sessionId);
     if (!record) throw new InvalidInputError(`session ${sessionId} not found`);
+    const { turnId } = options;
+    if (turnId !== undefined && !(await this.deps.store.getTurn(record.key, turnId)))
+      throw new InvalidInputError(`session ${sessionId} has no turn ${turnId}`);
     let cursor = options.after ?? 0;
     for (;;) {
       const entries = await this.deps.store.readJournal(record.key, cursor);
       for (const entry of entries) {
         cursor = entry.seq;
+        if (turnId !== undefined && entry.turnId !== turnId) continue;
+        // A turn's stream ends with its published result.
+        if (turnId !== undefined && entry.kind === 'published') options = { ...options, follow: false };
         yield {
           cursor,
           kind: entry.kind,
@@ -166,14 +222,132 @@ export class BatonClient {
     return 'requested';
   }
 
+  /**
+   * Sends an input to a session from any process: a further turn (`queue`), or a message into
+   * the running turn (`inject`), which the owner journals before its next model call.
+   */
+  async send(sessionId: string, input: unknown, options: SendOptions = {}): Promise<Sent> {
+    if (input === undefined) throw new InvalidInputError('input is required');
+    const record = await this.deps.store.findSession(sessionId);
+    if (!record) throw new TurnRefusedError('not-found', `session ${sessionId} not found`);
+    const id = options.id ?? randomUUID();
+    const mode = options.mode ?? SendMode.queue;
+    if (mode === SendMode.steer) throw new InvalidInputError('--mode steer is not supported yet; use queue or inject');
+    if (mode === SendMode.inject && (await this.#turnRunning(record))) {
+      const now = this.deps.clock.now();
+      const posted = await this.deps.store.postInbox(record.key, {
+        item: { kind: 'message', id, text: messageText(input) },
+        now,
+        sweepAt: now + (this.deps.sweepGraceMs ?? DEFAULT_SWEEP_GRACE_MS),
+        maxPending: this.deps.maxPendingInputs ?? DEFAULT_MAX_PENDING_INPUTS,
+      });
+      if (!posted.ok)
+        throw new TurnRefusedError(posted.reason, `message ${id} refused: session ${sessionId} is ${posted.reason}`);
+      await this.#wake(record);
+      return { sessionId, turnId: id, mode, accepted: posted.posted };
+    }
+    const turn = await acceptTurn(
+      {
+        key: record.key,
+        turnId: id,
+        ticketId: id,
+        input,
+        ifLastTurn: options.ifLastTurn,
+        maxPendingInputs: this.deps.maxPendingInputs,
+        sweepGraceMs: this.deps.sweepGraceMs ?? DEFAULT_SWEEP_GRACE_MS,
+      },
+      this.deps,
+    );
+    return { sessionId, turnId: id, mode: SendMode.queue, accepted: turn.queued };
+  }
+
+  /** A human's answer to a pending approval, from any process, at any time; the turn resumes. */
+  async approve(sessionId: string, callId: string, decision: { approved: boolean; reason?: string }): Promise<void> {
+    const record = await this.#find(sessionId);
+    const pending = (await this.#view(record)).awaitingApproval.includes(callId);
+    if (!pending) throw new InvalidInputError(`session ${sessionId} has no pending approval for call ${callId}`);
+    await this.#post(record, {
+      kind: 'decision',
+      id: `decision:${callId}`,
+      callId,
+      approved: decision.approved,
+      ...(decision.reason !== undefined ? { reason: decision.reason } : {}),
+    });
+  }
+
+  /** An operator's verdict on a parked once-only call: done (with its output) or not done (it runs again). */
+  async resolve(sessionId: string, callId: string, verdict: { done: boolean; output?: unknown }): Promise<void> {
+    const record = await this.#find(sessionId);
+    const parked = (await this.#view(record)).parkedCallId;
+    if (parked !== callId)
+      throw new InvalidInputError(
+        `session ${sessionId} has no parked call ${callId}${parked ? ` (parked: ${parked})` : ''}`,
+      );
+    await this.#post(record, {
+      kind: 'resolve',
+      id: `resolve:${callId}`,
+      callId,
+      done: verdict.done,
+      ...(verdict.done ? { output: verdict.output ?? null } : {}),
+    });
+  }
+
+  async #find(sessionId: string): Promise<SessionRecord> {
+    const record = await this.deps.store.findSession(sessionId);
+    if (!record) throw new TurnRefusedError('not-found', `session ${sessionId} not found`);
+    return record;
+  }
+
+  async #view(record: SessionRecord): Promise<SessionView> {
+    return foldJournal(await this.deps.store.readJournal(record.key));
+  }
+
+  async #post(record: SessionRecord, item: InboxItem): Promise<void> {
+    const now = this.deps.clock.now();
+    const posted = await this.deps.store.postInbox(record.key, {
+      item,
+      now,
+      sweepAt: now + (this.deps.sweepGraceMs ?? DEFAULT_SWEEP_GRACE_MS),
+      maxPending: this.deps.maxPendingInputs ?? DEFAULT_MAX_PENDING_INPUTS,
+    });
+    if (!posted.ok) throw new TurnRefusedError(posted.reason, `session ${record.key.id} is ${posted.reason}`);
+    await this.#wake(record);
+  }
+
+  /** A kick for whoever should act on what was posted; a holder drops it and sees the version bump. */
+  async #wake(record: SessionRecord): Promise<void> {
+    await this.deps.workQueue.sendKick(
+      { v: 1, session: record.key, reason: 'wake' },
+      { trace: childContext(record.traceId) },
+    );
+  }
+
+  /** Is a turn running (or waiting) that a message can land in? */
+  async #turnRunning(record: SessionRecord): Promise<boolean> {
+    if (!record.activeTurnId || ['idle', 'completed', 'failed', 'cancelled'].includes(record.state)) return false;
+    const turn = await this.deps.store.getTurn(record.key, record.activeTurnId);
+    return turn?.outcome === undefined;
+  }
+
   async #status(record: SessionRecord): Promise<SessionStatus> {
     const turn = record.activeTurnId ? await this.deps.store.getTurn(record.key, record.activeTurnId) : undefined;
+    const waits = record.state === 'waiting' ? await this.#waits(record) : {};
+    const conversation = record.conversation
+      ? {
+          turns: (await this.deps.store.listTurns(record.key)).map((t) => ({
+            turnId: t.turnId,
+            status: t.outcome ? 'finished' : t.turnId === record.activeTurnId ? record.state : 'queued',
+            ...(t.outcome ? { outcome: t.outcome.status } : {}),
+          })),
+        }
+      : {};
     return {
       sessionId: record.key.id,
       tenant: record.key.tenant,
       agent: record.key.agent,
       ticketId: record.ticketId,
-      status: reportedState(record.state, turn?.outcome?.status),
+      // A conversation goes on after a turn's outcome: its state is the record's (idle between turns).
+      status: record.conversation ? record.state : reportedState(record.state, turn?.outcome?.status),
       turnId: record.activeTurnId,
       outcome: turn?.outcome,
       legs: record.legs,
@@ -182,6 +356,26 @@ export class BatonClient {
       cancelRequested: record.cancelRequested,
       traceId: record.traceId,
       updatedAt: new Date(record.updatedAt).toISOString(),
+      ...conversation,
+      activeTurnId: record.activeTurnId,
+      pendingInputs: record.turnQueue.length + record.inbox.length,
+      ...waits,
+    };
+  }
+
+  /** What a waiting session waits for: approvals (call, tool, input) or a parked call. */
+  async #waits(record: SessionRecord): Promise<Pick<SessionStatus, 'pendingApprovals' | 'parked'>> {
+    const entries = await this.deps.store.readJournal(record.key);
+    const view = foldJournal(entries);
+    const requests = entries.flatMap((e) => (e.kind === 'approval' && e.turnId === view.turnId ? [e.data] : []));
+    const pendingApprovals = view.awaitingApproval.flatMap((callId) => {
+      const request = requests.find((r) => r.callId === callId);
+      return request ? [{ callId, tool: request.tool, input: request.input }] : [];
+    });
+    const parkedCall = view.pendingCalls.find((p) => p.call.id === view.parkedCallId);
+    return {
+      ...(pendingApprovals.length > 0 ? { pendingApprovals } : {}),
+      ...(parkedCall ? { parked: { callId: parkedCall.call.id, tool: parkedCall.call.name } } : {}),
     };
   }
 }

@@ -103,3 +103,13 @@ export class StepError extends BatonError {
 
 export const errorMessage = (error: unknown): string =>
   error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+
+/** A further turn the session cannot take: not found, finished, one-shot, a stale view, or too many pending. */
+export class TurnRefusedError extends InvalidInputError {
+  constructor(
+    readonly reason: 'not-found' | 'finished' | 'one-shot' | 'stale' | 'full',
+    message: string,
+  ) {
+    super(message);
+  }
+}

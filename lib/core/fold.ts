@@ -35,6 +35,8 @@ export interface SessionView {
   readonly legs: number;
   /** Model calls and tool results journaled: the atomic units of progress. */
   readonly steps: number;
+  /** Steps of the current turn: the per-turn cap counts these, so a long conversation is not capped. */
+  readonly turnSteps: number;
   readonly usage: Usage;
   /** The turn whose input was journaled last. */
   readonly turnId?: string | undefined;
@@ -52,6 +54,12 @@ export interface SessionView {
   readonly published: boolean;
   /** A once-only call whose fate is unknown: the session waits for a human. */
   readonly parkedCallId?: string | undefined;
+  /** Calls of this turn whose approval was requested and not yet decided, in request order. */
+  readonly awaitingApproval: readonly string[];
+  /** Human decisions of this turn, by call id. */
+  readonly decisions: Readonly<Record<string, { readonly approved: boolean; readonly reason?: string | undefined }>>;
+  /** Inbox items already journaled this turn (messages, decisions, resolutions): each lands once. */
+  readonly deliveredIds: readonly string[];
 }
 
 export const EMPTY_VIEW: SessionView = {
@@ -59,10 +67,14 @@ export const EMPTY_VIEW: SessionView = {
   legEpoch: 0,
   legs: 0,
   steps: 0,
+  turnSteps: 0,
   usage: { inputTokens: 0, outputTokens: 0 },
   pendingCalls: [],
   failedAttempts: 0,
   published: false,
+  awaitingApproval: [],
+  decisions: {},
+  deliveredIds: [],
 };
 
 /** Applies one entry. Throws CorruptStateError on a gap or an entry from a fenced-off epoch. */
@@ -84,6 +96,7 @@ export function applyEntry(view: SessionView, entry: JournalEntry): SessionView 
       return {
         ...next,
         turnId: entry.turnId,
+        turnSteps: 0,
         pendingCalls: [],
         finalText: undefined,
         failedAttempts: 0,
@@ -92,11 +105,15 @@ export function applyEntry(view: SessionView, entry: JournalEntry): SessionView 
         outcome: undefined,
         published: false,
         parkedCallId: undefined,
+        awaitingApproval: [],
+        decisions: {},
+        deliveredIds: [],
       };
     case 'model':
       return {
         ...next,
         steps: view.steps + 1,
+        turnSteps: view.turnSteps + 1,
         usage: {
           inputTokens: view.usage.inputTokens + entry.data.usage.inputTokens,
           outputTokens: view.usage.outputTokens + entry.data.usage.outputTokens,
@@ -117,27 +134,49 @@ export function applyEntry(view: SessionView, entry: JournalEntry): SessionView 
       return {
         ...next,
         steps: view.steps + 1,
+        turnSteps: view.turnSteps + 1,
         pendingCalls: view.pendingCalls.filter((p) => p.call.id !== entry.data.callId),
       };
-    case 'reconciled':
+    case 'reconciled': {
       // done settles the call like a result; notDone lets it run again under a new key;
-      // unknown parks the session until a human decides.
+      // unknown parks the session until a human decides (an operator's `resolve` unparks it).
+      const base = entry.data.id === undefined ? next : delivered(next, entry.data.id);
+      const unparked = entry.data.verdict !== 'unknown' && view.parkedCallId === entry.data.callId;
+      const from = unparked ? { ...base, parkedCallId: undefined } : base;
       if (entry.data.verdict === 'done') {
         return {
-          ...next,
+          ...from,
           steps: view.steps + 1,
+          turnSteps: view.turnSteps + 1,
           pendingCalls: view.pendingCalls.filter((p) => p.call.id !== entry.data.callId),
         };
       }
       if (entry.data.verdict === 'notDone') {
         return {
-          ...next,
+          ...from,
           pendingCalls: view.pendingCalls.map((p) =>
             p.call.id === entry.data.callId ? { call: p.call, modelSeq: p.modelSeq, reconciledSeq: entry.seq } : p,
           ),
         };
       }
-      return { ...next, parkedCallId: entry.data.callId };
+      return { ...from, parkedCallId: entry.data.callId };
+    }
+    case 'approval':
+      return { ...next, awaitingApproval: [...view.awaitingApproval, entry.data.callId] };
+    case 'decision': {
+      const decided = entry.data.id === undefined ? next : delivered(next, entry.data.id);
+      return {
+        ...decided,
+        awaitingApproval: view.awaitingApproval.filter((id) => id !== entry.data.callId),
+        decisions: {
+          ...view.decisions,
+          [entry.data.callId]: {
+            approved: entry.data.approved,
+            ...(entry.data.reason !== undefined ? { reason: entry.data.reason } : {}),
+          },
+        },
+      };
+    }
     case 'error':
       return {
         ...next,
@@ -146,13 +185,19 @@ export function applyEntry(view: SessionView, entry: JournalEntry): SessionView 
         lastError: entry.data.message,
       };
     case 'message':
-      return next;
+      // A message after the final answer reopens the turn: the model answers what it was told.
+      return { ...(entry.data.id === undefined ? next : delivered(next, entry.data.id)), finalText: undefined };
     case 'outcome':
       return { ...next, outcome: entry.data };
     case 'published':
       return { ...next, published: true };
   }
 }
+
+const delivered = (view: SessionView, id: string): SessionView => ({
+  ...view,
+  deliveredIds: [...view.deliveredIds, id],
+});
 
 export function foldJournal(entries: readonly JournalEntry[], from: SessionView = EMPTY_VIEW): SessionView {
   return entries.reduce(applyEntry, from);

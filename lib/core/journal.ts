@@ -39,11 +39,22 @@ export const EntryData = {
     attempt: z.number().int().positive(),
     retryAt: z.number().int().optional(),
   }),
-  message: z.object({ text: z.string() }),
+  /** Text told to the running turn; `id` is the inbox item it came from (delivered once). */
+  message: z.object({ text: z.string(), id: z.string().optional() }),
+  approval: z.object({ callId: z.string(), tool: z.string(), input: z.unknown() }),
+  decision: z.object({
+    callId: z.string(),
+    approved: z.boolean(),
+    reason: z.string().optional(),
+    /** The inbox item it came from; absent when a timeout decided. */
+    id: z.string().optional(),
+  }),
   reconciled: z.object({
     callId: z.string(),
     verdict: z.enum(['done', 'notDone', 'unknown']),
     output: z.unknown().optional(),
+    /** The inbox item of an operator's `resolve`; absent when the tool's reconcile answered. */
+    id: z.string().optional(),
   }),
   outcome: z.object({
     status: z.enum(Object.values(OutcomeStatus) as [OutcomeStatus, ...OutcomeStatus[]]),

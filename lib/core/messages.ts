@@ -45,6 +45,8 @@ export const Ticket = z
     ticketId: TicketId,
     agent: name('agent'),
     tenant: name('tenant').optional(),
+    /** A further turn of this conversation (the ticketId is the turn's id); absent, a new session. */
+    sessionId: z.string().min(1).max(64).optional(),
     input: z.unknown().refine((value) => value !== undefined, 'input is required'),
   })
   .strict();

@@ -17,6 +17,7 @@ export type NextAction =
   | { readonly kind: 'finish'; readonly text: string }
   | { readonly kind: 'publish' }
   | { readonly kind: 'parked'; readonly callId: string }
+  | { readonly kind: 'await-approval'; readonly callIds: readonly string[] }
   | { readonly kind: 'done' };
 
 /** What the leg knows besides the journal when it decides. */
@@ -24,7 +25,7 @@ export interface LegFacts {
   /** The turn the session record says is active. */
   readonly activeTurnId: string | undefined;
   readonly cancelRequested: boolean;
-  /** The agent's cap on journaled steps per session. */
+  /** The agent's cap on journaled steps per turn. */
   readonly maxSteps: number;
   readonly now: number;
 }
@@ -34,6 +35,7 @@ export function nextAction(view: SessionView, activeTurnId: string | undefined, 
   if (activeTurnId !== undefined && view.turnId !== activeTurnId) return { kind: 'start-turn' };
   if (view.outcome) return view.published ? { kind: 'done' } : { kind: 'publish' };
   if (view.parkedCallId !== undefined) return { kind: 'parked', callId: view.parkedCallId };
+  if (view.awaitingApproval.length > 0) return { kind: 'await-approval', callIds: view.awaitingApproval };
   if (view.retryAt !== undefined && view.retryAt > now) return { kind: 'wait-retry', retryAt: view.retryAt };
   // A watermark without a result: the call may have run. Never repeat it blindly.
   const interrupted = view.pendingCalls.find((p) => p.intentSeq !== undefined);
@@ -47,7 +49,8 @@ export function nextAction(view: SessionView, activeTurnId: string | undefined, 
 export function decideNext(view: SessionView, facts: LegFacts): NextAction {
   if (facts.cancelRequested && !view.outcome) return { kind: 'cancel' };
   const action = nextAction(view, facts.activeTurnId, facts.now);
-  if (action.kind === 'model' && view.steps >= facts.maxSteps) return { kind: 'step-limit', maxSteps: facts.maxSteps };
+  if (action.kind === 'model' && view.turnSteps >= facts.maxSteps)
+    return { kind: 'step-limit', maxSteps: facts.maxSteps };
   return action;
 }
 

@@ -12,7 +12,7 @@ import { OutcomeStatus } from './vocabulary.ts';
  */
 
 /** Bump whenever applyEntry changes what it derives. */
-export const FOLD_VERSION = 2;
+export const FOLD_VERSION = 3;
 
 export interface SessionSnapshot {
   readonly seq: number;
@@ -32,6 +32,7 @@ const SessionViewSchema = z
     legEpoch: z.number().int().nonnegative(),
     legs: z.number().int().nonnegative(),
     steps: z.number().int().nonnegative(),
+    turnSteps: z.number().int().nonnegative(),
     usage,
     turnId: z.string().optional(),
     pendingCalls: z.array(
@@ -55,6 +56,9 @@ const SessionViewSchema = z
       .optional(),
     published: z.boolean(),
     parkedCallId: z.string().optional(),
+    awaitingApproval: z.array(z.string()),
+    decisions: z.record(z.string(), z.object({ approved: z.boolean(), reason: z.string().optional() })),
+    deliveredIds: z.array(z.string()),
   })
   .strict();
 

@@ -50,6 +50,10 @@ export const EntryKind = {
   tool: 'tool',
   error: 'error',
   message: 'message',
+  /** A call that needs a human's approval stopped the turn here. */
+  approval: 'approval',
+  /** A human's answer to an approval request. */
+  decision: 'decision',
   reconciled: 'reconciled',
   outcome: 'outcome',
   published: 'published',
@@ -59,3 +63,6 @@ export type EntryKind = (typeof EntryKind)[keyof typeof EntryKind];
 /** Declared side-effect kind of a tool. */
 export const ToolEffect = { pure: 'pure', idempotent: 'idempotent', once: 'once' } as const;
 export type ToolEffect = (typeof ToolEffect)[keyof typeof ToolEffect];
+
+/** Turns that may wait behind a conversation's active turn unless configured otherwise. */
+export const DEFAULT_MAX_PENDING_INPUTS = 9;

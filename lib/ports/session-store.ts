@@ -1,4 +1,5 @@
 import type { SessionKey } from '../core/ids.ts';
+import type { InboxItem } from '../core/inbox.ts';
 import type { JournalEntry } from '../core/journal.ts';
 import type { SessionSnapshot } from '../core/snapshot.ts';
 import type { OutcomeStatus, SessionState } from '../core/vocabulary.ts';
@@ -19,6 +20,14 @@ export interface SessionRecord {
   /** The pendingVersion the last owner had handled when it released. */
   readonly seenVersion: number;
   readonly activeTurnId?: string | undefined;
+  /** A conversation takes further turns and goes idle between them; a one-shot session refuses them. */
+  readonly conversation: boolean;
+  /** Turns accepted behind the active one, oldest first: they run in this order. */
+  readonly turnQueue: readonly string[];
+  /** The turn accepted last: what `--if-last-turn` compares against. */
+  readonly lastTurnId?: string | undefined;
+  /** Messages, decisions and verdicts waiting for the owner to journal them, oldest first. */
+  readonly inbox: readonly InboxItem[];
   readonly cancelRequested: boolean;
   /** Consecutive recoveries with no journal progress (a crash loop when it passes its cap). */
   readonly recoveries: number;
@@ -44,6 +53,8 @@ export interface NewSession {
   /** Created already finished: a ticket refused at intake, recorded so `status` can show why. */
   readonly rejected?: boolean | undefined;
   readonly ttlSeconds?: number | undefined;
+  /** The agent declares `conversation: true`: the session takes further turns. */
+  readonly conversation?: boolean | undefined;
 }
 
 /** A turn: one input of a session, write-once outcome. */
@@ -116,6 +127,76 @@ export type BumpResult =
   | { readonly ok: true; readonly record: SessionRecord }
   | { readonly ok: false; readonly reason: 'not-found' | 'finished'; readonly current?: SessionRecord | undefined };
 
+export interface EnqueueTurnRequest {
+  readonly turnId: string;
+  readonly now: number;
+  /** When the sweeper should kick an idle session if the new turn's kick is lost. */
+  readonly sweepAt: number;
+  /** Refused when this many turns already wait behind the active one. */
+  readonly maxPending: number;
+  /** Refused unless the turn accepted last is this one (the sender's view is current). */
+  readonly ifLastTurn?: string | undefined;
+}
+
+/** Why a new turn was refused. */
+export const EnqueueRefusal = {
+  notFound: 'not-found',
+  finished: 'finished',
+  oneShot: 'one-shot',
+  stale: 'stale',
+  full: 'full',
+} as const;
+export type EnqueueRefusal = (typeof EnqueueRefusal)[keyof typeof EnqueueRefusal];
+
+export type EnqueueTurnResult =
+  | {
+      readonly ok: true;
+      readonly record: SessionRecord;
+      /** False when the turn was accepted before (active, waiting or finished): nothing changed. */
+      readonly queued: boolean;
+    }
+  | { readonly ok: false; readonly reason: EnqueueRefusal; readonly current?: SessionRecord | undefined };
+
+export interface EndTurnRequest {
+  readonly owner: string;
+  readonly epoch: number;
+  /** The head of the turn queue as the owner read it (it becomes active), or undefined to go idle. */
+  readonly next: string | undefined;
+  readonly now: number;
+  /** With a next turn: when the sweeper kicks it if its kick is lost. */
+  readonly sweepAt: number;
+  readonly progressed: boolean;
+  readonly ttlSeconds?: number | undefined;
+}
+
+export interface PostInboxRequest {
+  readonly item: InboxItem;
+  readonly now: number;
+  /** When the sweeper should look if the item's kick is lost (kept if already earlier). */
+  readonly sweepAt: number;
+  /** Refused when this many items already wait. */
+  readonly maxPending: number;
+}
+
+export type PostInboxResult =
+  | {
+      readonly ok: true;
+      readonly record: SessionRecord /** False when an item of this id was posted before. */;
+      readonly posted: boolean;
+    }
+  | {
+      readonly ok: false;
+      readonly reason: 'not-found' | 'finished' | 'full';
+      readonly current?: SessionRecord | undefined;
+    };
+
+export interface TakeInboxRequest {
+  readonly owner: string;
+  readonly epoch: number;
+  /** The items the owner journaled or dropped, with their place in the inbox as it read it. */
+  readonly taken: readonly { readonly id: string; readonly index: number }[];
+}
+
 /**
  * Durable session state: records, turns, the journal. Every write that an owner makes is fenced
  * (session record by epoch and owner, journal entries by seq) and recognises its own retried write.
@@ -130,6 +211,26 @@ export interface SessionStore {
   getTurn(key: SessionKey, turnId: string): Promise<TurnRecord | undefined>;
   /** Write-once: a second outcome is ignored and the first returned. */
   setTurnOutcome(key: SessionKey, turnId: string, outcome: TurnOutcome): Promise<TurnOutcome>;
+
+  /** Every turn of the session, oldest first (by creation time). */
+  listTurns(key: SessionKey): Promise<TurnRecord[]>;
+  /**
+   * Accepts a further turn of a conversation, atomically with the turn having no outcome yet:
+   * appends it to the turn queue, bumps pendingVersion and, when the session is idle, queues it
+   * for a kick. A turn accepted before answers `queued: false`.
+   */
+  enqueueTurn(key: SessionKey, request: EnqueueTurnRequest): Promise<EnqueueTurnResult>;
+  /**
+   * The owner's release at the end of a conversation turn: the next queued turn becomes active
+   * (state queued, for its kick) or, with none, the session goes idle with no sweep and no lease.
+   * Refused when the lease moved or the queue head is not `next` (a turn arrived: read again).
+   */
+  endTurn(key: SessionKey, request: EndTurnRequest): Promise<ReleaseResult>;
+
+  /** Posts an inbox item (idempotent by id) and bumps pendingVersion, so the owner or a kick sees it. */
+  postInbox(key: SessionKey, request: PostInboxRequest): Promise<PostInboxResult>;
+  /** The owner takes items off the inbox; throws LeaseLostError when it no longer holds the lease. */
+  takeInbox(key: SessionKey, request: TakeInboxRequest): Promise<void>;
 
   acquire(key: SessionKey, request: AcquireRequest): Promise<AcquireResult>;
   /** Extends the lease; throws LeaseLostError when the condition fails. Returns the fresh record. */

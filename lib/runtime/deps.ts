@@ -52,6 +52,8 @@ export interface RuntimeConfig {
   readonly retentionDays: number;
   /** How long after an event the sweeper looks, if no kick made progress first. */
   readonly sweepGraceMs: number;
+  /** Turns that may wait behind a conversation's active turn; one more is refused (default 9). */
+  readonly maxPendingInputs?: number | undefined;
   /** Tenants each producer may submit for (intake); every producer may use every tenant when absent. */
   readonly producers?: ProducerMap | undefined;
 }

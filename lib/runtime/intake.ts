@@ -15,6 +15,7 @@ import { tenantRefusal } from '../core/tenancy.ts';
 import { childContext, newTraceId, type TraceContext } from '../core/trace-context.ts';
 import type { RuntimeDeps } from './deps.ts';
 import { ttlSeconds } from './deps.ts';
+import { acceptTurn } from './turn-intake.ts';
 
 export type IntakeDeps = Pick<
   RuntimeDeps,
@@ -69,9 +70,30 @@ export async function acceptTicket(
   }
 
   const now = deps.clock.now();
+  const retention = ttlSeconds(deps.config, now);
+  if (ticket.sessionId !== undefined) {
+    const turn = await acceptTurn(
+      {
+        key: { tenant, agent: ticket.agent, id: ticket.sessionId },
+        turnId: ticket.ticketId,
+        ticketId: ticket.ticketId,
+        input,
+        maxPendingInputs: deps.config.maxPendingInputs,
+        sweepGraceMs: deps.config.sweepGraceMs,
+        ttlSeconds: retention,
+      },
+      deps,
+    );
+    deps.telemetry.logger.info(turn.queued ? 'turn accepted' : 'turn resubmitted; converged', {
+      tenant,
+      agent: ticket.agent,
+      sessionId: ticket.sessionId,
+      turnId: ticket.ticketId,
+    });
+    return { key: turn.key, turnId: turn.turnId, created: turn.queued };
+  }
   const key: SessionKey = { tenant, agent: ticket.agent, id: deriveSessionId(tenant, ticket.agent, ticket.ticketId) };
   const turnId = ticket.ticketId;
-  const retention = ttlSeconds(deps.config, now);
   const inputHash = hashJson(input);
   const turn = await deps.store.putTurn(
     key,
@@ -88,6 +110,7 @@ export async function acceptTicket(
     now,
     sweepAt: now + deps.config.sweepGraceMs,
     ttlSeconds: retention,
+    conversation: agent.conversation === true,
   });
   // Kick even when the session existed: the first kick may be what was lost. A duplicate is dropped.
   await deps.workQueue.sendKick(
@@ -177,7 +200,9 @@ function hasLoneSurrogate(value: unknown): boolean {
 }
 
 /** The ids an invalid ticket still yields, so its failure can be recorded where an operator looks. */
-export function salvageIds(body: string): { ticketId: string; agent: string; tenant: string } | undefined {
+export function salvageIds(
+  body: string,
+): { ticketId: string; agent: string; tenant: string; sessionId?: string | undefined } | undefined {
   try {
     const json = JSON.parse(body) as Record<string, unknown>;
     const tenant = typeof json.tenant === 'string' ? json.tenant : DEFAULT_TENANT;
@@ -185,7 +210,8 @@ export function salvageIds(body: string): { ticketId: string; agent: string; ten
     // An id that is not itself (a lone surrogate hashes like U+FFFD) could record onto another ticket's session.
     if (!NAME_PATTERN.test(json.agent) || !NAME_PATTERN.test(tenant) || !TicketId.safeParse(json.ticketId).success)
       return undefined;
-    return { ticketId: json.ticketId, agent: json.agent, tenant };
+    const sessionId = typeof json.sessionId === 'string' && json.sessionId.length <= 64 ? json.sessionId : undefined;
+    return { ticketId: json.ticketId, agent: json.agent, tenant, ...(sessionId ? { sessionId } : {}) };
   } catch {
     return undefined;
   }
@@ -207,6 +233,12 @@ export async function recordRejectedTicket(
   const ids = salvageIds(body);
   if (!ids) return false;
   const now = deps.clock.now();
+  if (ids.sessionId !== undefined) {
+    // A refused further turn: the conversation is not touched; the result says why.
+    const conversation = { tenant: ids.tenant, agent: ids.agent, id: ids.sessionId };
+    await deps.results.publish(rejection(ids, conversation, refusalTurnId(ids.ticketId, body), reason), {});
+    return true;
+  }
   const key: SessionKey = {
     tenant: ids.tenant,
     agent: ids.agent,

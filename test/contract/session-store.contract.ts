@@ -719,6 +719,244 @@ export function describeSessionStoreContract(name: string, makeHarness: MakeHarn
       });
     });
 
+    describe('conversation turns', () => {
+      const turnOf = (turnId: string, createdAt: number) => ({
+        turnId,
+        ticketId: turnId,
+        input: { text: turnId },
+        inputHash: `h-${turnId}`,
+        createdAt,
+      });
+      /** A conversation whose first turn ran and ended: idle, no lease, no sweep. */
+      const idleConversation = async () => {
+        const harness = await makeHarness();
+        const { store } = harness;
+        const now = Date.now();
+        const key = newKey();
+        await store.putTurn(key, turnOf('turn-1', now));
+        await store.createSession(newSession(key, now, { conversation: true }));
+        const held = await acquireFree(store, key, 'owner-a', now);
+        const ended = await store.endTurn(key, {
+          owner: 'owner-a',
+          epoch: held.epoch,
+          next: undefined,
+          now,
+          sweepAt: now + 5_000,
+          progressed: true,
+        });
+        if (!ended.ok) throw new Error('setup: endTurn refused');
+        return { harness, store, key, now };
+      };
+      const enqueue = (store: SessionStore, key: SessionKey, turnId: string, now: number, more = {}) =>
+        store.enqueueTurn(key, { turnId, now, sweepAt: now + 1_000, maxPending: 3, ...more });
+
+      it('ends a turn with an empty queue in idle: no lease, no sweep, the seen version caught up', async () => {
+        // Arrange
+        const { store, key, harness } = await idleConversation();
+
+        // Act
+        const record = await store.getSession(key);
+
+        // Assert
+        expect(record).toMatchObject({ state: 'idle', conversation: true, turnQueue: [], lastTurnId: 'turn-1' });
+        expect(record?.owner).toBeUndefined();
+        expect(record?.sweepAt).toBeUndefined();
+        expect(record?.seenVersion).toBe(record?.pendingVersion);
+        expect((await harness.rawItem(key, META_SK))?.sweepShard).toBeUndefined();
+      });
+
+      it('queues a turn on an idle conversation for a kick, once, however often it is sent', async () => {
+        // Arrange
+        const { store, key, now } = await idleConversation();
+        const before = await store.getSession(key);
+        await store.putTurn(key, turnOf('turn-2', now + 1));
+
+        // Act
+        const first = await enqueue(store, key, 'turn-2', now + 1);
+        const again = await enqueue(store, key, 'turn-2', now + 2);
+
+        // Assert
+        expect(first).toMatchObject({ ok: true, queued: true });
+        expect(again).toMatchObject({ ok: true, queued: false });
+        const record = await store.getSession(key);
+        expect(record).toMatchObject({
+          state: 'queued',
+          turnQueue: ['turn-2'],
+          lastTurnId: 'turn-2',
+          sweepAt: now + 1_001,
+        });
+        expect(record?.pendingVersion).toBe((before?.pendingVersion ?? 0) + 1);
+      });
+
+      it('treats the active turn and a turn with an outcome as accepted before', async () => {
+        // Arrange
+        const { store, key, now } = await idleConversation();
+        await store.setTurnOutcome(key, 'turn-1', { status: 'completed', output: 'ok', at: now });
+
+        // Act
+        const active = await enqueue(store, key, 'turn-1', now + 1);
+
+        // Assert
+        expect(active).toMatchObject({ ok: true, queued: false });
+        expect((await store.getSession(key))?.turnQueue).toEqual([]);
+      });
+
+      it('refuses a one-shot session, a missing one, a stale view and a full queue, each by name', async () => {
+        // Arrange
+        const { store, key, now } = await idleConversation();
+        const oneShot = newKey();
+        await store.createSession(newSession(oneShot, now));
+        for (const id of ['turn-2', 'turn-3', 'turn-4', 'turn-5']) await store.putTurn(key, turnOf(id, now));
+        await store.putTurn(oneShot, turnOf('turn-2', now));
+
+        // Act
+        const refusedOneShot = await enqueue(store, oneShot, 'turn-2', now);
+        const missing = await enqueue(store, newKey(), 'turn-2', now);
+        const stale = await enqueue(store, key, 'turn-2', now, { ifLastTurn: 'turn-0' });
+        const current = await enqueue(store, key, 'turn-2', now, { ifLastTurn: 'turn-1' });
+        await enqueue(store, key, 'turn-3', now);
+        await enqueue(store, key, 'turn-4', now);
+        const full = await enqueue(store, key, 'turn-5', now);
+
+        // Assert
+        expect(refusedOneShot).toMatchObject({ ok: false, reason: 'one-shot' });
+        expect(missing).toMatchObject({ ok: false, reason: 'not-found' });
+        expect(stale).toMatchObject({ ok: false, reason: 'stale' });
+        expect(current).toMatchObject({ ok: true, queued: true });
+        expect(full).toMatchObject({ ok: false, reason: 'full' });
+        expect((await store.getSession(key))?.turnQueue).toEqual(['turn-2', 'turn-3', 'turn-4']);
+      });
+
+      it('keeps a held session running, and hands the owner the queue head when its turn ends', async () => {
+        // Arrange
+        const { store, key, now } = await idleConversation();
+        await store.putTurn(key, turnOf('turn-2', now));
+        await store.putTurn(key, turnOf('turn-3', now));
+        await enqueue(store, key, 'turn-2', now);
+        const held = await acquireFree(store, key, 'owner-b', now, 1);
+        await enqueue(store, key, 'turn-3', now);
+        const base = { owner: 'owner-b', epoch: held.epoch, now: now + 3, sweepAt: now + 9_000, progressed: true };
+
+        // Act
+        const runningState = (await store.getSession(key))?.state;
+        const refusedIdle = await store.endTurn(key, { ...base, next: undefined });
+        const advanced = await store.endTurn(key, { ...base, next: 'turn-2' });
+
+        // Assert
+        expect(runningState).toBe('running');
+        expect(refusedIdle.ok).toBe(false);
+        expect(advanced.ok).toBe(true);
+        const record = await store.getSession(key);
+        expect(record).toMatchObject({
+          state: 'queued',
+          activeTurnId: 'turn-2',
+          turnQueue: ['turn-3'],
+          sweepAt: now + 9_000,
+        });
+        expect(record?.owner).toBeUndefined();
+      });
+
+      it('refuses a stale owner’s endTurn and recognises its own when the first attempt committed', async () => {
+        // Arrange
+        const { harness, store, key, now } = await idleConversation();
+        await store.putTurn(key, turnOf('turn-2', now));
+        await enqueue(store, key, 'turn-2', now);
+        const held = await acquireFree(store, key, 'owner-b', now, 1);
+        const base = { epoch: held.epoch, next: 'turn-2', now, sweepAt: now + 1, progressed: false };
+
+        // Act
+        const stale = await store.endTurn(key, { ...base, owner: 'owner-a', epoch: 1 });
+        harness.retryNextWriteAfterCommit('endTurn');
+        const own = await store.endTurn(key, { ...base, owner: 'owner-b' });
+
+        // Assert
+        expect(stale.ok).toBe(false);
+        expect(own.ok).toBe(true);
+      });
+
+      it('loses no turn when five senders enqueue at once', async () => {
+        // Arrange
+        const { store, key, now } = await idleConversation();
+        const ids = ['a', 'b', 'c', 'd', 'e'];
+        for (const id of ids) await store.putTurn(key, turnOf(id, now));
+
+        // Act
+        const results = await Promise.all(
+          ids.map((id) => store.enqueueTurn(key, { turnId: id, now, sweepAt: now, maxPending: 9 })),
+        );
+
+        // Assert
+        expect(results.every((r) => r.ok && r.queued)).toBe(true);
+        expect([...((await store.getSession(key))?.turnQueue ?? [])].sort()).toEqual(ids);
+      });
+
+      it('lists the turns of a session oldest first', async () => {
+        // Arrange
+        const { store, key, now } = await idleConversation();
+        await store.putTurn(key, turnOf('turn-3', now + 20));
+        await store.putTurn(key, turnOf('turn-2', now + 10));
+
+        // Act
+        const turns = await store.listTurns(key);
+
+        // Assert
+        expect(turns.map((t) => t.turnId)).toEqual(['turn-1', 'turn-2', 'turn-3']);
+      });
+    });
+
+    describe('inbox', () => {
+      const message = (id: string) => ({ kind: 'message' as const, id, text: `text ${id}` });
+      const post = (store: SessionStore, key: SessionKey, id: string, now: number, maxPending = 3) =>
+        store.postInbox(key, { item: message(id), now, sweepAt: now + 1_000, maxPending });
+
+      it('posts an item once by id, bumps the version, and refuses a full inbox, a finished or missing session', async () => {
+        // Arrange
+        const { store, key, now } = await setup();
+        const before = await store.getSession(key);
+
+        // Act
+        const first = await post(store, key, 'm1', now);
+        const again = await post(store, key, 'm1', now);
+        await post(store, key, 'm2', now);
+        const full = await post(store, key, 'm3', now, 2);
+        const missing = await post(store, newKey(), 'm1', now);
+
+        // Assert
+        expect(first).toMatchObject({ ok: true, posted: true });
+        expect(again).toMatchObject({ ok: true, posted: false });
+        expect(full).toMatchObject({ ok: false, reason: 'full' });
+        expect(missing).toMatchObject({ ok: false, reason: 'not-found' });
+        const record = await store.getSession(key);
+        expect(record?.inbox).toEqual([message('m1'), message('m2')]);
+        expect(record?.pendingVersion).toBe((before?.pendingVersion ?? 0) + 2);
+      });
+
+      it('lets the owner take items by their place, refuses a stale owner, and recognises its own retried take', async () => {
+        // Arrange
+        const { harness, store, key, now } = await setup();
+        const held = await acquireFree(store, key, 'owner-a', now);
+        for (const id of ['m1', 'm2', 'm3']) await post(store, key, id, now);
+
+        // Act
+        const stale = await store
+          .takeInbox(key, { owner: 'owner-z', epoch: held.epoch, taken: [{ id: 'm1', index: 0 }] })
+          .catch((e: unknown) => e);
+        harness.retryNextWriteAfterCommit('takeInbox');
+        await store.takeInbox(key, {
+          owner: 'owner-a',
+          epoch: held.epoch,
+          taken: [
+            { id: 'm1', index: 0 },
+            { id: 'm3', index: 2 },
+          ],
+        });
+
+        // Assert
+        expect(stale).toBeInstanceOf(LeaseLostError);
+        expect((await store.getSession(key))?.inbox).toEqual([message('m2')]);
+      });
+    });
+
     describe('snapshots', () => {
       it('returns the latest snapshot, keeps the first one written at a seq, and none for a new session', async () => {
         // Arrange

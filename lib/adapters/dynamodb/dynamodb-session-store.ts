@@ -1,10 +1,11 @@
-import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import {
   type DynamoDBDocumentClient,
   GetCommand,
   PutCommand,
   QueryCommand,
   ScanCommand,
+  TransactWriteCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
@@ -22,17 +23,25 @@ import type {
   BumpRequest,
   BumpResult,
   DueSession,
+  EndTurnRequest,
+  EnqueueTurnRequest,
+  EnqueueTurnResult,
   NewSession,
+  PostInboxRequest,
+  PostInboxResult,
   ReleaseRequest,
   ReleaseResult,
   RenewRequest,
   SessionRecord,
   SessionStore,
+  TakeInboxRequest,
   TurnOutcome,
   TurnRecord,
 } from '../../ports/session-store.ts';
 import { PayloadOffload } from '../payload-offload.ts';
 import {
+  decideEnqueue,
+  decidePost,
   decodeEntry,
   decodeSession,
   decodeSnapshot,
@@ -51,6 +60,7 @@ import {
   SNAPSHOT_SK_MAX,
   SNAPSHOT_SK_MIN,
   sweepShardAttr,
+  turnItemFinished,
   turnSk,
 } from '../session-item-codec.ts';
 import { allOf, Expression } from './expression.ts';
@@ -64,6 +74,9 @@ export interface DynamoDbSessionStoreOptions {
   /** Stamps `updatedAt` on writes whose request carries no time. */
   readonly clock?: Clock | undefined;
 }
+
+/** How many times enqueueTurn reads again when the session moved between its read and its write. */
+const ENQUEUE_ATTEMPTS = 8;
 
 /** What listSessions returns when the caller names no limit. */
 const DEFAULT_LIST_LIMIT = 100;
@@ -163,6 +176,229 @@ export class DynamoDbSessionStore implements SessionStore {
     if (first === undefined)
       throw new CorruptStateError(`turn ${turnId} of ${formatSessionKey(key)} refused an outcome`);
     return first;
+  }
+
+  async listTurns(key: SessionKey): Promise<TurnRecord[]> {
+    const items: Item[] = [];
+    let startKey: Item | undefined;
+    do {
+      const x = new Expression();
+      const page = await this.#db.send(
+        new QueryCommand({
+          TableName: this.#table,
+          KeyConditionExpression: `${x.name('pk')} = ${x.value(pkOf(key))} AND begins_with(${x.name('sk')}, ${x.value(turnSk(''))})`,
+          ConsistentRead: true,
+          ExclusiveStartKey: startKey,
+          ...x.attributes(),
+        }),
+      );
+      items.push(...(page.Items ?? []));
+      startKey = page.LastEvaluatedKey;
+    } while (startKey !== undefined);
+    const turns = await Promise.all(items.map((item) => decodeTurn(item, key, this.#offload)));
+    return turns.sort((a, b) => a.createdAt - b.createdAt);
+  }
+
+  /**
+   * Reads the record and the turn, decides with the shared `decideEnqueue`, then writes in one
+   * transaction: the turn still without an outcome, and the record still as read in every field
+   * the decision used. A session that moved in between is read again.
+   */
+  async enqueueTurn(key: SessionKey, request: EnqueueTurnRequest): Promise<EnqueueTurnResult> {
+    for (let attempt = 1; ; attempt++) {
+      const [meta, turn] = await Promise.all([this.#get(key, META_SK), this.#get(key, turnSk(request.turnId))]);
+      const record = meta === undefined ? undefined : decodeSession(meta, key);
+      const decision = decideEnqueue(record, turnItemFinished(turn), request);
+      if (decision === 'accepted-before') return { ok: true, record: record!, queued: false };
+      if (decision !== 'enqueue') return { ok: false, reason: decision, current: record };
+      const current = record!;
+      const idle = current.owner === undefined && current.state === SessionState.idle;
+      const t = new Expression();
+      const turnOpen = allOf(
+        `attribute_exists(${t.name('pk')})`,
+        `attribute_not_exists(${t.name('outcome')})`,
+        `attribute_not_exists(${t.name('outcomeBlob')})`,
+      );
+      const x = new Expression();
+      const queue = x.name('turnQueue');
+      const asRead = allOf(
+        `${x.name('state')} = ${x.value(current.state)}`,
+        current.owner === undefined
+          ? `attribute_not_exists(${x.name('owner')})`
+          : `${x.name('owner')} = ${x.value(current.owner)}`,
+        current.activeTurnId === undefined
+          ? `attribute_not_exists(${x.name('activeTurnId')})`
+          : `${x.name('activeTurnId')} = ${x.value(current.activeTurnId)}`,
+        current.turnQueue.length === 0
+          ? `(attribute_not_exists(${queue}) OR size(${queue}) = ${x.value(0)})`
+          : `size(${queue}) = ${x.value(current.turnQueue.length)}`,
+      );
+      const sweepAt = x.name('sweepAt');
+      const sets = [
+        `${queue} = list_append(if_not_exists(${queue}, ${x.value([])}), ${x.value([request.turnId])})`,
+        `${x.name('lastTurnId')} = ${x.value(request.turnId)}`,
+        `${x.name('pendingVersion')} = ${x.name('pendingVersion')} + ${x.value(1)}`,
+        `${x.name('updatedAt')} = ${x.value(request.now)}`,
+        `${x.name('sweepShard')} = ${x.value(sweepShardAttr(key.id))}`,
+        idle
+          ? `${sweepAt} = ${x.value(request.sweepAt)}`
+          : `${sweepAt} = if_not_exists(${sweepAt}, ${x.value(request.sweepAt)})`,
+      ];
+      if (idle) sets.push(`${x.name('state')} = ${x.value(SessionState.queued)}`);
+      try {
+        await this.#db.send(
+          new TransactWriteCommand({
+            TransactItems: [
+              {
+                ConditionCheck: {
+                  TableName: this.#table,
+                  Key: { pk: pkOf(key), sk: turnSk(request.turnId) },
+                  ConditionExpression: turnOpen,
+                  ...t.attributes(),
+                },
+              },
+              {
+                Update: {
+                  TableName: this.#table,
+                  Key: { pk: pkOf(key), sk: META_SK },
+                  UpdateExpression: `SET ${sets.join(', ')}`,
+                  ConditionExpression: asRead,
+                  ...x.attributes(),
+                },
+              },
+            ],
+          }),
+        );
+      } catch (error) {
+        if (!(error instanceof TransactionCanceledException) || attempt >= ENQUEUE_ATTEMPTS) throw error;
+        continue;
+      }
+      const written = await this.getSession(key);
+      return { ok: true, record: written!, queued: true };
+    }
+  }
+
+  async endTurn(key: SessionKey, request: EndTurnRequest): Promise<ReleaseResult> {
+    const x = new Expression();
+    const queue = x.name('turnQueue');
+    const holdsLease = allOf(
+      `${x.name('epoch')} = ${x.value(request.epoch)}`,
+      `${x.name('owner')} = ${x.value(request.owner)}`,
+    );
+    const headMatches =
+      request.next === undefined
+        ? `(attribute_not_exists(${queue}) OR size(${queue}) = ${x.value(0)})`
+        : `${queue}[0] = ${x.value(request.next)}`;
+    const sets = [
+      `${x.name('seenVersion')} = ${x.name('pendingVersion')}`,
+      `${x.name('updatedAt')} = ${x.value(request.now)}`,
+    ];
+    const removes = [x.name('owner'), x.name('until')];
+    if (request.next === undefined) {
+      sets.push(`${x.name('state')} = ${x.value(SessionState.idle)}`);
+      removes.push(x.name('sweepAt'), x.name('sweepShard'));
+    } else {
+      sets.push(
+        `${x.name('state')} = ${x.value(SessionState.queued)}`,
+        `${x.name('activeTurnId')} = ${x.value(request.next)}`,
+        `${x.name('sweepAt')} = ${x.value(request.sweepAt)}`,
+        `${x.name('sweepShard')} = ${x.value(sweepShardAttr(key.id))}`,
+      );
+      removes.push(`${queue}[0]`);
+    }
+    if (request.progressed) sets.push(`${x.name('recoveries')} = ${x.value(0)}`);
+    if (request.ttlSeconds !== undefined) sets.push(`${x.name('ttl')} = ${x.value(request.ttlSeconds)}`);
+    const result = await conditional(() =>
+      this.#db.send(
+        new UpdateCommand({
+          TableName: this.#table,
+          Key: { pk: pkOf(key), sk: META_SK },
+          UpdateExpression: `SET ${sets.join(', ')} REMOVE ${removes.join(', ')}`,
+          ConditionExpression: allOf(holdsLease, headMatches),
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          ...x.attributes(),
+        }),
+      ),
+    );
+    if (result.ok) return { ok: true };
+    const current = result.old === undefined ? undefined : decodeSession(result.old, key);
+    const ownWrite =
+      current !== undefined &&
+      current.owner === undefined &&
+      current.epoch === request.epoch &&
+      (request.next === undefined ? current.state === SessionState.idle : current.activeTurnId === request.next);
+    return ownWrite ? { ok: true } : { ok: false, current };
+  }
+
+  async postInbox(key: SessionKey, request: PostInboxRequest): Promise<PostInboxResult> {
+    const x = new Expression();
+    const ids = x.name('inboxIds');
+    const inbox = x.name('inbox');
+    const empty = x.value([]);
+    const exists = `attribute_exists(${x.name('pk')})`;
+    const notFinished = `NOT ${x.name('state')} IN (${TERMINAL_SESSION_STATES.map((s) => x.value(s)).join(', ')})`;
+    const fresh = `NOT contains(${ids}, ${x.value(request.item.id)})`;
+    const room = `(attribute_not_exists(${ids}) OR size(${ids}) < ${x.value(request.maxPending)})`;
+    const sweepAt = x.name('sweepAt');
+    const sets = [
+      `${inbox} = list_append(if_not_exists(${inbox}, ${empty}), ${x.value([JSON.stringify(request.item)])})`,
+      `${ids} = list_append(if_not_exists(${ids}, ${empty}), ${x.value([request.item.id])})`,
+      `${x.name('pendingVersion')} = ${x.name('pendingVersion')} + ${x.value(1)}`,
+      `${sweepAt} = if_not_exists(${sweepAt}, ${x.value(request.sweepAt)})`,
+      `${x.name('sweepShard')} = ${x.value(sweepShardAttr(key.id))}`,
+      `${x.name('updatedAt')} = ${x.value(request.now)}`,
+    ];
+    const result = await conditional(() =>
+      this.#db.send(
+        new UpdateCommand({
+          TableName: this.#table,
+          Key: { pk: pkOf(key), sk: META_SK },
+          UpdateExpression: `SET ${sets.join(', ')}`,
+          ConditionExpression: allOf(exists, notFinished, fresh, room),
+          ReturnValues: 'ALL_NEW',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          ...x.attributes(),
+        }),
+      ),
+    );
+    if (result.ok) return { ok: true, record: decodeSession(result.value.Attributes, key), posted: true };
+    const current = result.old === undefined ? undefined : decodeSession(result.old, key);
+    const decision = decidePost(current, request.item.id, request.maxPending);
+    if (decision === 'posted-before') return { ok: true, record: current!, posted: false };
+    if (decision === 'post')
+      throw new CorruptStateError(`inbox post to ${formatSessionKey(key)} refused without a reason`);
+    return { ok: false, reason: decision, current };
+  }
+
+  async takeInbox(key: SessionKey, request: TakeInboxRequest): Promise<void> {
+    if (request.taken.length === 0) return;
+    const x = new Expression();
+    const ids = x.name('inboxIds');
+    const inbox = x.name('inbox');
+    const conditions = [
+      `${x.name('epoch')} = ${x.value(request.epoch)}`,
+      `${x.name('owner')} = ${x.value(request.owner)}`,
+      ...request.taken.map((t) => `${ids}[${t.index}] = ${x.value(t.id)}`),
+    ];
+    const removes = request.taken.flatMap((t) => [`${inbox}[${t.index}]`, `${ids}[${t.index}]`]);
+    const result = await conditional(() =>
+      this.#db.send(
+        new UpdateCommand({
+          TableName: this.#table,
+          Key: { pk: pkOf(key), sk: META_SK },
+          UpdateExpression: `SET ${x.name('updatedAt')} = ${x.value(this.#clock.now())} REMOVE ${removes.join(', ')}`,
+          ConditionExpression: allOf(...conditions),
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          ...x.attributes(),
+        }),
+      ),
+    );
+    if (result.ok) return;
+    const current = result.old === undefined ? undefined : decodeSession(result.old, key);
+    const ours = current?.owner === request.owner && current.epoch === request.epoch;
+    // Our own retried write: the lease is still ours and none of the items is left.
+    if (ours && !request.taken.some((t) => current.inbox.some((item) => item.id === t.id))) return;
+    throw leaseLost(`inbox take by epoch ${request.epoch} refused`, result.old, key);
   }
 
   async acquire(key: SessionKey, request: AcquireRequest): Promise<AcquireResult> {
@@ -427,6 +663,13 @@ export class DynamoDbSessionStore implements SessionStore {
       startKey = page.LastEvaluatedKey;
     } while (startKey !== undefined && records.length < limit);
     return records.sort((a, b) => b.createdAt - a.createdAt).slice(0, limit);
+  }
+
+  async #get(key: SessionKey, sk: string): Promise<Item | undefined> {
+    const { Item } = await this.#db.send(
+      new GetCommand({ TableName: this.#table, Key: { pk: pkOf(key), sk }, ConsistentRead: true }),
+    );
+    return Item;
   }
 
   /** Puts an item only where its key is free; on refusal, ALL_OLD tells whose item is there. */

@@ -11,17 +11,25 @@ import type {
   BumpRequest,
   BumpResult,
   DueSession,
+  EndTurnRequest,
+  EnqueueTurnRequest,
+  EnqueueTurnResult,
   NewSession,
+  PostInboxRequest,
+  PostInboxResult,
   ReleaseRequest,
   ReleaseResult,
   RenewRequest,
   SessionRecord,
   SessionStore,
+  TakeInboxRequest,
   TurnOutcome,
   TurnRecord,
 } from '../../ports/session-store.ts';
 import { PayloadOffload } from '../payload-offload.ts';
 import {
+  decideEnqueue,
+  decidePost,
   decodeEntry,
   decodeSession,
   decodeSnapshot,
@@ -37,6 +45,7 @@ import {
   newSessionItem,
   pkOf,
   sweepShardAttr,
+  turnItemFinished,
   turnSk,
 } from '../session-item-codec.ts';
 
@@ -49,7 +58,11 @@ export type StoreWrite =
   | 'renew'
   | 'release'
   | 'bump'
-  | 'append';
+  | 'append'
+  | 'enqueueTurn'
+  | 'endTurn'
+  | 'postInbox'
+  | 'takeInbox';
 
 /**
  * A fault for the next write of one operation:
@@ -126,6 +139,10 @@ export class MemorySessionStore implements SessionStore {
     release: 0,
     bump: 0,
     append: 0,
+    enqueueTurn: 0,
+    endTurn: 0,
+    postInbox: 0,
+    takeInbox: 0,
   };
   /** Bytes of journal items written (attribute values as stored), for cost-per-step checks. */
   journalBytesWritten = 0;
@@ -221,6 +238,111 @@ export class MemorySessionStore implements SessionStore {
     if (first === undefined)
       throw new CorruptStateError(`turn ${turnId} of ${formatSessionKey(key)} refused an outcome`);
     return first;
+  }
+
+  async listTurns(key: SessionKey): Promise<TurnRecord[]> {
+    const partition = this.#items.get(pkOf(key));
+    const items = [...(partition?.entries() ?? [])].filter(([sk]) => sk.startsWith('T#')).map(([, item]) => item);
+    const turns = await Promise.all(items.map((item) => decodeTurn(item, key, this.#offload)));
+    return turns.sort((a, b) => a.createdAt - b.createdAt);
+  }
+
+  async enqueueTurn(key: SessionKey, request: EnqueueTurnRequest): Promise<EnqueueTurnResult> {
+    return this.#write('enqueueTurn', key, (): EnqueueTurnResult => {
+      const old = this.#meta(key);
+      const record = old === undefined ? undefined : decodeSession(old, key);
+      const decision = decideEnqueue(record, turnItemFinished(this.#item(key, turnSk(request.turnId))), request);
+      if (decision === 'accepted-before') return { ok: true, record: record!, queued: false };
+      if (decision !== 'enqueue') return { ok: false, reason: decision, current: record };
+      const idle = old!.owner === undefined && record!.state === SessionState.idle;
+      const next: Item = {
+        ...old,
+        turnQueue: [...record!.turnQueue, request.turnId],
+        lastTurnId: request.turnId,
+        pendingVersion: Number(old!.pendingVersion) + 1,
+        updatedAt: request.now,
+        ...(idle
+          ? { state: SessionState.queued, sweepAt: request.sweepAt, sweepShard: sweepShardAttr(key.id) }
+          : { sweepAt: old!.sweepAt ?? request.sweepAt, sweepShard: sweepShardAttr(key.id) }),
+      };
+      this.#setMeta(key, next);
+      return { ok: true, record: decodeSession(next, key), queued: true };
+    });
+  }
+
+  async endTurn(key: SessionKey, request: EndTurnRequest): Promise<ReleaseResult> {
+    return this.#write('endTurn', key, (): ReleaseResult => {
+      const old = this.#meta(key);
+      const record = old === undefined ? undefined : decodeSession(old, key);
+      const holdsLease = record?.epoch === request.epoch && record.owner === request.owner;
+      const headMatches = record?.turnQueue[0] === request.next;
+      if (old === undefined || !holdsLease || !headMatches) {
+        const ownWrite =
+          record !== undefined &&
+          record.owner === undefined &&
+          record.epoch === request.epoch &&
+          (request.next === undefined ? record.state === SessionState.idle : record.activeTurnId === request.next);
+        return ownWrite ? { ok: true } : { ok: false, current: record };
+      }
+      const { owner: _owner, until: _until, sweepAt: _sweepAt, sweepShard: _sweepShard, ...kept } = old;
+      const next: Item = {
+        ...kept,
+        seenVersion: old.pendingVersion,
+        updatedAt: request.now,
+        ...(request.next === undefined
+          ? { state: SessionState.idle }
+          : {
+              state: SessionState.queued,
+              activeTurnId: request.next,
+              turnQueue: record.turnQueue.slice(1),
+              sweepAt: request.sweepAt,
+              sweepShard: sweepShardAttr(key.id),
+            }),
+        ...(request.progressed ? { recoveries: 0 } : {}),
+        ...(request.ttlSeconds === undefined ? {} : { ttl: request.ttlSeconds }),
+      };
+      this.#setMeta(key, next);
+      return { ok: true };
+    });
+  }
+
+  async postInbox(key: SessionKey, request: PostInboxRequest): Promise<PostInboxResult> {
+    return this.#write('postInbox', key, (): PostInboxResult => {
+      const old = this.#meta(key);
+      const record = old === undefined ? undefined : decodeSession(old, key);
+      const decision = decidePost(record, request.item.id, request.maxPending);
+      if (decision === 'posted-before') return { ok: true, record: record!, posted: false };
+      if (decision !== 'post') return { ok: false, reason: decision, current: record };
+      const next: Item = {
+        ...old,
+        inbox: [...((old!.inbox as string[] | undefined) ?? []), JSON.stringify(request.item)],
+        inboxIds: [...((old!.inboxIds as string[] | undefined) ?? []), request.item.id],
+        pendingVersion: Number(old!.pendingVersion) + 1,
+        sweepAt: old!.sweepAt ?? request.sweepAt,
+        sweepShard: sweepShardAttr(key.id),
+        updatedAt: request.now,
+      };
+      this.#setMeta(key, next);
+      return { ok: true, record: decodeSession(next, key), posted: true };
+    });
+  }
+
+  async takeInbox(key: SessionKey, request: TakeInboxRequest): Promise<void> {
+    const refused = this.#write('takeInbox', key, () => {
+      const old = this.#meta(key);
+      const ids = (old?.inboxIds as string[] | undefined) ?? [];
+      const holdsLease = old?.epoch === request.epoch && old.owner === request.owner;
+      if (!holdsLease) return true;
+      if (!request.taken.every((t) => ids[t.index] === t.id)) {
+        // Already taken (our own retried write) when none of the ids is left.
+        return request.taken.some((t) => ids.includes(t.id));
+      }
+      const drop = new Set(request.taken.map((t) => t.index));
+      const inbox = ((old.inbox as string[] | undefined) ?? []).filter((_, i) => !drop.has(i));
+      this.#setMeta(key, { ...old, inbox, inboxIds: ids.filter((_, i) => !drop.has(i)), updatedAt: this.#clock.now() });
+      return false;
+    });
+    if (await refused) throw new LeaseLostError(`inbox take by epoch ${request.epoch} refused`);
   }
 
   async acquire(key: SessionKey, request: AcquireRequest): Promise<AcquireResult> {

@@ -8,6 +8,7 @@ import type { OutcomeStatus, SessionState } from '../../core/vocabulary.ts';
 import { ttlSeconds } from '../deps.ts';
 import { STEP_KINDS } from './journal-writer.ts';
 import type { KickOutcome, LegContext } from './leg-context.ts';
+import { endConversationTurn } from './turn-end.ts';
 
 /**
  * How a leg leaves: finish (outcome, publish, release), wait for a timer, park, or yield to a
@@ -46,7 +47,10 @@ export async function finish(
   }
   if (!leg.journal.view.published) await publish(leg);
   const final = leg.journal.view.outcome?.status ?? status;
-  await release(leg, final === 'superseded' ? 'completed' : final, undefined);
+  const record = leg.signals.record;
+  // A conversation goes on after a turn, whatever its outcome; a cancel ends it.
+  if (record.conversation && final !== 'cancelled' && !record.cancelRequested) await endConversationTurn(leg);
+  else await release(leg, final === 'superseded' ? 'completed' : final, undefined);
   leg.deps.telemetry.metrics.count('Outcomes', 1, { status: final });
   leg.log.info('turn finished', { status: final, legs: leg.journal.view.legs, steps: leg.journal.view.steps });
   return 'finished';
@@ -118,7 +122,8 @@ function resultMessage(
   const view = leg.journal.view;
   return {
     v: 1,
-    ticketId: leg.signals.record.ticketId,
+    // A conversation's later turns are tickets of their own: the turn id is the ticket id.
+    ticketId: turnId || leg.signals.record.ticketId,
     tenant: leg.key.tenant,
     agent: leg.key.agent,
     sessionId: leg.key.id,

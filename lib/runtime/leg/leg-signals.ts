@@ -96,6 +96,11 @@ export class LegSignals {
     await this.#heartbeat.stop();
   }
 
+  /** Takes a record read at a step boundary as the freshest, when it is still this leg's lease. */
+  observe(fresh: SessionRecord): void {
+    if (fresh.epoch === this.#record.epoch && fresh.owner === this.#record.owner) this.#record = fresh;
+  }
+
   /** Stops renewing before a hand-off, so no renewal races the release. */
   stopHeartbeat(): Promise<void> {
     return this.#heartbeat.stop();

@@ -9,7 +9,9 @@ import type { LegSpan } from '../../telemetry/telemetry.ts';
 import type { RuntimeDeps, RuntimeLogger } from '../deps.ts';
 import { LegResources } from '../leg-resources.ts';
 import { NOOP_LEG_SPAN, startLegSpan } from '../leg-tracing.ts';
-import { failUnjournaled, finish, park, publish, waitForRetry, yieldForBudget } from './hand-off.ts';
+import { waitForHuman } from './approval-step.ts';
+import { failUnjournaled, finish, publish, waitForRetry, yieldForBudget } from './hand-off.ts';
+import { deliverInbox } from './inbox-step.ts';
 import { JournalWriter } from './journal-writer.ts';
 import type { Invocation, KickOutcome, LegContext } from './leg-context.ts';
 import { LegAborted, LegSignals } from './leg-signals.ts';
@@ -128,6 +130,7 @@ export class Leg implements LegContext {
   /** Takes the next action; returns how the leg ends, or undefined to go on. */
   async #next(agent: AgentDefinition): Promise<KickOutcome | undefined> {
     this.signals.throwIfLeaseLost();
+    await deliverInbox(this);
     const view = this.journal.view;
     const record = this.signals.record;
     const action = decideNext(view, {
@@ -153,7 +156,10 @@ export class Leg implements LegContext {
         await reconcileStep(this, agent, action.call);
         return undefined;
       case 'parked':
-        return park(this, action.callId);
+        this.log.warn('once-only call in an unknown state: parked for a human', { callId: action.callId });
+        return waitForHuman(this, 'parked call');
+      case 'await-approval':
+        return waitForHuman(this, 'approval');
       case 'wait-retry':
         return waitForRetry(this);
       case 'finish':

@@ -3,6 +3,7 @@ import { onceOnlyFitsLease } from '../../core/budget.ts';
 import { BatonError, errorMessage } from '../../core/errors.ts';
 import { type PendingCall, pendingCallKey } from '../../core/fold.ts';
 import { traceToolCall } from '../leg-tracing.ts';
+import { approvalGate, requestApprovals } from './approval-step.ts';
 import { fitsInBudget, waitForRetry, yieldForBudget } from './hand-off.ts';
 import type { KickOutcome, LegContext } from './leg-context.ts';
 import { LegAborted } from './leg-signals.ts';
@@ -18,6 +19,20 @@ export async function toolStep(
   agent: AgentDefinition,
   calls: readonly PendingCall[],
 ): Promise<KickOutcome | undefined> {
+  const gate = approvalGate(agent, leg.journal.view, calls);
+  if (gate.request.length > 0) {
+    await requestApprovals(leg, gate.request);
+    return undefined;
+  }
+  for (const { pending, reason } of gate.denied) {
+    await leg.journal.append('tool', {
+      callId: pending.call.id,
+      tool: pending.call.name,
+      ok: false,
+      error: `denied by a human: ${reason}`,
+    });
+  }
+  if (gate.denied.length > 0) return undefined;
   const tools = calls.map((p) => agent.tools.find((t) => t.name === p.call.name));
   const longest = Math.max(0, ...tools.map((t) => t?.maxDurationMs ?? 0));
   if (!fitsInBudget(leg, longest)) return yieldForBudget(leg, `tools ${calls.map((p) => p.call.name).join(', ')}`);

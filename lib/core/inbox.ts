@@ -1,0 +1,57 @@
+import { z } from 'zod';
+import type { SessionView } from './fold.ts';
+
+/**
+ * The inbox: what any process tells a session besides a new turn — a message for the running
+ * turn, a human's approval decision, an operator's verdict on a parked call. Items wait on the
+ * session record until the owner journals them (each once, by id) and takes them off.
+ */
+export const InboxItem = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('message'), id: z.string().min(1), text: z.string() }).strict(),
+  z
+    .object({
+      kind: z.literal('decision'),
+      id: z.string().min(1),
+      callId: z.string().min(1),
+      approved: z.boolean(),
+      reason: z.string().optional(),
+    })
+    .strict(),
+  z
+    .object({
+      kind: z.literal('resolve'),
+      id: z.string().min(1),
+      callId: z.string().min(1),
+      done: z.boolean(),
+      output: z.unknown().optional(),
+    })
+    .strict(),
+]);
+export type InboxItem = z.infer<typeof InboxItem>;
+
+/** What the owner does with the inbox: journal some items now, drop some, leave the rest. */
+export interface InboxTriage {
+  /** Items to journal now, in the order they arrived. */
+  readonly deliver: readonly InboxItem[];
+  /** Items already journaled, or answering nothing that waits: taken off without an entry. */
+  readonly discard: readonly InboxItem[];
+}
+
+/**
+ * Sorts the inbox against the fold. A message lands in a running turn (one that has no outcome
+ * yet) and otherwise waits for the next turn; a decision lands when its call awaits approval; a
+ * verdict when its call is parked. Anything delivered before, or answering nothing, is dropped.
+ */
+export function triageInbox(view: SessionView, items: readonly InboxItem[]): InboxTriage {
+  const deliver: InboxItem[] = [];
+  const discard: InboxItem[] = [];
+  for (const item of items) {
+    if (view.deliveredIds.includes(item.id)) discard.push(item);
+    else if (item.kind === 'message') {
+      if (view.turnId !== undefined && !view.outcome) deliver.push(item);
+    } else if (item.kind === 'decision') {
+      (view.awaitingApproval.includes(item.callId) ? deliver : discard).push(item);
+    } else (view.parkedCallId === item.callId ? deliver : discard).push(item);
+  }
+  return { deliver, discard };
+}

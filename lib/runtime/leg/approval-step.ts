@@ -1,0 +1,84 @@
+import type { AgentDefinition } from '../../agent/define-agent.ts';
+import type { PendingCall, SessionView } from '../../core/fold.ts';
+import type { KickOutcome, LegContext } from './leg-context.ts';
+
+/** The pending calls sorted by approval: to request, denied (with the reason), free to run. */
+export interface ApprovalGate {
+  readonly request: readonly PendingCall[];
+  readonly denied: readonly { readonly pending: PendingCall; readonly reason: string }[];
+  readonly run: readonly PendingCall[];
+}
+
+/** Sorts the pending calls by what their tools require and what humans decided. */
+export function approvalGate(agent: AgentDefinition, view: SessionView, calls: readonly PendingCall[]): ApprovalGate {
+  const request: PendingCall[] = [];
+  const denied: { pending: PendingCall; reason: string }[] = [];
+  const run: PendingCall[] = [];
+  for (const pending of calls) {
+    const tool = agent.tools.find((t) => t.name === pending.call.name);
+    const decision = view.decisions[pending.call.id];
+    if (decision) {
+      if (decision.approved) run.push(pending);
+      else denied.push({ pending, reason: decision.reason ?? 'no reason given' });
+    } else if (tool && needsApproval(tool.requiresApproval, pending.call.input)) request.push(pending);
+    else run.push(pending);
+  }
+  return { request, denied, run };
+}
+
+function needsApproval(rule: boolean | ((input: never) => boolean) | undefined, input: unknown): boolean {
+  if (typeof rule === 'function') {
+    try {
+      return (rule as (input: unknown) => boolean)(input);
+    } catch {
+      // A rule that cannot decide asks the human.
+      return true;
+    }
+  }
+  return rule === true;
+}
+
+/** Journals an approval request for each call that needs one: the turn then waits for a human. */
+export async function requestApprovals(leg: LegContext, calls: readonly PendingCall[]): Promise<void> {
+  for (const { call } of calls) {
+    await leg.journal.append('approval', { callId: call.id, tool: call.name, input: call.input });
+    leg.log.info('approval requested', { callId: call.id, tool: call.name });
+  }
+}
+
+/**
+ * Waits for a human (an approval, or a verdict on a parked call) holding no lease and no compute:
+ * the release is refused when something arrived since the record was read, and the leg goes on.
+ */
+export async function waitForHuman(leg: LegContext, what: string): Promise<KickOutcome | undefined> {
+  await leg.resources.closeAll();
+  await leg.signals.stopHeartbeat();
+  const seen = leg.signals.record.pendingVersion;
+  const released = await leg.deps.store.release(leg.key, {
+    owner: leg.owner,
+    epoch: leg.signals.epoch,
+    state: 'waiting',
+    expectPendingVersion: seen,
+    seenVersion: seen,
+    sweepAt: undefined,
+    progressed: leg.journal.progressed,
+  });
+  if (released.ok) {
+    leg.log.info('waiting for a human', { what });
+    return what === 'approval' ? 'waiting' : 'parked';
+  }
+  if (released.current?.owner === leg.owner && released.current.epoch === leg.signals.epoch) {
+    // Something arrived: the heartbeat is stopped, so go on in a fresh leg rather than unrenewed.
+    await leg.deps.workQueue.sendKick({ v: 1, session: leg.key, reason: 'wake' }, { trace: leg.trace });
+    await leg.deps.store.release(leg.key, {
+      owner: leg.owner,
+      epoch: leg.signals.epoch,
+      state: 'waiting',
+      seenVersion: seen,
+      sweepAt: leg.deps.clock.now() + leg.deps.config.sweepGraceMs,
+      progressed: leg.journal.progressed,
+    });
+    return 'waiting';
+  }
+  return 'lease-lost';
+}

@@ -1,0 +1,89 @@
+import { TicketConflictError, TurnRefusedError } from '../core/errors.ts';
+import { formatSessionKey, hashJson, type SessionKey } from '../core/ids.ts';
+import { childContext } from '../core/trace-context.ts';
+import { DEFAULT_MAX_PENDING_INPUTS } from '../core/vocabulary.ts';
+import type { Clock } from '../ports/clock.ts';
+import type { WorkQueue } from '../ports/queues.ts';
+import type { EnqueueRefusal, SessionRecord, SessionStore } from '../ports/session-store.ts';
+
+/** What accepting a further turn needs: the store, the work queue and a clock. */
+export interface TurnIntakeDeps {
+  readonly store: SessionStore;
+  readonly workQueue: WorkQueue;
+  readonly clock: Clock;
+}
+
+export interface NewTurn {
+  readonly key: SessionKey;
+  /** The turn's id: a second send with the same id is the same turn. */
+  readonly turnId: string;
+  readonly ticketId: string;
+  readonly input: unknown;
+  /** Refuse unless the turn accepted last is this one. */
+  readonly ifLastTurn?: string | undefined;
+  readonly maxPendingInputs?: number | undefined;
+  /** When the sweeper kicks an idle session should the kick be lost. */
+  readonly sweepGraceMs: number;
+  readonly ttlSeconds?: number | undefined;
+}
+
+export interface AcceptedTurn {
+  readonly key: SessionKey;
+  readonly turnId: string;
+  /** False when this turn was accepted before: the send converged on it. */
+  readonly queued: boolean;
+}
+
+/**
+ * Accepts a further turn of a conversation from any process: checks the session can take it,
+ * persists the input as a turn (conditional put: a resend converges), queues it atomically behind
+ * the active turn, then kicks. Throws TurnRefusedError naming why a turn is refused, and
+ * TicketConflictError when the id was used for another input.
+ */
+export async function acceptTurn(turn: NewTurn, deps: TurnIntakeDeps): Promise<AcceptedTurn> {
+  const { key, turnId } = turn;
+  const existing = await deps.store.getSession(key);
+  if (!existing) throw refusal('not-found', key, turnId, undefined);
+  if (!existing.conversation && existing.activeTurnId !== turnId) throw refusal('one-shot', key, turnId, existing);
+  const now = deps.clock.now();
+  const inputHash = hashJson(turn.input);
+  const put = await deps.store.putTurn(
+    key,
+    { turnId, ticketId: turn.ticketId, input: turn.input, inputHash, createdAt: now },
+    turn.ttlSeconds,
+  );
+  if (!put.created && put.turn.inputHash !== inputHash) throw new TicketConflictError(turnId);
+  const result = await deps.store.enqueueTurn(key, {
+    turnId,
+    now,
+    sweepAt: now + turn.sweepGraceMs,
+    maxPending: turn.maxPendingInputs ?? DEFAULT_MAX_PENDING_INPUTS,
+    ifLastTurn: turn.ifLastTurn,
+  });
+  if (!result.ok) throw refusal(result.reason, key, turnId, result.current);
+  // Kick even for a turn accepted before: its first kick may be what was lost. A holder drops it.
+  if (put.turn.outcome === undefined) {
+    await deps.workQueue.sendKick(
+      { v: 1, session: key, reason: 'first', turnId },
+      { trace: childContext(result.record.traceId) },
+    );
+  }
+  return { key, turnId, queued: result.queued };
+}
+
+function refusal(
+  reason: EnqueueRefusal,
+  key: SessionKey,
+  turnId: string,
+  current: SessionRecord | undefined,
+): TurnRefusedError {
+  const session = `session ${key.id}`;
+  const why: Record<EnqueueRefusal, string> = {
+    'not-found': `${session} not found (${formatSessionKey(key)})`,
+    finished: `${session} has ended (${current?.state}): it takes no further turns`,
+    'one-shot': `${session} belongs to agent ${key.agent}, which takes one turn per session; declare conversation: true to send further turns`,
+    stale: `turn ${turnId} was written against a stale view: the last turn of ${session} is ${current?.lastTurnId ?? 'none'}`,
+    full: `${session} already has ${current?.turnQueue.length ?? 'too many'} turns waiting; wait for one to finish`,
+  };
+  return new TurnRefusedError(reason, `turn ${turnId} refused: ${why[reason]}`);
+}

@@ -1,0 +1,129 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { deriveSessionId } from '../../lib/core/ids.ts';
+import type { Result } from '../../lib/core/messages.ts';
+import { TEST_AGENTS_MODULE } from '../fixtures/agents/registry.ts';
+import { startTestStack, type TestStack } from '../fixtures/stack.ts';
+
+const AGENT = 'support-desk';
+
+async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+// Worker processes start cold on a busy 2-core machine: allow minutes, not seconds.
+describe('conversations on the local stack with two workers', { timeout: 180_000 }, () => {
+  let t: TestStack;
+
+  beforeAll(async () => {
+    t = await startTestStack({ handlerEnv: { BATON_AGENTS_MODULE: TEST_AGENTS_MODULE } });
+  });
+  afterAll(async () => {
+    await t?.stop();
+  });
+
+  const resultOf = async (ticketId: string): Promise<Result> =>
+    (await t.awaitResults((rs) => rs.some((r) => r.ticketId === ticketId), 60_000)).find(
+      (r) => r.ticketId === ticketId,
+    )!;
+
+  const start = async (ticketId: string, text: string) => {
+    await t.client.submit({ agent: AGENT, ticketId, input: { text } });
+    await resultOf(ticketId);
+    return deriveSessionId('default', AGENT, ticketId);
+  };
+
+  it('takes turn after turn, stops at an approval with no lease held, and resumes when another process approves', async () => {
+    // Arrange
+    const sessionId = await start('conv-1', 'hello');
+    // The result is published just before the owner's release: wait for the release.
+    const idle = await waitFor('the session to go idle', async () => {
+      const record = await t.store.getSession({ tenant: 'default', agent: AGENT, id: sessionId });
+      return record?.state === 'idle' ? record : undefined;
+    });
+
+    // Act
+    await t.client.send(sessionId, { text: 'refund O-7' }, { id: 'conv-1-refund' });
+    const waiting = await waitFor('the approval request', async () => {
+      const status = await t.client.status(sessionId);
+      return status?.pendingApprovals?.length ? status : undefined;
+    });
+    const record = await t.store.getSession({ tenant: 'default', agent: AGENT, id: sessionId });
+    await t.client.approve(sessionId, 't2-refund', { approved: true });
+    const refunded = await resultOf('conv-1-refund');
+    await t.client.send(sessionId, { text: 'thanks' }, { id: 'conv-1-thanks' });
+    const thanked = await resultOf('conv-1-thanks');
+
+    // Assert
+    expect(idle.owner).toBeUndefined();
+    expect(idle.sweepAt).toBeUndefined();
+    expect(waiting.pendingApprovals).toEqual([
+      { callId: 't2-refund', tool: 'issueRefund', input: expect.objectContaining({ orderId: 'O-7' }) },
+    ]);
+    expect(record?.owner).toBeUndefined();
+    expect(refunded).toMatchObject({
+      status: 'completed',
+      output: expect.stringMatching(/^refund R-\w+ issued for O-7$/),
+    });
+    expect(thanked.output).toBe('turn 3: thanks');
+    const status = await t.client.status(sessionId);
+    expect(status?.turns?.map((turn) => [turn.turnId, turn.outcome])).toEqual([
+      ['conv-1', 'completed'],
+      ['conv-1-refund', 'completed'],
+      ['conv-1-thanks', 'completed'],
+    ]);
+  });
+
+  it('runs turns sent by five senders at once strictly one after another, and a resent turn once', async () => {
+    // Arrange
+    const sessionId = await start('conv-2', 'hello');
+    const ids = [1, 2, 3, 4, 5].map((i) => `conv-2-t${i}`);
+
+    // Act
+    await Promise.all(ids.map((id) => t.client.send(sessionId, { text: `from ${id}` }, { id })));
+    await t.client.send(sessionId, { text: `from ${ids[0]}` }, { id: ids[0] });
+    const results = await Promise.all(ids.map(resultOf));
+
+    // Assert
+    const numbers = results.map((r) => Number(/^turn (\d+):/.exec(String(r.output))?.[1]));
+    expect([...numbers].sort()).toEqual([2, 3, 4, 5, 6]);
+    // The owner journals `published` just after it sends the result: wait for the last turn's.
+    const journal = await waitFor('the last turn to journal that it published', async () => {
+      const entries = await t.store.readJournal({ tenant: 'default', agent: AGENT, id: sessionId });
+      return entries.filter((e) => e.kind === 'published').length >= 6 ? entries : undefined;
+    });
+    const inputs = journal.filter((e) => e.kind === 'input').map((e) => e.turnId);
+    expect(inputs).toHaveLength(6);
+    // Sequential: each turn's entries end (published) before the next turn's input.
+    const order = journal.filter((e) => e.kind === 'input' || e.kind === 'published').map((e) => e.kind);
+    expect(order).toEqual(Array.from({ length: 6 }, () => ['input', 'published']).flat());
+  });
+
+  it('journals a message injected from another process before the running turn’s next model call', async () => {
+    // Arrange
+    const sessionId = await start('conv-3', 'hello');
+    await t.client.send(sessionId, { text: 'work 6' }, { id: 'conv-3-work' });
+    await waitFor('the work turn to run', async () => {
+      const journal = await t.store.readJournal({ tenant: 'default', agent: AGENT, id: sessionId });
+      return journal.some((e) => e.kind === 'tool' && e.turnId === 'conv-3-work') ? true : undefined;
+    });
+
+    // Act
+    const sent = await t.client.send(sessionId, { text: 'customer is VIP' }, { id: 'note-1', mode: 'inject' });
+    const done = await resultOf('conv-3-work');
+
+    // Assert
+    expect(sent.mode).toBe('inject');
+    expect(done.output).toBe('done 6; notes: customer is VIP');
+    const journal = await t.store.readJournal({ tenant: 'default', agent: AGENT, id: sessionId });
+    const message = journal.find((e) => e.kind === 'message');
+    const lastModel = journal.filter((e) => e.kind === 'model').at(-1);
+    expect(message?.turnId).toBe('conv-3-work');
+    expect(message!.seq).toBeLessThan(lastModel!.seq);
+  });
+});

@@ -1,0 +1,161 @@
+import { describe, expect, it } from 'vitest';
+import { defineAgent } from '../../../lib/agent/define-agent.ts';
+import { scriptedModel } from '../../../lib/agent/scripted-model.ts';
+import { TurnRefusedError } from '../../../lib/core/errors.ts';
+import { deriveSessionId, type SessionKey } from '../../../lib/core/ids.ts';
+import type { ChatMessage } from '../../../lib/ports/model-client.ts';
+import { acceptTicket } from '../../../lib/runtime/intake.ts';
+import { acceptTurn } from '../../../lib/runtime/turn-intake.ts';
+import { drain, lookupAgent, makeTestDeps, ticketBody } from '../../fixtures/runtime.ts';
+
+/** Answers `turn N: TEXT`, N counting the turn inputs in the transcript. */
+function echo(messages: readonly ChatMessage[]) {
+  const texts = messages.filter((m) => m.role === 'user').flatMap((m) => m.content.filter((c) => c.type === 'text'));
+  const last = texts.at(-1);
+  return { final: `turn ${texts.length}: ${last?.type === 'text' ? last.text : ''}` };
+}
+
+const chat = defineAgent({
+  name: 'chat',
+  instructions: 'Echo.',
+  conversation: true,
+  model: scriptedModel({ maxDurationMs: 1_000, script: echo }),
+});
+
+const keyOf = (agent: string, ticketId: string): SessionKey => ({
+  tenant: 'default',
+  agent,
+  id: deriveSessionId('default', agent, ticketId),
+});
+
+async function startConversation() {
+  const test = makeTestDeps([chat, lookupAgent()]);
+  await acceptTicket(ticketBody('chat', 'T1', 'hello'), undefined, test.deps);
+  await drain(test.deps);
+  const key = keyOf('chat', 'T1');
+  const send = (turnId: string, input: unknown, more: { ifLastTurn?: string; maxPendingInputs?: number } = {}) =>
+    acceptTurn({ key, turnId, ticketId: turnId, input, sweepGraceMs: 1_500, ...more }, test.deps);
+  return { ...test, key, send };
+}
+
+describe('conversations', () => {
+  it('goes idle between turns, holding no lease, and gives each turn its own outcome and result', async () => {
+    // Arrange
+    const { deps, store, results, key, send } = await startConversation();
+    const idle = await store.getSession(key);
+
+    // Act
+    await send('T2', 'again');
+    await drain(deps);
+
+    // Assert
+    expect(idle).toMatchObject({ state: 'idle', conversation: true });
+    expect(idle?.owner).toBeUndefined();
+    expect(idle?.sweepAt).toBeUndefined();
+    expect(results.bodies.map((r) => [r.turnId, r.status, r.output])).toEqual([
+      ['T1', 'completed', 'turn 1: hello'],
+      ['T2', 'completed', 'turn 2: again'],
+    ]);
+    expect((await store.getTurn(key, 'T2'))?.outcome).toMatchObject({ status: 'completed', output: 'turn 2: again' });
+    expect(await store.getSession(key)).toMatchObject({ state: 'idle', activeTurnId: 'T2', turnQueue: [] });
+  });
+
+  it('runs turns sent while one runs one at a time, in the order they were accepted', async () => {
+    // Arrange
+    const { deps, results, send } = await startConversation();
+
+    // Act
+    await send('T2', 'two');
+    await send('T3', 'three');
+    await send('T4', 'four');
+    await drain(deps);
+
+    // Assert
+    expect(results.bodies.map((r) => r.output)).toEqual([
+      'turn 1: hello',
+      'turn 2: two',
+      'turn 3: three',
+      'turn 4: four',
+    ]);
+  });
+
+  it('takes a turn sent twice with the same id once', async () => {
+    // Arrange
+    const { deps, results, send } = await startConversation();
+
+    // Act
+    const first = await send('T2', 'again');
+    const second = await send('T2', 'again');
+    await drain(deps);
+    const late = await send('T2', 'again');
+    await drain(deps);
+
+    // Assert
+    expect([first.queued, second.queued, late.queued]).toEqual([true, false, false]);
+    expect(results.bodies.filter((r) => r.turnId === 'T2')).toHaveLength(1);
+  });
+
+  it('refuses a stale view, a full queue, a one-shot session and an unknown one, each with a clear error', async () => {
+    // Arrange
+    const { deps, send } = await startConversation();
+    await acceptTicket(ticketBody('lookup-agent', 'L1', { ids: [] }), undefined, deps);
+    const oneShot = keyOf('lookup-agent', 'L1');
+
+    // Act
+    const stale = send('T2', 'x', { ifLastTurn: 'T0' }).catch((e: unknown) => e);
+    await send('T3', 'y', { ifLastTurn: 'T1' });
+    const full = send('T4', 'z', { maxPendingInputs: 1 }).catch((e: unknown) => e);
+    const refusedOneShot = acceptTurn(
+      { key: oneShot, turnId: 'L2', ticketId: 'L2', input: {}, sweepGraceMs: 1 },
+      deps,
+    ).catch((e: unknown) => e);
+    const unknown = acceptTurn(
+      { key: { ...oneShot, id: 'nope' }, turnId: 'X', ticketId: 'X', input: {}, sweepGraceMs: 1 },
+      deps,
+    ).catch((e: unknown) => e);
+
+    // Assert
+    expect(await stale).toMatchObject({ reason: 'stale', message: expect.stringMatching(/stale view.*T1/) });
+    expect(await full).toMatchObject({ reason: 'full', message: expect.stringMatching(/1 turns waiting/) });
+    expect(await refusedOneShot).toBeInstanceOf(TurnRefusedError);
+    expect(await refusedOneShot).toMatchObject({
+      reason: 'one-shot',
+      message: expect.stringMatching(/conversation: true/),
+    });
+    expect(await unknown).toMatchObject({ reason: 'not-found' });
+  });
+
+  it('takes a further turn as a ticket that names the session', async () => {
+    // Arrange
+    const { deps, results, key } = await startConversation();
+
+    // Act
+    await acceptTicket(
+      JSON.stringify({ v: 1, ticketId: 'T2', agent: 'chat', sessionId: key.id, input: 'by queue' }),
+      undefined,
+      deps,
+    );
+    await drain(deps);
+
+    // Assert
+    expect(results.bodies.at(-1)).toMatchObject({ sessionId: key.id, turnId: 'T2', output: 'turn 2: by queue' });
+  });
+
+  it('counts the step cap per turn, so a long conversation is not capped', async () => {
+    // Arrange
+    const capped = defineAgent({ ...chat, name: 'capped', limits: { maxSteps: 1 } });
+    const { deps, results } = makeTestDeps([capped]);
+    await acceptTicket(ticketBody('capped', 'C1', 'one'), undefined, deps);
+    await drain(deps);
+    const key = keyOf('capped', 'C1');
+
+    // Act
+    for (const id of ['C2', 'C3']) {
+      await acceptTurn({ key, turnId: id, ticketId: id, input: id, sweepGraceMs: 1_500 }, deps);
+      await drain(deps);
+    }
+
+    // Assert
+    expect(results.bodies.map((r) => r.status)).toEqual(['completed', 'completed', 'completed']);
+  });
+});
