@@ -1,12 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import { CorruptStateError } from '../core/errors.ts';
+import { CorruptStateError, InvalidInputError } from '../core/errors.ts';
 import { canonicalJson, formatSessionKey, type SessionKey } from '../core/ids.ts';
 import { type JournalEntry, parseEntry } from '../core/journal.ts';
 import { describeIssues } from '../core/messages.ts';
 import type { SessionSnapshot } from '../core/snapshot.ts';
 import { OutcomeStatus, SessionState } from '../core/vocabulary.ts';
-import type { NewSession, SessionRecord, TurnOutcome, TurnRecord } from '../ports/session-store.ts';
+import type { NewSession, SessionRecord, SessionSummary, TurnOutcome, TurnRecord } from '../ports/session-store.ts';
 import { type PayloadOffload, type StoredPayload, toJson } from './payload-offload.ts';
 import { sweepShardOf } from './sweep-shard.ts';
 
@@ -66,6 +66,7 @@ const SessionItemSchema = z.object({
   cancelRequested: z.boolean(),
   recoveries: count,
   legs: count,
+  tokens: count.optional(),
   traceId: z.string().regex(/^[0-9a-f]{32}$/),
   sweepShard: z.string().optional(),
   sweepAt: int.optional(),
@@ -202,11 +203,62 @@ export function decodeSession(raw: unknown, expected?: SessionKey): SessionRecor
     cancelRequested: item.cancelRequested,
     recoveries: item.recoveries,
     legs: item.legs,
+    tokens: item.tokens ?? 0,
     traceId: item.traceId,
     ...(item.sweepAt === undefined ? {} : { sweepAt: item.sweepAt }),
     createdAt: item.createdAt,
     updatedAt: item.updatedAt,
   };
+}
+
+const SummaryItemSchema = SessionItemSchema.pick({
+  pk: true,
+  sid: true,
+  tenant: true,
+  agent: true,
+  ticketId: true,
+  state: true,
+  legs: true,
+  recoveries: true,
+  tokens: true,
+  cancelRequested: true,
+  createdAt: true,
+});
+
+/** A list row from a byTenant index item (or a full session item). */
+export function decodeSummary(raw: unknown): SessionSummary {
+  const item = validate(SummaryItemSchema, raw, 'session list item');
+  const key: SessionKey = { tenant: item.tenant, agent: item.agent, id: item.sid };
+  if (item.pk !== pkOf(key)) throw new CorruptStateError(`session list item ${item.pk} does not match its fields`);
+  return {
+    key,
+    ticketId: item.ticketId,
+    state: item.state,
+    legs: item.legs,
+    recoveries: item.recoveries,
+    tokens: item.tokens ?? 0,
+    cancelRequested: item.cancelRequested,
+    createdAt: item.createdAt,
+  };
+}
+
+const ListCursorSchema = z.object({ c: int, p: z.string().startsWith('S#') }).strict();
+
+/** The position after a list row: its creation time and pk (opaque to callers, base64url JSON). */
+export const encodeListCursor = (summary: Pick<SessionSummary, 'key' | 'createdAt'>): string =>
+  Buffer.from(JSON.stringify({ c: summary.createdAt, p: pkOf(summary.key) })).toString('base64url');
+
+/** Reads a list cursor; one that is not ours (or is for another tenant) is the caller's mistake. */
+export function decodeListCursor(cursor: string, tenant: string): { createdAt: number; pk: string } {
+  let parsed: z.infer<typeof ListCursorSchema> | undefined;
+  try {
+    parsed = ListCursorSchema.parse(JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')));
+  } catch {
+    parsed = undefined;
+  }
+  if (parsed === undefined || keyOfPk(parsed.p)?.tenant !== tenant)
+    throw new InvalidInputError('cursor is not a cursor of this session list');
+  return { createdAt: parsed.c, pk: parsed.p };
 }
 
 /** The item of a turn; a large input is written to the blob store first (content-addressed). */

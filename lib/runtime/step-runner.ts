@@ -145,6 +145,8 @@ class Leg {
   #view: SessionView = EMPTY_VIEW;
   #stepsThisLeg = 0;
   #progressed = false;
+  /** Model tokens of this leg, added to the session's count when it releases. */
+  #tokensThisLeg = 0;
   #onceOnlyInFlight = 0;
   #budgetTimer: NodeJS.Timeout | undefined;
 
@@ -380,6 +382,7 @@ class Leg {
     this.deps.telemetry.metrics.duration('StepDuration', this.deps.clock.now() - started);
     this.deps.telemetry.metrics.count('InputTokens', response.usage.inputTokens);
     this.deps.telemetry.metrics.count('OutputTokens', response.usage.outputTokens);
+    this.#tokensThisLeg += response.usage.inputTokens + response.usage.outputTokens;
     await this.#append('model', {
       text: response.text,
       toolCalls: [...response.toolCalls],
@@ -582,6 +585,7 @@ class Leg {
         seenVersion: this.#record.pendingVersion,
         sweepAt: this.deps.clock.now() + this.deps.config.sweepGraceMs,
         progressed: this.#progressed,
+        tokens: this.#tokensThisLeg,
       })
       .catch(() => undefined);
     this.deps.telemetry.metrics.count('Yields');
@@ -603,6 +607,7 @@ class Leg {
       sweepAt,
       progressed: this.#progressed,
       ttlSeconds: ttlSeconds(this.deps.config, this.deps.clock.now()),
+      tokens: this.#tokensThisLeg,
     });
     if (!result.ok) throw new LeaseLostError(`release of epoch ${this.epoch} refused`, result.current);
   }

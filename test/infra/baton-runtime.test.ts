@@ -86,7 +86,7 @@ function queueOf(template: Template, functionId: string): string {
 
 describe('BatonRuntime with its defaults (the Baton stack)', () => {
   it('creates the session table on demand with PITR, TTL, AWS-managed encryption and the shared indexes', () => {
-    const { sweep, bySessionId } = SESSION_TABLE.indexes;
+    const { sweep, bySessionId, byTenant } = SESSION_TABLE.indexes;
 
     defaults.resourceCountIs('AWS::DynamoDB::Table', 1);
     defaults.hasResourceProperties('AWS::DynamoDB::Table', {
@@ -112,6 +112,14 @@ describe('BatonRuntime with its defaults (the Baton stack)', () => {
           KeySchema: [{ AttributeName: bySessionId.partitionKey, KeyType: 'HASH' }],
           Projection: { ProjectionType: bySessionId.projection },
         },
+        {
+          IndexName: byTenant.name,
+          KeySchema: [
+            { AttributeName: byTenant.partitionKey, KeyType: 'HASH' },
+            { AttributeName: byTenant.sortKey, KeyType: 'RANGE' },
+          ],
+          Projection: { ProjectionType: byTenant.projection, NonKeyAttributes: [...byTenant.nonKeyAttributes] },
+        },
       ],
     });
     const table = Object.values(defaults.findResources('AWS::DynamoDB::Table'))[0]!;
@@ -120,6 +128,8 @@ describe('BatonRuntime with its defaults (the Baton stack)', () => {
         { AttributeName: sweep.partitionKey, AttributeType: sweep.partitionKeyType },
         { AttributeName: sweep.sortKey, AttributeType: sweep.sortKeyType },
         { AttributeName: bySessionId.partitionKey, AttributeType: bySessionId.partitionKeyType },
+        { AttributeName: byTenant.partitionKey, AttributeType: byTenant.partitionKeyType },
+        { AttributeName: byTenant.sortKey, AttributeType: byTenant.sortKeyType },
       ]),
     );
   });
