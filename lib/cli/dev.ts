@@ -16,8 +16,8 @@ const positiveNumber = (flag: string, value: string | undefined): number | undef
 };
 
 /**
- * `baton dev [--workers N] [--timeout-s S] [--visibility-s S] [--data DIR]`: starts DynamoDB
- * Local, fauxqs, the resources and the worker processes; runs until Ctrl-C, then stops all it started.
+ * `baton dev [--workers N] [--timeout-s S] [--visibility-s S] [--data DIR] [--port P]`: starts DynamoDB
+ * Local, fauxqs, the resources, the worker processes, and the web console with the HTTP API; runs until Ctrl-C, then stops all it started.
  */
 export async function dev(args: string[], io: CommandIo): Promise<number> {
   const { values } = parseArgs({
@@ -27,6 +27,7 @@ export async function dev(args: string[], io: CommandIo): Promise<number> {
       'timeout-s': { type: 'string' },
       'visibility-s': { type: 'string' },
       data: { type: 'string' },
+      port: { type: 'string' },
     },
   });
   const workers = positiveNumber('--workers', values.workers) ?? DEFAULT_WORKERS;
@@ -48,6 +49,7 @@ export async function dev(args: string[], io: CommandIo): Promise<number> {
     dataDir: values.data,
     stateDir,
     signal: io.signal,
+    console: { port: positiveNumber('--port', values.port) },
   }).catch((error: unknown) => {
     if (io.signal?.aborted) return undefined;
     throw error;
@@ -62,6 +64,8 @@ export async function dev(args: string[], io: CommandIo): Promise<number> {
     const { queues } = config.resources;
     const functions = Object.entries(config.functions).map(([name]) => name);
     io.out(`baton dev: local stack up in ${((Date.now() - startedAt) / 1000).toFixed(1)} s (region ${config.region})`);
+    io.out(`  console    ${config.console}`);
+    io.out(`  API        ${config.api}   (OpenAPI at ${config.api}/openapi.json)`);
     io.out(`  DynamoDB   ${config.endpoints.dynamodb}   table ${config.resources.table}`);
     io.out(`  SQS        ${config.endpoints.sqs}`);
     io.out(`    tickets  ${queues.tickets.url}  (DLQ ${queues.ticketsDlq.url})`);

@@ -25,8 +25,8 @@ interface CommandEntry {
 const COMMANDS: Record<string, CommandEntry> = {
   dev: {
     run: dev,
-    summary: 'start the embedded local AWS stack and the functions',
-    usage: 'baton dev [--workers N] [--timeout-s S] [--visibility-s S] [--data DIR]',
+    summary: 'start the embedded local AWS stack, the functions, the web console and the HTTP API',
+    usage: 'baton dev [--workers N] [--timeout-s S] [--visibility-s S] [--data DIR] [--port P]',
   },
   demo: {
     run: demo,

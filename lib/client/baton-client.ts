@@ -46,8 +46,10 @@ export interface SessionStatus {
   readonly legs: number;
   readonly epoch: number;
   readonly recoveries: number;
+  readonly tokens: number;
   readonly cancelRequested: boolean;
   readonly traceId: string;
+  readonly createdAt: string;
   readonly updatedAt: string;
 }
 
@@ -124,15 +126,7 @@ export class BatonClient {
       const entries = await this.deps.store.readJournal(record.key, cursor);
       for (const entry of entries) {
         cursor = entry.seq;
-        yield {
-          cursor,
-          kind: entry.kind,
-          seq: entry.seq,
-          epoch: entry.epoch,
-          at: new Date(entry.at).toISOString(),
-          turnId: entry.turnId,
-          data: entry.data,
-        };
+        yield toEvent(entry);
       }
       if (!options.follow || options.signal?.aborted) return;
       const fresh = await this.deps.store.getSession(record.key);
@@ -155,6 +149,17 @@ export class BatonClient {
     return 'requested';
   }
 
+  /** Up to `limit` journal entries after `after`, as stream events. */
+  async eventsAfter(record: SessionRecord, after: number, limit: number): Promise<SessionEvent[]> {
+    const entries = await this.deps.store.readJournal(record.key, after);
+    return entries.slice(0, limit).map(toEvent);
+  }
+
+  /** The status view of a record already read. */
+  statusOf(record: SessionRecord): Promise<SessionStatus> {
+    return this.#status(record);
+  }
+
   async #status(record: SessionRecord): Promise<SessionStatus> {
     const turn = record.activeTurnId ? await this.deps.store.getTurn(record.key, record.activeTurnId) : undefined;
     return {
@@ -168,9 +173,21 @@ export class BatonClient {
       legs: record.legs,
       epoch: record.epoch,
       recoveries: record.recoveries,
+      tokens: record.tokens,
       cancelRequested: record.cancelRequested,
       traceId: record.traceId,
+      createdAt: new Date(record.createdAt).toISOString(),
       updatedAt: new Date(record.updatedAt).toISOString(),
     };
   }
 }
+
+const toEvent = (entry: JournalEntry): SessionEvent => ({
+  cursor: entry.seq,
+  kind: entry.kind,
+  seq: entry.seq,
+  epoch: entry.epoch,
+  at: new Date(entry.at).toISOString(),
+  ...(entry.turnId === undefined ? {} : { turnId: entry.turnId }),
+  data: entry.data,
+});

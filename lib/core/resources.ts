@@ -81,4 +81,6 @@ export const ENV = {
   sweepWindowMs: 'BATON_SWEEP_WINDOW_MS',
   retentionDays: 'BATON_RETENTION_DAYS',
   maxRecoveries: 'BATON_MAX_RECOVERIES',
+  /** The API function's tenancy: JSON, IAM principal ARN → tenant names or "*". */
+  apiTenants: 'BATON_API_TENANTS',
 } as const;
