@@ -119,7 +119,10 @@ describe('the HTTP API served by the local stack', { timeout: 180_000 }, () => {
     expect([badBody.status, badBody.json().error.code]).toEqual([400, 'invalid_request']);
     expect(badBody.json().error.message).toContain('agent');
     expect(noInput.json().error).toMatchObject({ code: 'invalid_request', message: expect.stringContaining('input') });
-    expect([notJson.status, ((await notJson.json()) as { error: { code: string } }).error.code]).toEqual([400, 'invalid_request']);
+    expect([notJson.status, ((await notJson.json()) as { error: { code: string } }).error.code]).toEqual([
+      400,
+      'invalid_request',
+    ]);
     expect([missing.status, missing.json().error.code]).toEqual([404, 'not_found']);
     expect([wrongMethod.status, wrongMethod.json().error.code]).toEqual([405, 'method_not_allowed']);
     expect([badQuery.status, badQuery.json().error.message]).toEqual([400, expect.stringContaining('state')]);
