@@ -24,8 +24,8 @@ function submitForm() {
   );
   const form = h(
     'form',
-    { class: 'submit', 'aria-describedby': 'submit-error' },
-    h('h2', {}, 'Submit a ticket'),
+    { class: 'submit', 'aria-labelledby': 'submit-heading', 'aria-describedby': 'submit-error' },
+    h('h2', { id: 'submit-heading' }, 'Submit a ticket'),
     h(
       'div',
       { class: 'row' },

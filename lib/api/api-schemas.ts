@@ -84,6 +84,7 @@ export const SessionStatusView = z
     legs: z.number().int(),
     epoch: z.number().int(),
     recoveries: z.number().int(),
+    consecutiveRecoveries: z.number().int(),
     tokens: z.number().int(),
     cancelRequested: z.boolean(),
     traceId: z.string(),

@@ -45,7 +45,10 @@ export interface SessionStatus {
   readonly outcome?: TurnOutcome | undefined;
   readonly legs: number;
   readonly epoch: number;
+  /** Every recovery the session has had. */
   readonly recoveries: number;
+  /** Recoveries in a row without progress (a crash loop fails the turn past its cap). */
+  readonly consecutiveRecoveries: number;
   readonly tokens: number;
   readonly cancelRequested: boolean;
   readonly traceId: string;
@@ -172,7 +175,8 @@ export class BatonClient {
       outcome: turn?.outcome,
       legs: record.legs,
       epoch: record.epoch,
-      recoveries: record.recoveries,
+      recoveries: record.recovered,
+      consecutiveRecoveries: record.recoveries,
       tokens: record.tokens,
       cancelRequested: record.cancelRequested,
       traceId: record.traceId,

@@ -36,7 +36,7 @@ export const SESSION_TABLE = {
       sortKey: 'createdAt',
       sortKeyType: 'N',
       projection: 'INCLUDE',
-      nonKeyAttributes: ['sid', 'agent', 'ticketId', 'state', 'legs', 'recoveries', 'tokens', 'cancelRequested'],
+      nonKeyAttributes: ['sid', 'agent', 'ticketId', 'state', 'legs', 'recovered', 'tokens', 'cancelRequested'],
     },
   },
 } as const;

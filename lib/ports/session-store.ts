@@ -23,6 +23,8 @@ export interface SessionRecord {
   /** Consecutive recoveries with no journal progress (a crash loop when it passes its cap). */
   readonly recoveries: number;
   readonly legs: number;
+  /** Every recovery the session has had; `recoveries` is reset by progress, this never is. */
+  readonly recovered: number;
   /** Model tokens (input + output) of the legs that released; a leg that died is not counted (the journal has every step). */
   readonly tokens: number;
   /** One W3C trace id for the whole session. */
@@ -175,6 +177,7 @@ export interface SessionSummary {
   readonly ticketId: string;
   readonly state: SessionState;
   readonly legs: number;
+  /** Every recovery so far (the record's `recovered`). */
   readonly recoveries: number;
   readonly tokens: number;
   readonly cancelRequested: boolean;

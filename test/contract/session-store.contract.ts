@@ -368,6 +368,7 @@ export function describeSessionStoreContract(name: string, makeHarness: MakeHarn
         // Assert
         expect(before.recoveries).toBe(1);
         expect(after.recoveries).toBe(0);
+        expect(after.recovered, 'the total is never reset').toBe(1);
       });
 
       it('throws LeaseLostError naming the new holder when a stale owner renews', async () => {

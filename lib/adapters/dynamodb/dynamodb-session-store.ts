@@ -201,7 +201,11 @@ export class DynamoDbSessionStore implements SessionStore {
       `${x.name('sweepShard')} = ${x.value(sweepShardAttr(key.id))}`,
       `${x.name('updatedAt')} = ${now}`,
     ];
-    if (request.recovery) sets.push(`${x.name('recoveries')} = ${x.name('recoveries')} + ${one}`);
+    if (request.recovery) {
+      sets.push(`${x.name('recoveries')} = ${x.name('recoveries')} + ${one}`);
+      const recovered = x.name('recovered');
+      sets.push(`${recovered} = if_not_exists(${recovered}, ${x.value(0)}) + ${one}`);
+    }
     const result = await conditional(() =>
       this.#db.send(
         new UpdateCommand({

@@ -237,7 +237,9 @@ export class MemorySessionStore implements SessionStore {
         sweepAt: request.until,
         sweepShard: sweepShardAttr(key.id),
         updatedAt: request.now,
-        ...(request.recovery ? { recoveries: Number(old.recoveries) + 1 } : {}),
+        ...(request.recovery
+          ? { recoveries: Number(old.recoveries) + 1, recovered: Number(old.recovered ?? 0) + 1 }
+          : {}),
       };
       this.#setMeta(key, next);
       return { ok: true, record: decodeSession(next, key) };
