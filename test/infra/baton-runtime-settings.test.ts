@@ -31,6 +31,12 @@ describe('BatonRuntime settings checked at synth time', () => {
     expect(build({ sweepInterval: Duration.minutes(1) })).toThrow(/sweepInterval must be shorter/);
   });
 
+  it('refuses an API tenant map whose key is not an IAM principal ARN or whose tenants are not names', () => {
+    expect(build({ apiTenants: { 'support-team': ['acme'] } })).toThrow(/apiTenants: 'support-team' is not an IAM/);
+    expect(build({ apiTenants: { 'arn:aws:iam::111122223333:role/Support': [] } })).toThrow(/must be '\*' or/);
+    expect(build({ apiTenants: { 'arn:aws:iam::111122223333:role/Support': ['a#b'] } })).toThrow(/must be '\*' or/);
+  });
+
   it('refuses a concurrency the SQS event source cannot take', () => {
     expect(build({ maxConcurrency: 1 })).toThrow(/maxConcurrency must be an integer from 2 to 1000/);
   });
