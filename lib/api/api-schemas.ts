@@ -30,8 +30,7 @@ export const Submitted = z
 
 export const SessionIdParams = z.object({ id: z.string().min(1).max(64) });
 
-const isoTime = (what: string) =>
-  z.iso.datetime({ offset: true, message: `${what} must be an ISO 8601 date-time` }).transform((s) => Date.parse(s));
+const isoTime = (what: string) => z.iso.datetime({ offset: true, message: `${what} must be an ISO 8601 date-time` });
 
 /** GET /sessions query: filters and the page. */
 export const ListQuery = z

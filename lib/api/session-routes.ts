@@ -95,33 +95,16 @@ export const SESSION_ROUTES: readonly Route[] = [
     responses: { 200: { description: 'a page of sessions', schema: SessionPage }, ...errors },
     async handle({ query, caller, services }) {
       const tenant = tenantFor(caller, query.tenant);
-      const page = await services.store.querySessions({
+      const page = await services.client.sessions({
         tenant,
         agent: query.agent,
         state: query.state,
-        createdFrom: query.from,
-        createdTo: query.to,
+        from: query.from,
+        to: query.to,
         limit: query.limit,
         cursor: query.cursor,
       });
-      return {
-        status: 200,
-        json: {
-          sessions: page.sessions.map((s) => ({
-            sessionId: s.key.id,
-            tenant: s.key.tenant,
-            agent: s.key.agent,
-            ticketId: s.ticketId,
-            status: s.state,
-            legs: s.legs,
-            recoveries: s.recoveries,
-            tokens: s.tokens,
-            cancelRequested: s.cancelRequested,
-            createdAt: new Date(s.createdAt).toISOString(),
-          })),
-          ...(page.cursor === undefined ? {} : { cursor: page.cursor }),
-        },
-      };
+      return { status: 200, json: page };
     },
   }),
   defineRoute({

@@ -1,5 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import type { BatonTransport } from '../client/baton-client.ts';
+import { HttpBatonClient } from '../client/http-baton-client.ts';
 import { SessionState } from '../core/vocabulary.ts';
 import { type ConnectOptions, clientFor, resolveTarget } from './connect.ts';
 
@@ -11,7 +13,9 @@ export interface CommandIo {
   readonly signal?: AbortSignal | undefined;
 }
 
-const client = async (io: CommandIo) => clientFor(await resolveTarget(io.connect));
+/** The API when `--api URL` is given, otherwise the store and queues of the target stack. */
+const client = async (io: CommandIo): Promise<BatonTransport> =>
+  io.connect.api ? new HttpBatonClient({ baseUrl: io.connect.api }) : clientFor(await resolveTarget(io.connect));
 
 async function readInput(
   values: { input?: string | undefined; file?: string | undefined },
@@ -86,21 +90,44 @@ export async function status(args: string[], io: CommandIo): Promise<number> {
   return 0;
 }
 
-/** `baton list [--status S]` */
+/** `baton list [--tenant T] [--agent A] [--status S] [--from ISO] [--to ISO] [--limit N] [--cursor C]`: one page, newest first. */
 export async function list(args: string[], io: CommandIo): Promise<number> {
-  const { values } = parseArgs({ args, options: { status: { type: 'string' }, limit: { type: 'string' } } });
+  const { values } = parseArgs({
+    args,
+    options: {
+      tenant: { type: 'string' },
+      agent: { type: 'string' },
+      status: { type: 'string' },
+      from: { type: 'string' },
+      to: { type: 'string' },
+      limit: { type: 'string' },
+      cursor: { type: 'string' },
+    },
+  });
   const states = Object.values(SessionState) as string[];
   if (values.status && !states.includes(values.status)) throw new Error(`--status must be one of ${states.join(', ')}`);
-  const sessions = await (await client(io)).list({
-    status: values.status as SessionState | undefined,
-    limit: values.limit ? Number(values.limit) : undefined,
+  const limit = values.limit === undefined ? undefined : Number(values.limit);
+  if (limit !== undefined && (!Number.isInteger(limit) || limit < 1 || limit > 100))
+    throw new Error(`--limit must be a whole number from 1 to 100, got '${values.limit}'`);
+  const page = await (await client(io)).sessions({
+    tenant: values.tenant,
+    agent: values.agent,
+    state: values.status as SessionState | undefined,
+    from: values.from,
+    to: values.to,
+    limit,
+    cursor: values.cursor,
   });
-  for (const s of sessions)
+  if (io.json) {
+    for (const s of page.sessions) io.out(JSON.stringify(s));
+    if (page.cursor) io.out(JSON.stringify({ cursor: page.cursor }));
+    return 0;
+  }
+  for (const s of page.sessions)
     io.out(
-      io.json
-        ? JSON.stringify(s)
-        : `${s.sessionId}  ${s.agent.padEnd(20)} ${s.status.padEnd(10)} legs ${s.legs}  ${s.updatedAt}`,
+      `${s.sessionId}  ${s.agent.padEnd(20)} ${s.status.padEnd(10)} legs ${s.legs}  recoveries ${s.recoveries}  tokens ${s.tokens}  ${s.createdAt}`,
     );
+  if (page.cursor) io.out(`more: baton list --cursor ${page.cursor}`);
   return 0;
 }
 

@@ -69,11 +69,58 @@ export interface SessionEvent {
 
 export type CancelResult = 'requested' | 'already-finished' | 'not-found';
 
+/** A page request of the session list (one tenant, newest first). Times are ISO 8601. */
+export interface SessionListQuery {
+  readonly tenant?: string | undefined;
+  readonly agent?: string | undefined;
+  readonly state?: SessionState | undefined;
+  readonly from?: string | undefined;
+  readonly to?: string | undefined;
+  readonly limit?: number | undefined;
+  readonly cursor?: string | undefined;
+}
+
+/** One row of the session list. */
+export interface SessionListItem {
+  readonly sessionId: string;
+  readonly tenant: string;
+  readonly agent: string;
+  readonly ticketId: string;
+  readonly status: SessionState;
+  readonly legs: number;
+  readonly recoveries: number;
+  readonly tokens: number;
+  readonly cancelRequested: boolean;
+  readonly createdAt: string;
+}
+
+export interface SessionListPage {
+  readonly sessions: SessionListItem[];
+  /** Pass it back for the next page; absent on the last. */
+  readonly cursor?: string | undefined;
+}
+
+/** The client's operations, whichever way it reaches Baton: the store and queues directly, or the HTTP API. */
+export interface BatonTransport {
+  submit(request: SubmitRequest): Promise<Submitted>;
+  status(sessionId: string): Promise<SessionStatus | undefined>;
+  sessions(query?: SessionListQuery): Promise<SessionListPage>;
+  events(
+    sessionId: string,
+    options?: { after?: number; follow?: boolean; signal?: AbortSignal },
+  ): AsyncGenerator<SessionEvent>;
+  cancel(sessionId: string): Promise<CancelResult>;
+}
+
+/** Rows shown when a list request names no limit. */
+export const DEFAULT_LIST_LIMIT = 50;
+
 /**
- * The typed client the CLI, the demo and the tests use: submit tickets, read status, follow
- * events from a cursor, cancel.
+ * The typed client the CLI, the demo and the tests use, straight on the store and queues: submit
+ * tickets, read status, list, follow events from a cursor, cancel. HttpBatonClient does the same
+ * through the HTTP API.
  */
-export class BatonClient {
+export class BatonClient implements BatonTransport {
   constructor(private readonly deps: BatonClientDeps) {}
 
   /** Sends a ticket through the tickets queue; the session id is known before intake runs. */
@@ -110,11 +157,38 @@ export class BatonClient {
     return this.#status(record);
   }
 
-  async list(
-    options: { status?: SessionState | undefined; limit?: number | undefined } = {},
-  ): Promise<SessionStatus[]> {
-    const records = await this.deps.store.listSessions({ state: options.status, limit: options.limit });
-    return Promise.all(records.map((r) => this.#status(r)));
+  /** One page of a tenant's sessions (the default tenant unless named), from the byTenant index. */
+  async sessions(query: SessionListQuery = {}): Promise<SessionListPage> {
+    const time = (iso: string | undefined, what: string) => {
+      if (iso === undefined) return undefined;
+      const ms = Date.parse(iso);
+      if (Number.isNaN(ms)) throw new InvalidInputError(`${what} must be an ISO 8601 date-time, got '${iso}'`);
+      return ms;
+    };
+    const page = await this.deps.store.querySessions({
+      tenant: query.tenant ?? DEFAULT_TENANT,
+      agent: query.agent,
+      state: query.state,
+      createdFrom: time(query.from, 'from'),
+      createdTo: time(query.to, 'to'),
+      limit: query.limit ?? DEFAULT_LIST_LIMIT,
+      cursor: query.cursor,
+    });
+    return {
+      sessions: page.sessions.map((s) => ({
+        sessionId: s.key.id,
+        tenant: s.key.tenant,
+        agent: s.key.agent,
+        ticketId: s.ticketId,
+        status: s.state,
+        legs: s.legs,
+        recoveries: s.recoveries,
+        tokens: s.tokens,
+        cancelRequested: s.cancelRequested,
+        createdAt: new Date(s.createdAt).toISOString(),
+      })),
+      ...(page.cursor === undefined ? {} : { cursor: page.cursor }),
+    };
   }
 
   /** The journal as a stream from a cursor; with `follow`, polls until the session finishes or the signal aborts. */

@@ -3,6 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseSse } from '../../lib/api/sse.ts';
+import { main } from '../../lib/cli/main.ts';
+import { ApiCallError, HttpBatonClient } from '../../lib/client/http-baton-client.ts';
 import { readProbes } from '../fixtures/agents/probe-log.ts';
 import { TEST_AGENTS_MODULE } from '../fixtures/agents/registry.ts';
 import { startTestStack, type TestStack } from '../fixtures/stack.ts';
@@ -179,6 +181,39 @@ describe('the HTTP API served by the local stack', { timeout: 180_000 }, () => {
     expect([cancel.status, cancel.json()]).toEqual([202, { sessionId: session.sessionId, result: 'requested' }]);
     expect(final).toMatchObject({ status: 'cancelled', cancelRequested: true });
     expect([again.status, again.json().error.code]).toEqual([409, 'already_finished']);
+  });
+
+  it('gives the typed client over HTTP the same answers as the store-backed one, and the CLI takes --api', async () => {
+    // Arrange
+    const http = new HttpBatonClient({ baseUrl: api });
+    const tenant = `cli${Date.now().toString(36)}`;
+
+    // Act
+    const submitted = await http.submit({ agent: 'echo', input: { text: 'over http' }, tenant });
+    await waitFor('intake to create the session', () => http.status(submitted.sessionId));
+    const followed: string[] = [];
+    for await (const event of http.events(submitted.sessionId, { follow: true })) followed.push(event.kind);
+    const overHttp = await http.status(submitted.sessionId);
+    const direct = await t.client.status(submitted.sessionId);
+    const page = await http.sessions({ tenant });
+    const directPage = await t.client.sessions({ tenant });
+    const lines: string[] = [];
+    const code = await main(['--api', api, '--json', 'list', '--tenant', tenant], (line) => lines.push(line));
+    const missing = await http.status('no-such-session');
+    const cancelMissing = await http.cancel('no-such-session');
+    const refused = await http.submit({ agent: 'not a name', input: {} }).catch((error: unknown) => error);
+
+    // Assert
+    expect(followed.at(-1)).toBe('published');
+    expect(followed).toContain('outcome');
+    expect(overHttp).toEqual(direct);
+    expect(page).toEqual(directPage);
+    expect(code).toBe(0);
+    expect(lines.map((l) => JSON.parse(l).sessionId)).toEqual([submitted.sessionId]);
+    expect(missing).toBeUndefined();
+    expect(cancelMissing).toBe('not-found');
+    expect(refused).toBeInstanceOf(ApiCallError);
+    expect((refused as ApiCallError).code).toBe('invalid_request');
   });
 
   it('serves an OpenAPI 3.1 document generated from the same schemas as the queues', async () => {
