@@ -75,6 +75,7 @@ export async function measureFullRewrite(options: {
         sessionId: conversationId,
         log: () => {},
         progress: () => {},
+        leg: { use: (_key, open) => open() },
       });
       messages.push({ role: 'user', content: [{ type: 'toolResult', toolCallId: call.id, ok: true, output }] });
       await saveSession();

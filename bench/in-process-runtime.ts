@@ -5,6 +5,7 @@ import { DynamoDbSessionStore } from '../lib/adapters/dynamodb/dynamodb-session-
 import { MemoryResultPublisher, MemoryWorkQueue } from '../lib/adapters/memory/memory-queues.ts';
 import { type AgentDefinition, agentRegistry } from '../lib/agent/define-agent.ts';
 import type { SessionKey } from '../lib/core/ids.ts';
+import { randomIds } from '../lib/core/ids.ts';
 import type { JournalEntry } from '../lib/core/journal.ts';
 import type { Result } from '../lib/core/messages.ts';
 import { LOCAL_CREDENTIALS } from '../lib/local/aws-clients.ts';
@@ -112,6 +113,7 @@ export class InProcessRuntime {
       failpoint: noFailpoints,
       config: { leaseTtlMs, reserveMs: options.reserveMs ?? 500, retentionDays: 1, sweepGraceMs: SWEEP_GRACE_MS },
       random: Math.random,
+      ids: randomIds,
     };
   }
 

@@ -2,9 +2,10 @@ import { agentRegistry } from '../lib/agent/define-agent.ts';
 import { bedrockModelFromEnv } from './bedrock-model.ts';
 import { longHaul } from './long-haul/agent.ts';
 import { orderInvestigator } from './order-investigation/agent.ts';
+import { researcher } from './researcher/agent.ts';
 
 /**
  * The agents this deployment hosts. The functions import this module as `#agents` (package.json
  * "imports"; the CDK construct points it at a team's own file).
  */
-export const agents = agentRegistry([orderInvestigator(bedrockModelFromEnv()), longHaul]);
+export const agents = agentRegistry([orderInvestigator(bedrockModelFromEnv()), longHaul, researcher()]);

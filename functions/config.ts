@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ENV } from '../lib/core/resources.ts';
+import { type ProducerMap, parseProducers } from '../lib/core/tenancy.ts';
 
 /** The functions' configuration, parsed once per cold start. A bad value fails loudly, naming it. */
 const Config = z.object({
@@ -14,6 +15,8 @@ const Config = z.object({
   [ENV.sweepIntervalMs]: z.coerce.number().int().positive().default(5_000),
   [ENV.sweepWindowMs]: z.coerce.number().int().positive().default(55_000),
   [ENV.retentionDays]: z.coerce.number().int().positive().default(30),
+  [ENV.producers]: z.string().min(1).optional(),
+  [ENV.tracing]: z.enum(['xray', 'otel']).default('xray'),
   BATON_FAILPOINTS_FILE: z.string().optional(),
   AWS_REGION: z.string().default('us-east-1'),
 });
@@ -31,6 +34,10 @@ export interface FunctionConfig {
   readonly sweepIntervalMs: number;
   readonly sweepWindowMs: number;
   readonly retentionDays: number;
+  /** Which tenants each ticket sender may use; undefined when the deployment maps none. */
+  readonly producers?: ProducerMap | undefined;
+  /** Which tracer: X-Ray through Powertools, or OpenTelemetry over OTLP. */
+  readonly tracing: 'xray' | 'otel';
   readonly failpointsFile?: string | undefined;
   readonly region: string;
 }
@@ -54,7 +61,18 @@ export function loadConfig(env: NodeJS.ProcessEnv): FunctionConfig {
     sweepIntervalMs: c[ENV.sweepIntervalMs],
     sweepWindowMs: c[ENV.sweepWindowMs],
     retentionDays: c[ENV.retentionDays],
+    producers: producersOf(c[ENV.producers]),
+    tracing: c[ENV.tracing],
     failpointsFile: c.BATON_FAILPOINTS_FILE,
     region: c.AWS_REGION,
   };
+}
+
+function producersOf(json: string | undefined): ProducerMap | undefined {
+  if (json === undefined) return undefined;
+  try {
+    return parseProducers(json);
+  } catch (error) {
+    throw new Error(`Baton function configuration is invalid: ${ENV.producers}: ${(error as Error).message}`);
+  }
 }

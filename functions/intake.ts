@@ -19,8 +19,9 @@ async function handleTickets(event: SQSEvent): Promise<SQSBatchResponse> {
 
 async function handleRecord(record: SQSRecord): Promise<string | undefined> {
   const trace = parseTraceparent(record.messageAttributes[ATTR_TRACEPARENT]?.stringValue);
+  const origin = { senderId: record.attributes.SenderId, messageId: record.messageId };
   try {
-    await acceptTicket(record.body, trace, deps);
+    await acceptTicket(record.body, trace, deps, origin);
     return undefined;
   } catch (error) {
     if (!(error instanceof InvalidInputError)) {
@@ -31,8 +32,8 @@ async function handleRecord(record: SQSRecord): Promise<string | undefined> {
       return record.messageId;
     }
     const reason = error.message;
-    telemetry.logger.error('ticket rejected', { messageId: record.messageId, reason });
-    const recorded = await recordRejectedTicket(record.body, reason, deps).catch(() => false);
+    telemetry.logger.error('ticket rejected', { messageId: record.messageId, senderId: origin.senderId, reason });
+    const recorded = await recordRejectedTicket(record.body, reason, deps, origin).catch(() => false);
     // Without a ticket id and agent there is no record to write: the DLQ keeps it for an operator.
     return recorded ? undefined : record.messageId;
   }

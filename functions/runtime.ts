@@ -5,10 +5,12 @@ import { installFaultsFromEnv } from '../lib/adapters/faults/install-faults.ts';
 import { S3BlobStore } from '../lib/adapters/s3/s3-blob-store.ts';
 import { SqsResultPublisher, SqsWorkQueue } from '../lib/adapters/sqs/sqs-queues.ts';
 import { type AgentRegistry, assertFitsBudget } from '../lib/agent/define-agent.ts';
+import { randomIds } from '../lib/core/ids.ts';
 import { addAwsTraceHeaderShim } from '../lib/local/aws-trace-header-shim.ts';
 import { systemClock } from '../lib/ports/clock.ts';
 import type { RuntimeDeps } from '../lib/runtime/deps.ts';
 import { fileFailpoints, noFailpoints } from '../lib/runtime/failpoints.ts';
+import { withOtelTracing } from '../lib/telemetry/otel-telemetry.ts';
 import { createPowertoolsTelemetry } from '../lib/telemetry/powertools-telemetry.ts';
 import { loadConfig } from './config.ts';
 
@@ -24,7 +26,11 @@ const agents: AgentRegistry = agentsModule
   ? ((await import(agentsModule)) as { agents: AgentRegistry }).agents
   : deployedAgents;
 
-export const telemetry = createPowertoolsTelemetry();
+// OpenTelemetry replaces X-Ray when configured; its SDK is imported only then.
+export const telemetry =
+  config.tracing === 'otel'
+    ? await withOtelTracing(createPowertoolsTelemetry({ tracingEnabled: false }))
+    : createPowertoolsTelemetry();
 
 const aws = { region: config.region };
 const sqs = createSqsClient(aws);
@@ -60,6 +66,8 @@ export const deps: RuntimeDeps = {
     reserveMs: config.reserveMs,
     retentionDays: config.retentionDays,
     sweepGraceMs: config.leaseTtlMs,
+    producers: config.producers,
   },
   random: Math.random,
+  ids: randomIds,
 };

@@ -15,6 +15,13 @@ export const LongHaulInput = z.object({
     .default(256),
   /** Simulated duration of each tool call. */
   stepMs: z.number().int().min(0).max(60_000).default(0),
+  /** Pads the final answer to about this many bytes (answers over the queue limit travel through the bucket). */
+  answerBytes: z
+    .number()
+    .int()
+    .min(0)
+    .max(4 * 1024 * 1024)
+    .default(0),
 });
 
 const fetchChunk = defineTool({
@@ -40,7 +47,10 @@ export const longHaul = defineAgent({
       const first = messages[0]?.content[0];
       const input = LongHaulInput.parse(JSON.parse(first?.type === 'text' ? first.text : '{}'));
       const { toolResults } = transcriptStats(messages);
-      if (toolResults >= input.steps) return { final: `fetched ${toolResults} chunks` };
+      if (toolResults >= input.steps) {
+        const answer = `fetched ${toolResults} chunks`;
+        return { final: input.answerBytes > answer.length ? answer.padEnd(input.answerBytes, '.') : answer };
+      }
       return {
         toolCalls: [
           {

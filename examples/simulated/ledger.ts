@@ -1,6 +1,7 @@
-import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { ToolEffect } from '../../lib/core/vocabulary.ts';
+import { readJsonLines } from '../../lib/local/json-lines.ts';
 
 /** One call a simulated downstream service received. */
 export interface LedgerLine {
@@ -24,19 +25,17 @@ export function recordCall(line: Omit<LedgerLine, 'at'>): void {
   appendFileSync(path, `${JSON.stringify({ ...line, at: Date.now() })}\n`);
 }
 
+/** Every call recorded so far (a line cut short by a SIGKILL mid-write is skipped). */
 export function readLedger(path = ledgerPath()): LedgerLine[] {
-  if (!path || !existsSync(path)) return [];
-  return readFileSync(path, 'utf8')
-    .split('\n')
-    .filter((l) => l.trim())
-    .map((l) => JSON.parse(l) as LedgerLine);
+  return readJsonLines<LedgerLine>(path);
 }
 
 /** Once-only keys that were executed more than once: must always be empty. */
 export function duplicateEffects(lines: readonly LedgerLine[]): string[] {
   const seen = new Map<string, number>();
   for (const line of lines) {
-    if (line.effect !== 'once' || line.operation.startsWith('refuse:')) continue;
+    if (line.effect !== 'once' || line.operation.startsWith('refuse:') || line.operation.startsWith('refused:'))
+      continue;
     const id = `${line.service}:${line.operation}:${line.idempotencyKey}`;
     seen.set(id, (seen.get(id) ?? 0) + 1);
   }

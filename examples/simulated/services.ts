@@ -103,6 +103,14 @@ export async function scoreFraud(customerId: string, ctx: CallContext, options =
 export async function issueRefund(orderId: string, amountCents: number, ctx: CallContext, options = serviceOptions()) {
   await latency(400, ctx.idempotencyKey, ctx.signal, options);
   if (readLedger().some((l) => l.operation === 'refuse:issueRefund' && l.idempotencyKey === ctx.idempotencyKey)) {
+    // Recorded, so a checker can count it: a refused refund is a refund that never happens.
+    recordCall({
+      service: 'refunds',
+      operation: 'refused:issueRefund',
+      effect: 'once',
+      idempotencyKey: ctx.idempotencyKey,
+      sessionId: ctx.sessionId,
+    });
     throw new StepError(`refunds: key ${ctx.idempotencyKey} was voided by reconcile`, { retryable: false });
   }
   recordCall({

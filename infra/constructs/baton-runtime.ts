@@ -12,7 +12,7 @@ import { BlockPublicAccess, Bucket, BucketEncryption, type IBucket, ObjectOwners
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import type { Queue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { ENV, SESSION_TABLE, visibilityTimeoutSeconds } from '../../lib/core/resources.ts';
+import { ANY_TENANT, ENV, NAME_PATTERN, SESSION_TABLE, visibilityTimeoutSeconds } from '../../lib/core/resources.ts';
 import { BatonFunction } from './baton-function.ts';
 import { BatonQueues } from './baton-queues.ts';
 import { BatonMonitoring } from './monitoring.ts';
@@ -43,10 +43,22 @@ const SWEEPER_TIMEOUT_MARGIN = Duration.seconds(15);
 /** The API answers within this; an events request waits at most 20 s for news (functions/api.ts). */
 const API_TIMEOUT = Duration.seconds(30);
 const API_MEMORY_MB = 512;
-/** Tenant names, as the runtime accepts them (lib/core/ids.ts NAME_PATTERN). */
-const TENANT_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 /** An S3 object must outlive the journal entry pointing to it; DynamoDB's TTL deletion lags by up to days. */
 const PAYLOAD_RETENTION_GRACE_DAYS = 2;
+
+/** Baton's own configuration (lib/core/resources.ts ENV, failpoints, faults): never set by agentEnvironment. */
+const RESERVED_ENV_PREFIX = 'BATON_';
+
+/** A producer of tickets and the tenants it may submit for. */
+export interface BatonProducer {
+  /**
+   * Who sends, as SQS reports a record's SenderId: a role's unique id (`role.roleId`, `AROA…`;
+   * a session of the role sends as `AROA…:session`), an IAM user's id (`AIDA…`), or an account id.
+   */
+  readonly sender: string;
+  /** Tenant names it may use; `'*'` for every tenant. */
+  readonly tenants: readonly string[];
+}
 
 /** What a team tunes; every field has a default. */
 export interface BatonRuntimeProps {
@@ -116,9 +128,16 @@ export interface BatonRuntimeProps {
   readonly accessLogsBucket?: IBucket;
   /**
    * Extra environment for the intake and step functions (what the agents read, e.g. a model id).
+   * Names starting with `BATON_` are reserved and refused.
    * @default none
    */
   readonly agentEnvironment?: Record<string, string>;
+  /**
+   * Binds tenants to producers: intake refuses (with a failed result, writing nothing under the
+   * tenant) a ticket whose sender is not listed or is not listed for the ticket's tenant.
+   * @default none: every producer that may send to the tickets queue may use every tenant
+   */
+  readonly producers?: readonly BatonProducer[];
   /**
    * Retention of the functions' log groups.
    * @default RetentionDays.ONE_MONTH
@@ -206,6 +225,7 @@ export class BatonRuntime extends Construct {
     this.intakeFunction = fn('intake', settings.intakeTimeout, settings.memorySize, {
       ...withAgents,
       [ENV.ticketsQueueUrl]: this.ticketsQueue.queueUrl,
+      ...(props.producers === undefined ? {} : { [ENV.producers]: producersJson(props.producers) }),
     });
     this.stepFunction = fn('step', settings.functionTimeout, settings.memorySize, withAgents);
     this.sweeperFunction = fn('sweeper', settings.sweepWindow.plus(SWEEPER_TIMEOUT_MARGIN), 256, {
@@ -420,10 +440,33 @@ function resolveSettings(props: BatonRuntimeProps): Settings {
   for (const [principal, tenants] of Object.entries(settings.apiTenants)) {
     if (!/^arn:aws[\w-]*:(iam|sts)::\d{12}:/.test(principal))
       refuse(`apiTenants: '${principal}' is not an IAM principal ARN (arn:aws:iam::ACCOUNT:role/NAME)`);
-    if (tenants !== '*' && (tenants.length === 0 || tenants.some((t) => !TENANT_NAME.test(t))))
+    if (tenants !== '*' && (tenants.length === 0 || tenants.some((t) => !NAME_PATTERN.test(t))))
       refuse(`apiTenants: the tenants of ${principal} must be '*' or a non-empty list of tenant names`);
   }
+  const senders = new Set<string>();
+  for (const { sender, tenants } of props.producers ?? []) {
+    if (senders.has(sender)) refuse(`producers: sender ${sender} is listed twice; list all its tenants in one entry`);
+    senders.add(sender);
+    if (tenants.length === 0) refuse(`producers: sender ${sender} has no tenants`);
+    for (const tenant of tenants)
+      if (tenant !== ANY_TENANT && !NAME_PATTERN.test(tenant))
+        refuse(`producers: tenant "${tenant}" of sender ${sender} must match ${NAME_PATTERN} or be "${ANY_TENANT}"`);
+  }
+  for (const name of Object.keys(props.agentEnvironment ?? {}))
+    if (name.startsWith(RESERVED_ENV_PREFIX))
+      refuse(
+        `agentEnvironment may not set ${name}: ${RESERVED_ENV_PREFIX}* variables are reserved for Baton's own configuration`,
+      );
   return settings;
+}
+
+/**
+ * The producers map as the JSON intake parses (lib/core/tenancy.ts). Built by concatenation so a
+ * sender may be a token (a role's id, resolved at deploy time); ids hold no characters to escape.
+ */
+function producersJson(producers: readonly BatonProducer[]): string {
+  const entries = producers.map(({ sender, tenants }) => `"${sender}":${JSON.stringify(tenants)}`);
+  return `{${entries.join(',')}}`;
 }
 
 function visibilityOf(consumerTimeout: Duration): Duration {

@@ -1,6 +1,6 @@
 import type { z } from 'zod';
-import { InvalidInputError } from '../core/errors.ts';
-import { ATTR_RESULT_ID, ATTR_TRACEPARENT, describeIssues, type Result } from '../core/messages.ts';
+import { InvalidInputError, PayloadTooLargeError } from '../core/errors.ts';
+import { ATTR_RESULT_ID, ATTR_TRACEPARENT, describeIssues, MAX_MESSAGE_BYTES, type Result } from '../core/messages.ts';
 import { formatTraceparent } from '../core/trace-context.ts';
 import type { SendOptions } from '../ports/queues.ts';
 
@@ -18,6 +18,17 @@ export function validateMessage<S extends z.ZodType>(schema: S, message: unknown
   if (!parsed.success)
     throw new InvalidInputError(`${what} does not match its contract: ${describeIssues(parsed.error)}`);
   return parsed.data;
+}
+
+/**
+ * Refuses a message over the SQS limit before it is sent, as SQS would (body plus attribute
+ * names and values). A refusal is deterministic: resending cannot help.
+ */
+export function checkMessageSize(body: unknown, attributes: Record<string, string>, what: string): void {
+  const bytes =
+    Buffer.byteLength(JSON.stringify(body)) +
+    Object.entries(attributes).reduce((n, [k, v]) => n + Buffer.byteLength(k) + Buffer.byteLength(v) + 6, 0);
+  if (bytes > MAX_MESSAGE_BYTES) throw new PayloadTooLargeError(`${what} message`, bytes, MAX_MESSAGE_BYTES);
 }
 
 /** DelaySeconds: whole seconds in [0, 900]; anything else is a caller's bug, refused. */

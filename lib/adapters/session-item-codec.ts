@@ -40,7 +40,7 @@ export function keyOfPk(pk: string): SessionKey | undefined {
 /** The sweep index partition key of a session (a string attribute, per the resource definition). */
 export const sweepShardAttr = (sessionId: string): string => String(sweepShardOf(sessionId));
 
-/** Where a large payload of a session goes in the blob store. */
+/** Where a large payload of a session goes in the blob store; a pointer outside it is refused. */
 const blobPrefix = (key: SessionKey): string =>
   `${encodeURIComponent(key.tenant)}/${encodeURIComponent(key.agent)}/${encodeURIComponent(key.id)}`;
 
@@ -72,6 +72,7 @@ const SessionItemSchema = z.object({
   traceId: z.string().regex(/^[0-9a-f]{32}$/),
   sweepShard: z.string().optional(),
   sweepAt: int.optional(),
+  handoff: z.string().optional(),
   createdAt: int,
   updatedAt: int,
   ttl: int.optional(),
@@ -209,6 +210,7 @@ export function decodeSession(raw: unknown, expected?: SessionKey): SessionRecor
     recovered: item.recovered ?? 0,
     traceId: item.traceId,
     ...(item.sweepAt === undefined ? {} : { sweepAt: item.sweepAt }),
+    ...(item.handoff === undefined ? {} : { handoff: item.handoff }),
     createdAt: item.createdAt,
     updatedAt: item.updatedAt,
   };
@@ -274,7 +276,7 @@ export async function encodeTurn(
   const what = `input of turn ${turn.turnId} of ${formatSessionKey(key)}`;
   const input = await offload.store(
     toJson(turn.input),
-    () => `${blobPrefix(key)}/T${encodeURIComponent(turn.turnId)}-input-${turn.inputHash.slice(0, 32)}.json`,
+    () => `${blobPrefix(key)}/T${encodeURIComponent(turn.turnId)}-input-${turn.inputHash.slice(0, 32)}`,
     what,
   );
   const outcome = turn.outcome === undefined ? {} : await encodeOutcome(key, turn.turnId, turn.outcome, offload);
@@ -300,7 +302,7 @@ export async function encodeOutcome(
 ): Promise<Partial<Record<'outcome' | 'outcomeBlob', string>>> {
   const stored = await offload.store(
     toJson(outcome),
-    () => `${blobPrefix(key)}/T${encodeURIComponent(turnId)}-outcome-${randomBytes(8).toString('hex')}.json`,
+    () => `${blobPrefix(key)}/T${encodeURIComponent(turnId)}-outcome-${randomBytes(8).toString('hex')}`,
     `outcome of turn ${turnId} of ${formatSessionKey(key)}`,
   );
   return payloadAttrs(stored, 'outcome', 'outcomeBlob');
@@ -314,10 +316,10 @@ export async function decodeTurn(raw: unknown, key: SessionKey, offload: Payload
     throw new CorruptStateError(`${where}: item key ${item.pk}/${item.sk} does not match`);
   }
   const input = parseJson(
-    await offload.load(storedPayload(item.input, item.inputBlob, `${where} input`), `${where} input`),
+    await offload.load(storedPayload(item.input, item.inputBlob, `${where} input`), `${where} input`, blobPrefix(key)),
     `${where} input`,
   );
-  const outcome = await decodeOutcome(item, where, offload);
+  const outcome = await decodeOutcome(item, where, offload, blobPrefix(key));
   return {
     turnId: item.turnId,
     ticketId: item.ticketId,
@@ -332,10 +334,11 @@ async function decodeOutcome(
   item: Pick<TurnItem, 'outcome' | 'outcomeBlob'>,
   where: string,
   offload: PayloadOffload,
+  scope: string,
 ): Promise<TurnOutcome | undefined> {
   if (item.outcome === undefined && item.outcomeBlob === undefined) return undefined;
   const what = `${where} outcome`;
-  const text = await offload.load(storedPayload(item.outcome, item.outcomeBlob, what), what);
+  const text = await offload.load(storedPayload(item.outcome, item.outcomeBlob, what), what, scope);
   return validate(TurnOutcomeSchema, parseJson(text, what), what) as TurnOutcome;
 }
 
@@ -351,7 +354,7 @@ export async function encodeEntry(
 ): Promise<JournalItem> {
   const data = await offload.store(
     toJson(entry.data),
-    () => `${blobPrefix(key)}/J${entry.seq}-e${entry.epoch}-${encodeURIComponent(entry.writeId)}.json`,
+    () => `${blobPrefix(key)}/J${entry.seq}-e${entry.epoch}-${encodeURIComponent(entry.writeId)}`,
     `journal entry ${entry.seq} (${entry.kind}) of ${formatSessionKey(key)}`,
   );
   return {
@@ -381,7 +384,10 @@ export async function decodeEntry(raw: unknown, key: SessionKey, offload: Payloa
     throw new CorruptStateError(`${where}: seq ${item.seq} does not match its key ${item.pk}/${item.sk}`);
   }
   const what = `journal entry ${item.seq} of ${formatSessionKey(key)}`;
-  const data = parseJson(await offload.load(storedPayload(item.data, item.dataBlob, what), what), what);
+  const data = parseJson(
+    await offload.load(storedPayload(item.data, item.dataBlob, what), what, blobPrefix(key)),
+    what,
+  );
   const candidate = {
     seq: item.seq,
     kind: item.kind,

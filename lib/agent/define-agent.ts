@@ -1,5 +1,5 @@
 import type { ZodType } from 'zod';
-import { MAX_CLOCK_SKEW_MS, stepCanEverFit } from '../core/budget.ts';
+import { MAX_CLOCK_SKEW_MS, onceOnlyCanEverFit, stepCanEverFit } from '../core/budget.ts';
 import { InvalidInputError } from '../core/errors.ts';
 import { NAME_PATTERN } from '../core/ids.ts';
 import type { ModelClient } from '../ports/model-client.ts';
@@ -53,9 +53,6 @@ export function defineAgent(options: DefineAgentOptions): AgentDefinition {
   return { ...options, tools, limits: { ...DEFAULT_LIMITS, ...options.limits } };
 }
 
-/** A renewal's round trip: the lease a once-only call starts with is this much shorter than the TTL. */
-const RENEWAL_ALLOWANCE_MS = 250;
-
 /** The deployment's durations that every step must fit in. */
 export interface BudgetLimits {
   readonly functionTimeoutMs: number;
@@ -81,7 +78,7 @@ export function assertFitsBudget(agent: AgentDefinition, limits: BudgetLimits): 
     }
   }
   for (const tool of agent.tools.filter((t) => t.effect === 'once')) {
-    if (tool.maxDurationMs + MAX_CLOCK_SKEW_MS + RENEWAL_ALLOWANCE_MS > limits.leaseTtlMs) {
+    if (!onceOnlyCanEverFit(tool.maxDurationMs, limits.leaseTtlMs)) {
       throw new InvalidInputError(
         `agent ${agent.name}: once-only tool ${tool.name} may take ${tool.maxDurationMs} ms, which a ${limits.leaseTtlMs} ms lease cannot outlive (with ${MAX_CLOCK_SKEW_MS} ms clock skew)`,
       );

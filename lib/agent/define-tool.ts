@@ -13,6 +13,14 @@ export interface ToolContext {
   readonly log: (message: string, fields?: Record<string, unknown>) => void;
   /** Reports progress; the lease is renewed on a heartbeat regardless. */
   readonly progress: (note: string) => void;
+  /** Resources that live for this leg only (a connection opened on first use), closed before it hands off. */
+  readonly leg: LegScope;
+}
+
+/** The leg's resource scope: opened lazily, shared by the leg's calls, closed before the leg yields, waits or ends. */
+export interface LegScope {
+  /** The resource under `key`, opened on first use in this leg; `close` runs before the leg hands off. */
+  use<T>(key: string, open: () => Promise<T>, close: (value: T) => Promise<void>): Promise<T>;
 }
 
 /** A once-only tool's answer to "did the interrupted call happen?" */
@@ -26,12 +34,15 @@ export interface ToolDefinition<I = unknown, O = unknown> {
   readonly name: string;
   readonly description: string;
   readonly input: z.ZodType<I>;
+  /** The input's JSON Schema as the model sees it, when it comes from elsewhere (an MCP server) rather than `input`. */
+  readonly inputJsonSchema?: Record<string, unknown> | undefined;
   /** pure: no side effect. idempotent: safe to repeat with the same key. once: a watermark guards it. */
   readonly effect: ToolEffect;
   readonly maxDurationMs: number;
   readonly retry?: Partial<RetryPolicy> | undefined;
   run(input: I, ctx: ToolContext): Promise<O>;
-  reconcile?: ((idempotencyKey: string, input: I) => Promise<ReconcileVerdict>) | undefined;
+  /** Asks the downstream whether an interrupted call happened; `signal` aborts when the leg stops. */
+  reconcile?: ((idempotencyKey: string, input: I, signal: AbortSignal) => Promise<ReconcileVerdict>) | undefined;
 }
 
 /** A tool of any input and output type, as an agent lists them. */
@@ -60,6 +71,7 @@ export function defineTool<I, O>(
 
 /** The JSON Schema of a tool's input, as models want it. */
 export function toolInputSchema(tool: AnyTool): Record<string, unknown> {
+  if (tool.inputJsonSchema) return tool.inputJsonSchema;
   const { $schema: _ignored, ...schema } = z.toJSONSchema(tool.input, { unrepresentable: 'any' }) as Record<
     string,
     unknown

@@ -1,6 +1,6 @@
 import { StepError } from '../core/errors.ts';
 import type { ToolCall } from '../core/journal.ts';
-import { systemClock } from '../ports/clock.ts';
+import { type Clock, systemClock } from '../ports/clock.ts';
 import type { ChatMessage, ModelClient, ModelRequest, ModelResponse } from '../ports/model-client.ts';
 
 /** What a script answers: tool calls to make, or the final text. */
@@ -12,6 +12,8 @@ export interface ScriptedModelOptions {
   readonly id?: string;
   /** Simulated latency of one call (honours the abort signal). */
   readonly latencyMs?: number;
+  /** What the latency is measured on (a ManualClock in unit tests). */
+  readonly clock?: Clock | undefined;
   readonly maxDurationMs?: number;
   /** Decides the reply from the transcript alone: deterministic, so a resume sees the same answers. */
   readonly script: (transcript: readonly ChatMessage[], request: ModelRequest) => ScriptReply;
@@ -52,7 +54,7 @@ export function scriptedModel(options: ScriptedModelOptions): ModelClient {
     id: options.id ?? 'scripted',
     maxDurationMs: options.maxDurationMs ?? Math.max(1_000, latencyMs * 2),
     async converse(request, signal): Promise<ModelResponse> {
-      if (latencyMs > 0) await systemClock.sleep(latencyMs, signal);
+      if (latencyMs > 0) await (options.clock ?? systemClock).sleep(latencyMs, signal);
       signal.throwIfAborted();
       const reply = options.script(request.messages, request);
       const usage = {

@@ -1,18 +1,31 @@
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, rmSync, writeFileSync } from 'node:fs';
+import { readJsonLines } from '../local/json-lines.ts';
 import type { WorkerInfo } from '../local/supervisor.ts';
+import { type CancelTimer, type Clock, systemClock } from '../ports/clock.ts';
 import { FAILPOINTS, type Failpoint, type FailpointArm } from '../runtime/failpoints.ts';
 
+/** What the chaos runner uses; the demo uses a subset (kills only). */
 export interface ChaosMonkeyOptions {
+  /** The supervisor's live workers (the processes this run started). */
+  readonly workers: () => WorkerInfo[];
+  /** Mean gap between SIGKILLs (±50%); never shorter than the workers need to start and serve. */
   readonly killEveryMs: number;
-  readonly pauseEveryMs: number;
+  /** Mean gap between SIGSTOPs; 0 or absent: no pauses. */
+  readonly pauseEveryMs?: number | undefined;
   /** How long a paused worker stays stopped (longer than the lease TTL). */
-  readonly pauseForMs: number;
-  readonly failpointEveryMs: number;
-  /** The BATON_FAILPOINTS_FILE the workers read. */
-  readonly failpointsFile: string;
+  readonly pauseForMs?: number | undefined;
+  /** Mean gap between re-arming crash points; needs `failpointsFile`. */
+  readonly failpointEveryMs?: number | undefined;
+  /** The BATON_FAILPOINTS_FILE the workers read; absent: no crash points. */
+  readonly failpointsFile?: string | undefined;
   /** In [0, 1). */
   readonly random?: (() => number) | undefined;
   readonly log?: ((line: string) => void) | undefined;
+  /** Called after each SIGKILL the monkey sent. */
+  readonly onKill?: ((worker: WorkerInfo) => void) | undefined;
+  /** Sends a signal; false when the process is already gone. `process.kill` by default. */
+  readonly signal?: ((pid: number, name: NodeJS.Signals) => boolean) | undefined;
+  readonly clock?: Clock | undefined;
 }
 
 export interface ChaosMonkeyStats {
@@ -50,96 +63,117 @@ export interface FailpointFiring {
 }
 
 export function readFailpointLog(failpointsFile: string): FailpointFiring[] {
-  const path = `${failpointsFile}.log`;
-  if (!existsSync(path)) return [];
-  return readFileSync(path, 'utf8')
-    .split('\n')
-    .filter((line) => line.trim().length > 0)
-    .flatMap((line) => {
-      try {
-        return [JSON.parse(line) as FailpointFiring];
-      } catch {
-        return []; // a line cut short by the kill it announced
-      }
-    });
+  return readJsonLines<FailpointFiring>(`${failpointsFile}.log`);
+}
+
+/**
+ * Whether a worker may be killed: it is up and serving (it said it was ready) and has served at
+ * least as long as it took to start, so a fresh worker serves something before it can die again.
+ */
+export function servedLongEnough(worker: WorkerInfo, now: number): boolean {
+  return (
+    worker.ready && worker.readyAtMs !== undefined && now - worker.readyAtMs >= worker.readyAtMs - worker.startedAtMs
+  );
+}
+
+/** The longest a ready worker took to start: kills never come faster than that. */
+export function startupMs(workers: readonly WorkerInfo[]): number {
+  return Math.max(0, ...workers.map((w) => (w.readyAtMs === undefined ? 0 : w.readyAtMs - w.startedAtMs)));
 }
 
 /**
  * Kills random worker processes (SIGKILL), pauses others (SIGSTOP, then SIGCONT after longer
- * than the lease TTL) and keeps the named crash points re-armed, until stopped. One worker is
- * always left running, so the run makes progress.
+ * than the lease TTL) and keeps the named crash points re-armed, until stopped. A kill takes only
+ * a worker that has served as long as it took to start (`servedLongEnough`), never comes sooner
+ * after the previous one than a worker takes to start, and always leaves another worker up and
+ * serving; pauses leave one running too.
  */
-export function startChaosMonkey(workers: () => WorkerInfo[], options: ChaosMonkeyOptions): ChaosMonkey {
+export function startChaosMonkey(options: ChaosMonkeyOptions): ChaosMonkey {
   const random = options.random ?? Math.random;
   const log = options.log ?? (() => {});
-  const paused = new Map<number, NodeJS.Timeout>();
-  const timers = new Set<NodeJS.Timeout>();
+  const clock = options.clock ?? systemClock;
+  const send = options.signal ?? signal;
+  const paused = new Map<number, CancelTimer>();
+  const timers = new Set<CancelTimer>();
   let kills = 0;
   let pauses = 0;
   let rearmed = 0;
 
-  const candidates = () => workers().filter((w) => w.ready && w.pid > 0 && !paused.has(w.pid));
+  const candidates = () => options.workers().filter((w) => w.ready && w.pid > 0 && !paused.has(w.pid));
   const pick = <T>(items: readonly T[]): T | undefined => items[Math.floor(random() * items.length)];
   /** A period with ±50% jitter, so kills do not fall into step with the legs. */
   const jittered = (ms: number) => Math.max(50, Math.round(ms * (0.5 + random())));
-  const every = (ms: number, act: () => void) => {
-    if (ms <= 0) return;
+  const every = (ms: number | undefined, act: () => void) => {
+    if (ms === undefined || ms <= 0) return;
     const schedule = () => {
-      const timer = setTimeout(() => {
-        timers.delete(timer);
+      const cancel = clock.setTimer(jittered(ms), () => {
+        timers.delete(cancel);
         act();
         schedule();
-      }, jittered(ms));
-      timers.add(timer);
+      });
+      timers.add(cancel);
     };
     schedule();
   };
 
   const resume = (pid: number) => {
-    clearTimeout(paused.get(pid));
+    paused.get(pid)?.();
     paused.delete(pid);
-    signal(pid, 'SIGCONT');
+    send(pid, 'SIGCONT');
   };
 
+  let lastKillAt = Number.NEGATIVE_INFINITY;
   every(options.killEveryMs, () => {
-    const victim = pick(candidates());
-    if (victim && signal(victim.pid, 'SIGKILL')) {
+    const now = clock.now();
+    const workers = options.workers();
+    if (now - lastKillAt < startupMs(workers)) return;
+    const running = candidates();
+    const victim = pick(running.filter((w) => servedLongEnough(w, now)));
+    // Another worker must stay up and serving, so the run keeps making progress.
+    if (!victim || !running.some((w) => w.pid !== victim.pid)) return;
+    if (send(victim.pid, 'SIGKILL')) {
       kills++;
+      lastKillAt = now;
       log(`SIGKILL worker ${victim.slot} (pid ${victim.pid})`);
+      options.onKill?.(victim);
     }
   });
-  every(options.pauseEveryMs, () => {
+  const pauseForMs = options.pauseForMs ?? 0;
+  every(pauseForMs > 0 ? options.pauseEveryMs : 0, () => {
     const running = candidates();
     if (running.length < 2) return;
     const victim = pick(running);
-    if (!victim || !signal(victim.pid, 'SIGSTOP')) return;
+    if (!victim || !send(victim.pid, 'SIGSTOP')) return;
     pauses++;
-    log(`SIGSTOP worker ${victim.slot} (pid ${victim.pid}) for ${options.pauseForMs} ms`);
+    log(`SIGSTOP worker ${victim.slot} (pid ${victim.pid}) for ${pauseForMs} ms`);
     paused.set(
       victim.pid,
-      setTimeout(() => resume(victim.pid), options.pauseForMs),
+      clock.setTimer(pauseForMs, () => resume(victim.pid)),
     );
   });
 
-  writeFileSync(options.failpointsFile, JSON.stringify(crashPointArms(options.pauseForMs)));
-  let next = 0;
-  every(options.failpointEveryMs, () => {
-    const name = FAILPOINTS[next++ % FAILPOINTS.length] as Failpoint;
-    const claim = `${options.failpointsFile}.${name}.fired`;
-    if (existsSync(claim)) {
-      rmSync(claim, { force: true });
-      rearmed++;
-    }
-  });
+  const failpointsFile = options.failpointsFile;
+  if (failpointsFile !== undefined) {
+    writeFileSync(failpointsFile, JSON.stringify(crashPointArms(pauseForMs)));
+    let next = 0;
+    every(options.failpointEveryMs, () => {
+      const name = FAILPOINTS[next++ % FAILPOINTS.length] as Failpoint;
+      const claim = `${failpointsFile}.${name}.fired`;
+      if (existsSync(claim)) {
+        rmSync(claim, { force: true });
+        rearmed++;
+      }
+    });
+  }
 
   return {
     stats: () => ({ kills, pauses, rearmed }),
     stop() {
-      for (const timer of timers) clearTimeout(timer);
+      for (const cancel of timers) cancel();
       timers.clear();
       for (const pid of [...paused.keys()]) resume(pid);
       // Disarm: nothing fires after the chaos phase.
-      writeFileSync(options.failpointsFile, '{}');
+      if (failpointsFile !== undefined) writeFileSync(failpointsFile, '{}');
     },
   };
 }

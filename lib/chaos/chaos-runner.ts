@@ -33,6 +33,8 @@ const PROGRESS_EVERY_MS = 10_000;
 const RESULTS_POLL_MS = 500;
 const SUBMIT_CONCURRENCY = 16;
 const CHAOS_MAX_RECEIVE_COUNT = 10;
+/** A final answer over the queue message limit (MAX_MESSAGE_BYTES). */
+const LARGE_ANSWER_BYTES = 300 * 1024;
 
 export interface ChaosRunHooks {
   /** Reuse running emulators (the test suite's) instead of starting DynamoDB Local and fauxqs. */
@@ -108,7 +110,8 @@ export async function runChaos(options: ChaosOptions, hooks: ChaosRunHooks = {})
     clock: systemClock,
   });
 
-  const monkey = startChaosMonkey(() => stack.supervisor.workers(), {
+  const monkey = startChaosMonkey({
+    workers: () => stack.supervisor.workers(),
     killEveryMs: options.killEveryMs,
     pauseEveryMs: options.pauseEveryMs,
     pauseForMs: options.pauseForMs,
@@ -248,9 +251,16 @@ async function submitTickets(
   signal: AbortSignal | undefined,
   log: (line: string) => void,
 ): Promise<void> {
+  // Every other long-haul job answers with more than a queue message holds: its result travels
+  // through the payload bucket.
   const inputOf = (ticket: SubmittedTicket, i: number) =>
     ticket.agent === LONG_HAUL_AGENT
-      ? { steps: options.longHaulSteps, payloadBytes: 256, stepMs: options.longHaulStepMs }
+      ? {
+          steps: options.longHaulSteps,
+          payloadBytes: 256,
+          stepMs: options.longHaulStepMs,
+          ...(i % 2 === 0 ? { answerBytes: LARGE_ANSWER_BYTES } : {}),
+        }
       : { orderId: `O-${runId}-${i}`, complaint: 'My parcel never arrived.' };
   const gapMs = options.submitPerSecond > 0 ? 1000 / options.submitPerSecond : 0;
   const began = Date.now();

@@ -52,6 +52,7 @@ export function formatFigureTable(report: ChaosReport): string {
     ['**lost**', `**${f.lost}**`],
     ['**duplicate effects**', `**${f.duplicateEffects}**`],
     ['**stuck**', `**${f.stuck}**`],
+    ['**once-only calls refused (voided key)**', `**${f.refusedOnceOnlyCalls}**`],
     [
       'journal violations (gaps, fencing, steps twice)',
       String(count('gap-free') + count('fenced') + count('once-journaled')),
@@ -65,7 +66,8 @@ export function formatFigureTable(report: ChaosReport): string {
           count('once-journaled') -
           count('lost') -
           count('duplicate-effect') -
-          count('stuck'),
+          count('stuck') -
+          count('refused-once'),
       ),
     ],
   ];

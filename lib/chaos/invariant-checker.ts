@@ -10,6 +10,8 @@ export const Invariant = {
   published: 'published',
   /** A once-only effect executed twice for one key. */
   duplicateEffect: 'duplicate-effect',
+  /** A once-only call the downstream refused (its key voided by reconcile): the effect never happens. */
+  refusedOnce: 'refused-once',
   /** A once-only effect with no watermark (intent entry) before it. */
   watermark: 'watermark',
   /** Pending work and no live owner after the sweeper's period. */
@@ -48,6 +50,8 @@ export interface ChaosFigures {
   readonly interruptedLegs: number;
   readonly steps: number;
   readonly onceOnlyCalls: number;
+  /** Once-only calls the downstream refused because reconcile had voided their key. */
+  readonly refusedOnceOnlyCalls: number;
   readonly reconciled: number;
   /** Result messages drained, duplicates included (delivery is at least once). */
   readonly resultMessages: number;
@@ -203,7 +207,15 @@ export function checkInvariants(
     unmarkedLegs += Math.max(0, (session.record?.epoch ?? 0) - markers);
   }
 
-  const onceCalls = snapshot.ledger.filter((l) => l.effect === 'once' && !l.operation.startsWith('refuse:'));
+  const onceCalls = snapshot.ledger.filter((l) => l.effect === 'once' && isEffect(l));
+  const refusedCalls = snapshot.ledger.filter((l) => l.effect === 'once' && l.operation.startsWith(REFUSED));
+  for (const call of refusedCalls) {
+    add(
+      Invariant.refusedOnce,
+      call.sessionId,
+      `${call.service}:${call.operation.slice(REFUSED.length)} was refused for key ${call.idempotencyKey}, which reconcile had voided`,
+    );
+  }
   const duplicates = duplicateOnceKeys(onceCalls);
   for (const [id, count] of duplicates) {
     add(Invariant.duplicateEffect, sessionOf(onceCalls, id), `${id} executed ${count} times`);
@@ -237,6 +249,7 @@ export function checkInvariants(
       duplicateEffects: duplicates.size,
       ...journalFigures,
       onceOnlyCalls: onceCalls.length,
+      refusedOnceOnlyCalls: refusedCalls.length,
       resultMessages: snapshot.results.length,
       failures,
       crashLoops,
@@ -244,6 +257,12 @@ export function checkInvariants(
     },
   };
 }
+
+/** Ledger operations that are not effects: a key voided by reconcile, and a call refused for one. */
+const VOIDED = 'refuse:';
+const REFUSED = 'refused:';
+const isEffect = (call: LedgerCall): boolean =>
+  !call.operation.startsWith(VOIDED) && !call.operation.startsWith(REFUSED);
 
 const CRASH_LOOP = /^crash loop: (\d+) consecutive recoveries without progress/;
 

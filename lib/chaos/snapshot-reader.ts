@@ -1,6 +1,7 @@
-import { existsSync, readFileSync } from 'node:fs';
-import { DeleteMessageBatchCommand, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import type { SQSClient } from '@aws-sdk/client-sqs';
 import { type DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { readJsonLines } from '../local/json-lines.ts';
+import { drainQueue } from '../local/receive-messages.ts';
 import type { LedgerCall, PublishedResult, RawEntry, RawSession, RawTurn } from './chaos-snapshot.ts';
 
 type Item = Record<string, unknown>;
@@ -94,52 +95,19 @@ export async function readSessions(documents: DynamoDBDocumentClient, table: str
 
 /** Receives (and deletes) everything on the results queue right now. */
 export async function drainResults(sqs: SQSClient, queueUrl: string): Promise<PublishedResult[]> {
-  const results: PublishedResult[] = [];
-  let emptyPolls = 0;
-  while (emptyPolls < 2) {
-    const { Messages = [] } = await sqs.send(
-      new ReceiveMessageCommand({
-        QueueUrl: queueUrl,
-        MaxNumberOfMessages: 10,
-        WaitTimeSeconds: emptyPolls === 0 ? 0 : 1,
-      }),
-    );
-    if (Messages.length === 0) {
-      emptyPolls++;
-      continue;
-    }
-    emptyPolls = 0;
-    for (const message of Messages) {
-      const body = json(message.Body);
-      results.push({
-        sessionId: str(body?.sessionId) ?? '',
-        turnId: str(body?.turnId) ?? '',
-        ticketId: str(body?.ticketId) ?? '',
-        status: str(body?.status) ?? '',
-        error: str(body?.error),
-      });
-    }
-    await sqs.send(
-      new DeleteMessageBatchCommand({
-        QueueUrl: queueUrl,
-        Entries: Messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle ?? '' })),
-      }),
-    );
-  }
-  return results;
+  return (await drainQueue(sqs, queueUrl)).map((message) => {
+    const body = json(message.body);
+    return {
+      sessionId: str(body?.sessionId) ?? '',
+      turnId: str(body?.turnId) ?? '',
+      ticketId: str(body?.ticketId) ?? '',
+      status: str(body?.status) ?? '',
+      error: str(body?.error),
+    };
+  });
 }
 
 /** The simulated services' ledger (one JSON line per call received). */
 export function readLedgerFile(path: string): LedgerCall[] {
-  if (!existsSync(path)) return [];
-  return readFileSync(path, 'utf8')
-    .split('\n')
-    .filter((line) => line.trim().length > 0)
-    .flatMap((line) => {
-      try {
-        return [JSON.parse(line) as LedgerCall];
-      } catch {
-        return []; // a line cut short by a SIGKILL mid-write
-      }
-    });
+  return readJsonLines<LedgerCall>(path);
 }

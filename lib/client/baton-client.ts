@@ -1,16 +1,18 @@
 import { randomUUID } from 'node:crypto';
-import { InvalidInputError } from '../core/errors.ts';
-import { DEFAULT_TENANT, deriveSessionId } from '../core/ids.ts';
+import { contentDigest, ticketBlobPrefix } from '../core/content-digest.ts';
+import { InvalidInputError, TicketConflictError } from '../core/errors.ts';
+import { DEFAULT_TENANT, deriveSessionId, hashJson } from '../core/ids.ts';
 import type { JournalEntry } from '../core/journal.ts';
+import { INLINE_PAYLOAD_LIMIT_BYTES } from '../core/messages.ts';
 import { childContext, newTraceId } from '../core/trace-context.ts';
-import type { SessionState } from '../core/vocabulary.ts';
+import { reportedState, type SessionState } from '../core/vocabulary.ts';
 import type { BlobStore } from '../ports/blob-store.ts';
 import type { Clock } from '../ports/clock.ts';
 import type { TicketQueue, WorkQueue } from '../ports/queues.ts';
 import type { SessionRecord, SessionStore, TurnOutcome } from '../ports/session-store.ts';
 
-/** Ticket bodies above this go to the payload bucket (SQS allows 256 KiB per message, attributes included). */
-export const INLINE_TICKET_LIMIT_BYTES = 200 * 1024;
+/** Ticket inputs above this go to the payload bucket (the queues keep to MAX_MESSAGE_BYTES, attributes included). */
+export const INLINE_TICKET_LIMIT_BYTES = INLINE_PAYLOAD_LIMIT_BYTES;
 
 export interface BatonClientDeps {
   readonly store: SessionStore;
@@ -128,14 +130,23 @@ export class BatonClient implements BatonTransport {
     const tenant = request.tenant ?? DEFAULT_TENANT;
     const ticketId = request.ticketId ?? randomUUID();
     if (request.input === undefined) throw new InvalidInputError('input is required');
+    const sessionId = deriveSessionId(tenant, request.agent, ticketId);
+    if (request.ticketId !== undefined) {
+      // Intake would refuse it anyway; refusing here gives the producer the error, not the results queue.
+      const turn = await this.deps.store.getTurn({ tenant, agent: request.agent, id: sessionId }, ticketId);
+      if (turn && turn.inputHash !== hashJson(request.input)) throw new TicketConflictError(ticketId);
+    }
     let input = request.input;
     const bytes = Buffer.byteLength(JSON.stringify(input));
     if (bytes > INLINE_TICKET_LIMIT_BYTES) {
       if (!this.deps.blobs)
         throw new InvalidInputError(`input is ${bytes} bytes, over the SQS limit, and no payload bucket is configured`);
-      const key = `tickets/${tenant}/${request.agent}/${encodeURIComponent(ticketId)}.json`;
-      await this.deps.blobs.put(key, JSON.stringify(input));
-      input = { $blob: key };
+      const text = JSON.stringify(input);
+      const digest = contentDigest(text);
+      // The key carries the hash too: a resubmission with another input never meets the first one's blob.
+      const key = `${ticketBlobPrefix(tenant, request.agent)}/${encodeURIComponent(ticketId)}-${digest.sha256}.json`;
+      await this.deps.blobs.put(key, text);
+      input = { $blob: key, ...digest };
     }
     const traceId = newTraceId();
     await this.deps.tickets.submit(
@@ -144,7 +155,7 @@ export class BatonClient implements BatonTransport {
     );
     return {
       ticketId,
-      sessionId: deriveSessionId(tenant, request.agent, ticketId),
+      sessionId,
       tenant,
       agent: request.agent,
       traceId,
@@ -244,7 +255,7 @@ export class BatonClient implements BatonTransport {
       tenant: record.key.tenant,
       agent: record.key.agent,
       ticketId: record.ticketId,
-      status: record.state,
+      status: reportedState(record.state, turn?.outcome?.status),
       turnId: record.activeTurnId,
       outcome: turn?.outcome,
       legs: record.legs,

@@ -28,3 +28,13 @@ export const stepCanEverFit = (maxDurationMs: number, timeoutMs: number, reserve
  */
 export const onceOnlyFitsLease = (leaseUntil: number, now: number, maxDurationMs: number): boolean =>
   leaseUntil - now >= maxDurationMs + MAX_CLOCK_SKEW_MS;
+
+/** A renewal's round trip: the lease a once-only call starts with is this much shorter than the TTL. */
+export const RENEWAL_ALLOWANCE_MS = 250;
+
+/**
+ * Could a once-only call of this size ever start? The cold-start check, stated with the runtime's
+ * own test on a lease just renewed, so the two cannot disagree.
+ */
+export const onceOnlyCanEverFit = (maxDurationMs: number, leaseTtlMs: number): boolean =>
+  onceOnlyFitsLease(leaseTtlMs - RENEWAL_ALLOWANCE_MS, 0, maxDurationMs);

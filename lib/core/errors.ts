@@ -24,6 +24,14 @@ export class TicketConflictError extends InvalidInputError {
   }
 }
 
+/** A ticket whose sender is not bound to its tenant: refused without touching that tenant's records. */
+export class TenantNotAllowedError extends InvalidInputError {
+  constructor(message: string) {
+    super(message);
+    this.name = 'TenantNotAllowedError';
+  }
+}
+
 /** Stored state failed validation: it is treated as untrusted input, never repaired silently. */
 export class CorruptStateError extends BatonError {
   constructor(message: string, options?: ErrorOptions) {
@@ -59,11 +67,37 @@ export class PayloadTooLargeError extends InvalidInputError {
   }
 }
 
+/** A blob larger than its reader allows: refused before its body is read, never retried. */
+export class BlobTooLargeError extends BatonError {
+  constructor(
+    readonly key: string,
+    readonly bytes: number,
+    readonly maxBytes: number,
+  ) {
+    super(`blob ${key} is ${bytes} bytes, more than the ${maxBytes} allowed`, { retryable: false });
+    this.name = 'BlobTooLargeError';
+  }
+}
+
+/**
+ * The journal could not be written for a reason outside the step (a throttle or a 5xx the SDK
+ * gave up on). Never a turn's outcome: the leg stops and the next owner recovers the turn.
+ */
+export class InfrastructureError extends Error {
+  constructor(what: string, cause: unknown) {
+    super(`${what}: ${errorMessage(cause)}`, { cause });
+    this.name = 'InfrastructureError';
+  }
+}
+
 /** An error raised by a model or tool; `retryable` decides whether the retry policy applies. */
 export class StepError extends BatonError {
-  constructor(message: string, options?: ErrorOptions & { retryable?: boolean }) {
+  /** The provider's own "retry after" (e.g. a 429's Retry-After): the next attempt waits at least this long. */
+  readonly retryAfterMs: number | undefined;
+  constructor(message: string, options?: ErrorOptions & { retryable?: boolean; retryAfterMs?: number | undefined }) {
     super(message, options);
     this.name = 'StepError';
+    this.retryAfterMs = options?.retryAfterMs;
   }
 }
 

@@ -1,4 +1,5 @@
 import { CorruptStateError } from './errors.ts';
+import { idempotencyKey, type SessionKey } from './ids.ts';
 import type { JournalEntry, ToolCall } from './journal.ts';
 import type { Usage } from './messages.ts';
 import type { OutcomeStatus } from './vocabulary.ts';
@@ -14,6 +15,17 @@ export interface PendingCall {
   readonly modelSeq: number;
   /** Seq of its watermark, when a once-only call was started. */
   readonly intentSeq?: number | undefined;
+  /**
+   * Seq of the `notDone` verdict that voided its last key: the re-run gets a new key derived
+   * from it, because the downstream refuses the voided one.
+   */
+  readonly reconciledSeq?: number | undefined;
+}
+
+/** The idempotency key of a pending call: the model entry's seq and the call id, plus the verdict that voided the last one. */
+export function pendingCallKey(key: SessionKey, pending: PendingCall): string {
+  const base = idempotencyKey(key, pending.modelSeq, pending.call.id);
+  return pending.reconciledSeq === undefined ? base : `${base}:r${pending.reconciledSeq}`;
 }
 
 export interface SessionView {
@@ -108,7 +120,7 @@ export function applyEntry(view: SessionView, entry: JournalEntry): SessionView 
         pendingCalls: view.pendingCalls.filter((p) => p.call.id !== entry.data.callId),
       };
     case 'reconciled':
-      // done settles the call like a result; notDone lets it run again with the same key;
+      // done settles the call like a result; notDone lets it run again under a new key;
       // unknown parks the session until a human decides.
       if (entry.data.verdict === 'done') {
         return {
@@ -121,7 +133,7 @@ export function applyEntry(view: SessionView, entry: JournalEntry): SessionView 
         return {
           ...next,
           pendingCalls: view.pendingCalls.map((p) =>
-            p.call.id === entry.data.callId ? { call: p.call, modelSeq: p.modelSeq } : p,
+            p.call.id === entry.data.callId ? { call: p.call, modelSeq: p.modelSeq, reconciledSeq: entry.seq } : p,
           ),
         };
       }
@@ -146,27 +158,5 @@ export function foldJournal(entries: readonly JournalEntry[], from: SessionView 
   return entries.reduce(applyEntry, from);
 }
 
-export type NextAction =
-  | { readonly kind: 'start-turn' }
-  | { readonly kind: 'model' }
-  | { readonly kind: 'tools'; readonly calls: readonly PendingCall[] }
-  | { readonly kind: 'reconcile'; readonly call: PendingCall }
-  | { readonly kind: 'wait-retry'; readonly retryAt: number }
-  | { readonly kind: 'finish'; readonly text: string }
-  | { readonly kind: 'publish' }
-  | { readonly kind: 'parked'; readonly callId: string }
-  | { readonly kind: 'done' };
-
-/** What to do next, given the view and the turn the session record says is active. */
-export function nextAction(view: SessionView, activeTurnId: string | undefined, now: number): NextAction {
-  if (activeTurnId !== undefined && view.turnId !== activeTurnId) return { kind: 'start-turn' };
-  if (view.outcome) return view.published ? { kind: 'done' } : { kind: 'publish' };
-  if (view.parkedCallId !== undefined) return { kind: 'parked', callId: view.parkedCallId };
-  if (view.retryAt !== undefined && view.retryAt > now) return { kind: 'wait-retry', retryAt: view.retryAt };
-  // A watermark without a result: the call may have run. Never repeat it blindly.
-  const interrupted = view.pendingCalls.find((p) => p.intentSeq !== undefined);
-  if (interrupted) return { kind: 'reconcile', call: interrupted };
-  if (view.pendingCalls.length > 0) return { kind: 'tools', calls: view.pendingCalls };
-  if (view.finalText !== undefined) return { kind: 'finish', text: view.finalText };
-  return { kind: 'model' };
-}
+/** The next action lives beside the fold; re-exported here for the callers that know it by this file. */
+export { decideNext, type LegFacts, type NextAction, nextAction } from './next-action.ts';

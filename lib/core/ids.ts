@@ -11,9 +11,10 @@ export const DEFAULT_TENANT = 'default';
 
 const BASE32 = 'abcdefghijklmnopqrstuvwxyz234567';
 const SESSION_ID_CHARS = 26; // 130 bits of sha256: collision-free for any realistic volume
+/** Every session id is derived (deriveSessionId, deriveChildSessionId): 26 base32 characters. */
+export const SESSION_ID_PATTERN = /^[a-z2-7]{26}$/;
 
-/** Names (tenant, agent) may not contain the key separator, so keys cannot alias each other. */
-export const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+export { NAME_PATTERN } from './resources.ts';
 
 function base32(bytes: Uint8Array, chars: number): string {
   let out = '';
@@ -68,8 +69,37 @@ export function newOwnerId(invocationId: string): string {
   return `${invocationId}:${randomBytes(6).toString('hex')}`;
 }
 
+/** The nonce a yielding leg stores and puts in its continuation: 128 random bits, hex. */
+export const newHandoffNonce = (): string => randomBytes(16).toString('hex');
+export const HANDOFF_PATTERN = /^[0-9a-f]{32}$/;
+
 /** A unique write id, stamped on journal entries to recognise one's own retried write. */
 export const newWriteId = (): string => randomBytes(8).toString('hex');
+
+/** Where the runtime gets the ids it mints, injected so tests can make them predictable. */
+export interface IdSource {
+  /** A leg's owner id for this invocation. */
+  ownerId(invocationId: string): string;
+  /** A journal entry's write id. */
+  writeId(): string;
+  /** The nonce a yielding leg stores and its continuation carries. */
+  handoffNonce(): string;
+}
+
+/** Random ids: what the deployed runtime uses. */
+export const randomIds: IdSource = { ownerId: newOwnerId, writeId: newWriteId, handoffNonce: newHandoffNonce };
+
+/** Predictable ids (`<invocation>:o1`, `w1`, `w2`, …): unique within one source, for tests. */
+export function sequentialIds(): IdSource {
+  let owners = 0;
+  let writes = 0;
+  let nonces = 0;
+  return {
+    ownerId: (invocationId) => `${invocationId}:o${++owners}`,
+    writeId: () => `w${++writes}`,
+    handoffNonce: () => (++nonces).toString(16).padStart(32, '0'),
+  };
+}
 
 /**
  * The idempotency key handed to a tool call: identical on every re-run of the same call.

@@ -19,6 +19,8 @@ export interface LeaseState {
   readonly seenVersion: number;
   readonly cancelRequested: boolean;
   readonly sweepAt?: number | undefined;
+  /** The nonce the holder stored when it yielded; its continuation must carry it. */
+  readonly handoff?: string | undefined;
 }
 
 export type AcquirePlan =
@@ -39,14 +41,20 @@ export function hasWork(lease: LeaseState, kick: Pick<Kick, 'reason'>, now: numb
  * one (a recovery); take over from a predecessor that yielded to this continuation. Anything
  * else is dropped: the holder will see the new pendingVersion.
  */
-export function planAcquire(lease: LeaseState, kick: Pick<Kick, 'reason' | 'fromEpoch'>, now: number): AcquirePlan {
+export function planAcquire(
+  lease: LeaseState,
+  kick: Pick<Kick, 'reason' | 'fromEpoch' | 'handoff'>,
+  now: number,
+): AcquirePlan {
   if (TERMINAL_SESSION_STATES.includes(lease.state)) return { kind: 'drop', why: 'finished' };
   if (lease.owner === undefined) {
     return hasWork(lease, kick, now) ? { kind: 'acquire', recovery: false } : { kind: 'drop', why: 'no-work' };
   }
   if (lease.until !== undefined && lease.until < now)
     return { kind: 'acquire', recovery: true, expectOwner: lease.owner };
-  if (kick.reason === 'continuation' && kick.fromEpoch === lease.epoch) {
+  // A live lease is handed over only to the continuation its holder sent: right epoch and nonce.
+  const fromHolder = kick.handoff !== undefined && kick.handoff === lease.handoff;
+  if (kick.reason === 'continuation' && kick.fromEpoch === lease.epoch && fromHolder) {
     return { kind: 'acquire', recovery: false, expectOwner: lease.owner };
   }
   return { kind: 'drop', why: 'held' };

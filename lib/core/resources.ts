@@ -67,6 +67,15 @@ export const VISIBILITY_TIMEOUT_FACTOR = 6;
 export const visibilityTimeoutSeconds = (functionTimeoutSeconds: number): number =>
   Math.ceil(functionTimeoutSeconds * VISIBILITY_TIMEOUT_FACTOR);
 
+/**
+ * Names (tenant, agent) may not contain the key separator, so keys cannot alias each other.
+ * Here rather than in ids.ts because the infra checks tenant names in `producers` at synth.
+ */
+export const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+
+/** A producer's tenant list entry meaning every tenant. */
+export const ANY_TENANT = '*';
+
 /** Environment variable names the functions read (set by CDK in the cloud, by `baton dev` locally). */
 export const ENV = {
   table: 'BATON_TABLE',
@@ -83,4 +92,8 @@ export const ENV = {
   maxRecoveries: 'BATON_MAX_RECOVERIES',
   /** The API function's tenancy: JSON, IAM principal ARN → tenant names or "*". */
   apiTenants: 'BATON_API_TENANTS',
+  /** JSON: sender id → tenants it may submit for (lib/core/tenancy.ts); unset, any sender any tenant. */
+  producers: 'BATON_PRODUCERS',
+  /** `xray` (default) or `otel`: which tracer the functions use. */
+  tracing: 'BATON_TRACING',
 } as const;

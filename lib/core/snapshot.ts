@@ -12,7 +12,7 @@ import { OutcomeStatus } from './vocabulary.ts';
  */
 
 /** Bump whenever applyEntry changes what it derives. */
-export const FOLD_VERSION = 1;
+export const FOLD_VERSION = 2;
 
 export interface SessionSnapshot {
   readonly seq: number;
@@ -35,7 +35,12 @@ const SessionViewSchema = z
     usage,
     turnId: z.string().optional(),
     pendingCalls: z.array(
-      z.object({ call: ToolCall, modelSeq: z.number().int(), intentSeq: z.number().int().optional() }),
+      z.object({
+        call: ToolCall,
+        modelSeq: z.number().int(),
+        intentSeq: z.number().int().optional(),
+        reconciledSeq: z.number().int().optional(),
+      }),
     ),
     finalText: z.string().optional(),
     failedAttempts: z.number().int().nonnegative(),
@@ -53,15 +58,19 @@ const SessionViewSchema = z
   })
   .strict();
 
+/**
+ * A snapshot is stored inline in one item: a view larger than this (large pending tool inputs, a
+ * large final answer) is not snapshotted, and the next leg folds the journal instead.
+ */
+export const MAX_SNAPSHOT_VIEW_BYTES = 100_000;
+
+/** The snapshot of a view, or undefined when the journal does not end at it or it is too large to store. */
 export function takeSnapshot(view: SessionView, entries: readonly JournalEntry[]): SessionSnapshot | undefined {
   const last = entries[view.lastSeq - 1];
   if (!last || last.seq !== view.lastSeq) return undefined;
-  return {
-    seq: view.lastSeq,
-    foldVersion: FOLD_VERSION,
-    entryHash: entryHash(last),
-    view: JSON.parse(JSON.stringify(view)),
-  };
+  const json = JSON.stringify(view);
+  if (Buffer.byteLength(json) > MAX_SNAPSHOT_VIEW_BYTES) return undefined;
+  return { seq: view.lastSeq, foldVersion: FOLD_VERSION, entryHash: entryHash(last), view: JSON.parse(json) };
 }
 
 /**

@@ -21,6 +21,15 @@ export const OutcomeStatus = {
 } as const;
 export type OutcomeStatus = (typeof OutcomeStatus)[keyof typeof OutcomeStatus];
 
+/**
+ * The state a reader reports for a session: its turn's outcome once one is recorded (written
+ * before the result is published), else the record's state, which catches up at release.
+ */
+export function reportedState(recordState: SessionState, outcome: OutcomeStatus | undefined): SessionState {
+  if (outcome === undefined) return recordState;
+  return outcome === 'superseded' ? 'completed' : outcome;
+}
+
 /** Why a kick was sent; a leg marker records the reason its leg started. */
 export const KickReason = {
   first: 'first',

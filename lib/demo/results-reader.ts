@@ -1,5 +1,6 @@
-import { DeleteMessageBatchCommand, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import type { SQSClient } from '@aws-sdk/client-sqs';
 import { ATTR_RESULT_ID, Result } from '../core/messages.ts';
+import { receiveAndDelete } from '../local/receive-messages.ts';
 
 /** A result as the demo received it from the results queue. */
 export interface ReceivedResult {
@@ -9,9 +10,8 @@ export interface ReceivedResult {
   readonly duplicates: number;
 }
 
-/** Short polls keep the view live; SQS returns at most 10 messages per receive. */
+/** Short polls keep the view live. */
 const RECEIVE_WAIT_S = 1;
-const RECEIVE_MAX = 10;
 
 /**
  * Consumes the results queue as a downstream consumer would: validates each message against the
@@ -34,44 +34,31 @@ export class ResultsReader {
 
   /** One receive; returns how many messages came. */
   async poll(signal?: AbortSignal): Promise<number> {
-    const { Messages = [] } = await this.sqs.send(
-      new ReceiveMessageCommand({
-        QueueUrl: this.queueUrl,
-        MaxNumberOfMessages: RECEIVE_MAX,
-        WaitTimeSeconds: RECEIVE_WAIT_S,
-        MessageAttributeNames: [ATTR_RESULT_ID],
-      }),
-      signal ? { abortSignal: signal } : {},
-    );
+    const messages = await receiveAndDelete(this.sqs, this.queueUrl, {
+      waitTimeSeconds: RECEIVE_WAIT_S,
+      attributeNames: [ATTR_RESULT_ID],
+      signal,
+    });
     const now = Date.now();
-    for (const message of Messages) {
+    for (const message of messages) {
       let parsed: ReturnType<typeof Result.safeParse>;
       try {
-        parsed = Result.safeParse(JSON.parse(message.Body ?? ''));
+        parsed = Result.safeParse(JSON.parse(message.body));
       } catch {
-        this.invalid.push(message.Body ?? '');
+        this.invalid.push(message.body);
         continue;
       }
       if (!parsed.success) {
-        this.invalid.push(message.Body ?? '');
+        this.invalid.push(message.body);
         continue;
       }
-      const id =
-        message.MessageAttributes?.[ATTR_RESULT_ID]?.StringValue ?? `${parsed.data.sessionId}/${parsed.data.turnId}`;
+      const id = message.attributes[ATTR_RESULT_ID] ?? `${parsed.data.sessionId}/${parsed.data.turnId}`;
       const seen = this.#results.get(id);
       this.#results.set(
         id,
         seen ? { ...seen, duplicates: seen.duplicates + 1 } : { result: parsed.data, receivedAt: now, duplicates: 0 },
       );
     }
-    if (Messages.length > 0) {
-      await this.sqs.send(
-        new DeleteMessageBatchCommand({
-          QueueUrl: this.queueUrl,
-          Entries: Messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle ?? '' })),
-        }),
-      );
-    }
-    return Messages.length;
+    return messages.length;
   }
 }

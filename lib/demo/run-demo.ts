@@ -4,13 +4,13 @@ import { createDocumentClient, createS3Client, createSqsClient } from '../adapte
 import { DynamoDbSessionStore } from '../adapters/dynamodb/dynamodb-session-store.ts';
 import { S3BlobStore } from '../adapters/s3/s3-blob-store.ts';
 import { SqsTicketQueue, SqsWorkQueue } from '../adapters/sqs/sqs-queues.ts';
+import { type ChaosMonkey, startChaosMonkey } from '../chaos/chaos-monkey.ts';
 import { BatonClient } from '../client/baton-client.ts';
 import { ENV } from '../core/resources.ts';
 import { LOCAL_CREDENTIALS } from '../local/aws-clients.ts';
 import { addAwsTraceHeaderShim } from '../local/aws-trace-header-shim.ts';
 import { type LocalStack, type LocalStackOptions, startLocalStack } from '../local/local-stack.ts';
 import { systemClock } from '../ports/clock.ts';
-import { type ChaosMonkey, startChaosMonkey } from './chaos-monkey.ts';
 import { demoBatch } from './demo-batch.ts';
 import { type DemoSummary, formatSummary, summarize } from './demo-summary.ts';
 import { ProgressTracker } from './progress-tracker.ts';
@@ -135,7 +135,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoRun> {
     if (options.chaos) {
       chaos = startChaosMonkey({
         workers: () => stack.supervisor.workers(),
-        everyMs: chaosEveryMs,
+        killEveryMs: chaosEveryMs,
         onKill: (worker) => {
           workerKills++;
           view.note(`  [chaos] kill -9 worker ${worker.slot} (pid ${worker.pid})`);

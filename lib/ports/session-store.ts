@@ -31,6 +31,8 @@ export interface SessionRecord {
   readonly traceId: string;
   /** Present only while the sweeper should look at this session. */
   readonly sweepAt?: number | undefined;
+  /** The nonce the current holder stored when it yielded (lib/core/lease.ts planAcquire). */
+  readonly handoff?: string | undefined;
   readonly createdAt: number;
   readonly updatedAt: number;
 }
@@ -87,6 +89,8 @@ export interface RenewRequest {
   readonly until: number;
   /** The leg has appended progress since it acquired: clears the crash-loop counter. */
   readonly progressed: boolean;
+  /** Stores the nonce its continuation will carry (a yield); acquire clears it. */
+  readonly handoff?: string | undefined;
 }
 
 export interface ReleaseRequest {

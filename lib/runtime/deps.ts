@@ -1,8 +1,12 @@
 import type { AgentRegistry } from '../agent/define-agent.ts';
+import type { IdSource } from '../core/ids.ts';
+import type { ProducerMap } from '../core/tenancy.ts';
 import type { BlobStore } from '../ports/blob-store.ts';
 import type { Clock } from '../ports/clock.ts';
+import type { LiveEvents } from '../ports/live-events.ts';
 import type { ResultPublisher, TicketQueue, WorkQueue } from '../ports/queues.ts';
 import type { SessionStore } from '../ports/session-store.ts';
+import type { LegSpan, LegTraceStart } from '../telemetry/telemetry.ts';
 import type { FailpointHook } from './failpoints.ts';
 
 /** The structured logger the runtime writes through (Powertools in Lambda, memory in tests). */
@@ -29,6 +33,8 @@ export interface RuntimeTracer {
     traceId: string;
     epoch: number;
   }): void;
+  /** Opens the leg's span, parent of its model and tool spans (OpenTelemetry); optional. */
+  startLeg?(leg: LegTraceStart): LegSpan;
 }
 
 /** The slice of lib/telemetry the runtime needs. */
@@ -46,6 +52,8 @@ export interface RuntimeConfig {
   readonly retentionDays: number;
   /** How long after an event the sweeper looks, if no kick made progress first. */
   readonly sweepGraceMs: number;
+  /** Tenants each producer may submit for (intake); every producer may use every tenant when absent. */
+  readonly producers?: ProducerMap | undefined;
 }
 
 export const DEFAULT_RUNTIME_CONFIG: RuntimeConfig = {
@@ -62,6 +70,8 @@ export interface RuntimeDeps {
   readonly results: ResultPublisher;
   readonly tickets?: TicketQueue | undefined;
   readonly blobs?: BlobStore | undefined;
+  /** Where partial model output goes while it streams (never journaled); none by default. */
+  readonly live?: LiveEvents | undefined;
   readonly clock: Clock;
   readonly agents: AgentRegistry;
   readonly telemetry: RuntimeTelemetry;
@@ -69,6 +79,8 @@ export interface RuntimeDeps {
   readonly config: RuntimeConfig;
   /** In [0, 1): jitter for retry backoff. */
   readonly random: () => number;
+  /** Owner and write ids. */
+  readonly ids: IdSource;
 }
 
 export const ttlSeconds = (config: RuntimeConfig, now: number): number =>

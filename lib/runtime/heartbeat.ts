@@ -1,7 +1,7 @@
 import { MAX_CLOCK_SKEW_MS } from '../core/budget.ts';
 import { LeaseLostError } from '../core/errors.ts';
 import { renewIntervalMs } from '../core/lease.ts';
-import type { Clock } from '../ports/clock.ts';
+import type { CancelTimer, Clock } from '../ports/clock.ts';
 import type { SessionRecord } from '../ports/session-store.ts';
 
 /** How soon a renewal that failed on a throttle or a 5xx is tried again. */
@@ -24,7 +24,7 @@ export interface HeartbeatOptions {
  * flight, so nothing the leg started outlives it.
  */
 export class Heartbeat {
-  #timer: NodeJS.Timeout | undefined;
+  #cancelTimer: CancelTimer | undefined;
   #inFlight: Promise<void> | undefined;
   #stopped = false;
   #lastGood: number;
@@ -43,16 +43,20 @@ export class Heartbeat {
     return this.#until;
   }
 
+  /** Starts renewing (again, after a stop). */
   start(): void {
+    this.#stopped = false;
     this.#schedule(renewIntervalMs(this.options.ttlMs));
   }
 
   /** Renews now (before a once-only call) and resolves with the fresh record. */
   async renewNow(): Promise<SessionRecord> {
     await this.#inFlight;
-    const until = this.options.clock.now() + this.options.ttlMs;
+    const sentAt = this.options.clock.now();
+    const until = sentAt + this.options.ttlMs;
     const record = await this.options.renew(until);
-    this.#lastGood = this.options.clock.now();
+    // The store may have applied the renewal as soon as it was sent: count from then.
+    this.#lastGood = sentAt;
     this.#until = until;
     this.options.onRenewed(record);
     return record;
@@ -60,26 +64,26 @@ export class Heartbeat {
 
   async stop(): Promise<void> {
     this.#stopped = true;
-    clearTimeout(this.#timer);
+    this.#cancelTimer?.();
     await this.#inFlight;
   }
 
   #schedule(ms: number): void {
     if (this.#stopped) return;
-    this.#timer = setTimeout(() => {
+    this.#cancelTimer = this.options.clock.setTimer(ms, () => {
       this.#inFlight = this.#beat().finally(() => {
         this.#inFlight = undefined;
       });
-    }, ms);
-    this.#timer.unref?.();
+    });
   }
 
   async #beat(): Promise<void> {
-    const until = this.options.clock.now() + this.options.ttlMs;
+    const sentAt = this.options.clock.now();
+    const until = sentAt + this.options.ttlMs;
     try {
       const record = await this.options.renew(until);
       if (this.#stopped) return;
-      this.#lastGood = this.options.clock.now();
+      this.#lastGood = sentAt;
       this.#until = until;
       this.options.onRenewed(record);
       this.#schedule(renewIntervalMs(this.options.ttlMs));

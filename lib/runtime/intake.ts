@@ -1,6 +1,17 @@
-import { errorMessage, InvalidInputError, PayloadTooLargeError, TicketConflictError } from '../core/errors.ts';
+import type { AgentDefinition } from '../agent/define-agent.ts';
+import { isKeyUnder, matchesDigest, ticketBlobPrefix } from '../core/content-digest.ts';
+import {
+  BlobTooLargeError,
+  errorMessage,
+  InvalidInputError,
+  PayloadTooLargeError,
+  TenantNotAllowedError,
+  TicketConflictError,
+} from '../core/errors.ts';
 import { DEFAULT_TENANT, deriveSessionId, hashJson, NAME_PATTERN, type SessionKey } from '../core/ids.ts';
-import { BlobRef, describeIssues, Ticket } from '../core/messages.ts';
+import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../core/json-depth.ts';
+import { BlobRef, describeIssues, Ticket, TicketId } from '../core/messages.ts';
+import { tenantRefusal } from '../core/tenancy.ts';
 import { childContext, newTraceId, type TraceContext } from '../core/trace-context.ts';
 import type { RuntimeDeps } from './deps.ts';
 import { ttlSeconds } from './deps.ts';
@@ -17,19 +28,35 @@ export interface Accepted {
   readonly created: boolean;
 }
 
+/** Where a ticket came from, as the queue reports it. */
+export interface TicketOrigin {
+  /** The SQS record's `SenderId`: who sent it, as IAM authenticated it. */
+  readonly senderId?: string | undefined;
+  readonly messageId?: string | undefined;
+}
+
 /**
  * Accepts a ticket: validates it, persists its input as a turn (a resubmission converges on the
  * same session and turn), then kicks. The caller acknowledges the message only after this resolves.
  * Throws InvalidInputError for a ticket that can never succeed; other errors are transient.
  */
-export async function acceptTicket(body: string, trace: TraceContext | undefined, deps: IntakeDeps): Promise<Accepted> {
+export async function acceptTicket(
+  body: string,
+  trace: TraceContext | undefined,
+  deps: IntakeDeps,
+  origin: TicketOrigin = {},
+): Promise<Accepted> {
   const ticket = parseTicket(body);
+  const tenant = ticket.tenant ?? DEFAULT_TENANT;
+  // First, before its agent is named or its blob read: a sender acts only for its own tenants.
+  const refusal = tenantRefusal(deps.config.producers, origin.senderId, tenant);
+  if (refusal !== undefined) throw new TenantNotAllowedError(refusal);
   const agent = deps.agents.get(ticket.agent);
   if (!agent)
     throw new InvalidInputError(
       `unknown agent "${ticket.agent}" (deployed: ${[...deps.agents.keys()].join(', ') || 'none'})`,
     );
-  const input = await resolveInput(ticket.input, deps);
+  const input = await resolveInput(ticket.input, tenant, agent, deps);
   const bytes = Buffer.byteLength(JSON.stringify(input));
   if (bytes > agent.limits.maxPayloadBytes)
     throw new PayloadTooLargeError(`ticket ${ticket.ticketId} input`, bytes, agent.limits.maxPayloadBytes);
@@ -42,7 +69,6 @@ export async function acceptTicket(body: string, trace: TraceContext | undefined
   }
 
   const now = deps.clock.now();
-  const tenant = ticket.tenant ?? DEFAULT_TENANT;
   const key: SessionKey = { tenant, agent: ticket.agent, id: deriveSessionId(tenant, ticket.agent, ticket.ticketId) };
   const turnId = ticket.ticketId;
   const retention = ttlSeconds(deps.config, now);
@@ -85,6 +111,8 @@ function parseTicket(body: string): Ticket {
   } catch (error) {
     throw new InvalidInputError(`ticket body is not valid JSON: ${errorMessage(error)}`);
   }
+  // Before anything walks it recursively: a stack overflow would look transient and be retried.
+  if (exceedsJsonDepth(json)) throw new InvalidInputError(`ticket is nested deeper than ${MAX_JSON_DEPTH} levels`);
   const parsed = Ticket.safeParse(json);
   if (!parsed.success) throw new InvalidInputError(`ticket is invalid: ${describeIssues(parsed.error)}`);
   if (hasLoneSurrogate(parsed.data.input))
@@ -92,17 +120,51 @@ function parseTicket(body: string): Ticket {
   return parsed.data;
 }
 
-/** A ticket input over the SQS limit arrives as a reference to the payload bucket. */
-async function resolveInput(input: unknown, deps: IntakeDeps): Promise<unknown> {
-  const ref = BlobRef.safeParse(input);
-  if (!ref.success) return input;
+/**
+ * A ticket input over the SQS limit arrives as a reference to the payload bucket. The reference is
+ * the producer's word: its key must lie under the ticket's own tenant and agent, its declared size
+ * within the agent's cap (checked before reading, and no more than that is read), and the body
+ * must match its hash.
+ */
+async function resolveInput(
+  input: unknown,
+  tenant: string,
+  agent: AgentDefinition,
+  deps: IntakeDeps,
+): Promise<unknown> {
+  if (!(input && typeof input === 'object' && Object.hasOwn(input, '$blob'))) return input;
+  const parsed = BlobRef.safeParse(input);
+  if (!parsed.success)
+    throw new InvalidInputError(`ticket input is a blob reference but is invalid: ${describeIssues(parsed.error)}`);
+  const ref = parsed.data;
+  const prefix = ticketBlobPrefix(tenant, agent.name);
+  if (!isKeyUnder(ref.$blob, prefix))
+    throw new InvalidInputError(`ticket input blob ${ref.$blob} is not under ${prefix}/`);
+  if (ref.bytes > agent.limits.maxPayloadBytes)
+    throw new PayloadTooLargeError(`ticket input blob ${ref.$blob}`, ref.bytes, agent.limits.maxPayloadBytes);
   if (!deps.blobs) throw new InvalidInputError('ticket input is a blob reference but no payload bucket is configured');
-  const text = await deps.blobs.get(ref.data.$blob);
+  let text: string;
   try {
-    return JSON.parse(text);
+    text = await deps.blobs.get(ref.$blob, { maxBytes: ref.bytes });
   } catch (error) {
-    throw new InvalidInputError(`ticket input blob ${ref.data.$blob} is not valid JSON: ${errorMessage(error)}`);
+    if (!(error instanceof BlobTooLargeError)) throw error;
+    throw new InvalidInputError(
+      `ticket input blob ${ref.$blob} is larger than the ${ref.bytes} bytes its pointer declares`,
+    );
   }
+  if (!matchesDigest(text, ref))
+    throw new InvalidInputError(`ticket input blob ${ref.$blob} does not match the content hash the ticket carries`);
+  let resolved: unknown;
+  try {
+    resolved = JSON.parse(text);
+  } catch (error) {
+    throw new InvalidInputError(`ticket input blob ${ref.$blob} is not valid JSON: ${errorMessage(error)}`);
+  }
+  if (exceedsJsonDepth(resolved))
+    throw new InvalidInputError(`ticket input blob ${ref.$blob} is nested deeper than ${MAX_JSON_DEPTH} levels`);
+  if (hasLoneSurrogate(resolved))
+    throw new InvalidInputError('ticket input contains invalid Unicode (a lone surrogate)');
+  return resolved;
 }
 
 /** Lone UTF-16 surrogates survive JSON.parse but break every store and model downstream. */
@@ -120,12 +182,8 @@ export function salvageIds(body: string): { ticketId: string; agent: string; ten
     const json = JSON.parse(body) as Record<string, unknown>;
     const tenant = typeof json.tenant === 'string' ? json.tenant : DEFAULT_TENANT;
     if (typeof json.ticketId !== 'string' || typeof json.agent !== 'string') return undefined;
-    if (
-      !NAME_PATTERN.test(json.agent) ||
-      !NAME_PATTERN.test(tenant) ||
-      json.ticketId.length > 128 ||
-      json.ticketId.length === 0
-    )
+    // An id that is not itself (a lone surrogate hashes like U+FFFD) could record onto another ticket's session.
+    if (!NAME_PATTERN.test(json.agent) || !NAME_PATTERN.test(tenant) || !TicketId.safeParse(json.ticketId).success)
       return undefined;
     return { ticketId: json.ticketId, agent: json.agent, tenant };
   } catch {
@@ -136,8 +194,16 @@ export function salvageIds(body: string): { ticketId: string; agent: string; ten
 /**
  * Records a refused ticket as a failed outcome an operator can read (status, results queue),
  * when its ids can be salvaged. Returns false when they cannot: the caller dead-letters it.
+ * A refusal never touches a turn or session another ticket with the same id wrote (accepted, or
+ * between its writes), and its result then carries a turn id of its own, so a consumer that
+ * de-duplicates on session and turn never confuses it with the accepted ticket's result.
  */
-export async function recordRejectedTicket(body: string, reason: string, deps: IntakeDeps): Promise<boolean> {
+export async function recordRejectedTicket(
+  body: string,
+  reason: string,
+  deps: IntakeDeps,
+  origin: TicketOrigin = {},
+): Promise<boolean> {
   const ids = salvageIds(body);
   if (!ids) return false;
   const now = deps.clock.now();
@@ -146,19 +212,33 @@ export async function recordRejectedTicket(body: string, reason: string, deps: I
     agent: ids.agent,
     id: deriveSessionId(ids.tenant, ids.agent, ids.ticketId),
   };
-  const existing = await deps.store.getSession(key);
-  // A conflicting resubmission must not touch the session the first submission created.
-  if (existing) {
-    await deps.results.publish(rejection(ids, key, reason), {});
+  // A sender outside the tenant writes nothing there (it could squat the tenant's future ticket
+  // id), and its refusal gets an identity of its own, so a consumer never confuses it with the
+  // result of the tenant's real ticket.
+  const refusal = tenantRefusal(deps.config.producers, origin.senderId, ids.tenant);
+  if (refusal !== undefined) {
+    const turnId = `refused:${origin.messageId ?? newTraceId()}`;
+    await deps.results.publish(rejection(ids, key, turnId, refusal), {});
     return true;
   }
+  const refusalOnly = () => deps.results.publish(rejection(ids, key, refusalTurnId(ids.ticketId, body), reason), {});
+  if (await deps.store.getSession(key)) {
+    await refusalOnly();
+    return true;
+  }
+  // Claim the ticket id's turn for the refusal. If a ticket with this id wrote it first, that
+  // ticket owns the id (it may be between its turn and its session write): leave it alone.
   const retention = ttlSeconds(deps.config, now);
   const rejectedId = `rejected:${ids.ticketId}`;
-  await deps.store.putTurn(
+  const claimed = await deps.store.putTurn(
     key,
     { turnId: ids.ticketId, ticketId: ids.ticketId, input: null, inputHash: rejectedId, createdAt: now },
     retention,
   );
+  if (!claimed.created && claimed.turn.inputHash !== rejectedId) {
+    await refusalOnly();
+    return true;
+  }
   await deps.store.setTurnOutcome(key, ids.ticketId, { status: 'failed', error: reason, at: now });
   await deps.store.createSession({
     key,
@@ -170,17 +250,20 @@ export async function recordRejectedTicket(body: string, reason: string, deps: I
     ttlSeconds: retention,
     rejected: true,
   });
-  await deps.results.publish(rejection(ids, key, reason), {});
+  await deps.results.publish(rejection(ids, key, ids.ticketId, reason), {});
   return true;
 }
 
-const rejection = (ids: { ticketId: string }, key: SessionKey, reason: string) => ({
+/** The turn id a refusal's result carries when the ticket id belongs to another ticket: derived from the refused body. */
+const refusalTurnId = (ticketId: string, body: string): string => `${ticketId}~rejected-${hashJson(body).slice(0, 16)}`;
+
+const rejection = (ids: { ticketId: string }, key: SessionKey, turnId: string, reason: string) => ({
   v: 1 as const,
   ticketId: ids.ticketId,
   tenant: key.tenant,
   agent: key.agent,
   sessionId: key.id,
-  turnId: ids.ticketId,
+  turnId,
   status: 'failed' as const,
   error: reason,
   legs: 0,

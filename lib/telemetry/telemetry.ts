@@ -29,14 +29,42 @@ export interface LegAnnotations {
   readonly epoch: number;
 }
 
+/** Span attribute values, as OpenTelemetry takes them. */
+export type SpanAttributes = Record<string, string | number | boolean | string[]>;
+
+/** A span in progress: attributes known only once its work is done (token usage, finish reason). */
+export interface SpanHandle {
+  setAttributes(attributes: SpanAttributes): void;
+}
+
+/** What a leg's span is opened with: its annotations, its own span id and the previous leg's. */
+export interface LegTraceStart extends LegAnnotations {
+  /** This leg's span id: the one its marker journals in `traceparent` and its kicks carry. */
+  readonly spanId: string;
+  readonly sampled: boolean;
+  /** The previous leg of the turn (from its journaled traceparent), which this leg's span links to. */
+  readonly previous?: { readonly traceId: string; readonly spanId: string } | undefined;
+  readonly reason: string;
+}
+
+/** One leg's span, and the parent of the model and tool spans inside it. */
+export interface LegSpan {
+  /** Runs `fn` in a child span of the leg, recording its error if it throws. */
+  span<T>(name: string, attributes: SpanAttributes, fn: (span: SpanHandle) => Promise<T>): Promise<T>;
+  /** Ends the leg's span with how the leg ended. A killed leg never gets here: its span is never exported. */
+  end(outcome: string, error?: unknown): void;
+}
+
 /**
- * Tracing, kept this small on purpose: the X-Ray SDK is in maintenance (support ends February
- * 2027), so an OpenTelemetry exporter can replace the X-Ray implementation without touching the runtime.
+ * Tracing, kept this small on purpose: X-Ray (Powertools) and OpenTelemetry (otel-tracer.ts)
+ * implement it, chosen by configuration, without touching the runtime.
  */
 export interface TelemetryTracer {
   annotateLeg(annotations: LegAnnotations): void;
   /** Runs `fn` inside a named span (an X-Ray subsegment), recording its error if it throws. */
   span<T>(name: string, fn: () => Promise<T>): Promise<T>;
+  /** Opens a leg's span (a tracer without leg spans leaves this out: the runtime then traces nothing per step). */
+  startLeg?(leg: LegTraceStart): LegSpan;
 }
 
 /** Baton's telemetry: a structured logger, metrics and a tracer behind one small interface. */

@@ -2,7 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb';
-import { CreateQueueCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import { CreateQueueCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { describe, expect, inject, it } from 'vitest';
 import { createDocumentClient, createDynamoDbClient, createSqsClient } from '../../lib/adapters/aws-clients.ts';
 import { DynamoDbSessionStore } from '../../lib/adapters/dynamodb/dynamodb-session-store.ts';
@@ -12,6 +12,8 @@ import { addDynamoDbFaults, addSqsFaults } from '../../lib/adapters/faults/fault
 import { installFaultsFromEnv } from '../../lib/adapters/faults/install-faults.ts';
 import type { JournalEntry } from '../../lib/core/journal.ts';
 import { LOCAL_CREDENTIALS } from '../../lib/local/aws-clients.ts';
+import { receiveAndDelete } from '../../lib/local/receive-messages.ts';
+import { waitFor } from '../fixtures/wait-for.ts';
 
 const { endpoints, region, resources } = inject('baton');
 const aws = { region, endpoints, credentials: LOCAL_CREDENTIALS };
@@ -121,17 +123,20 @@ describe('SQS faults', () => {
     );
     return QueueUrl as string;
   };
+  /** Receives until `expected` messages came, then once more to catch any beyond them. */
   const receiveAll = async (queueUrl: string, expected: number) => {
     const sqs = createSqsClient(aws);
     const bodies: string[] = [];
-    const deadline = Date.now() + 2_000;
-    while (Date.now() < deadline) {
-      const { Messages = [] } = await sqs.send(
-        new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }),
-      );
-      bodies.push(...Messages.map((m) => m.Body ?? ''));
-      if (bodies.length > expected) break;
-    }
+    const receiveOnce = async () =>
+      bodies.push(...(await receiveAndDelete(sqs, queueUrl, { waitTimeSeconds: 1 })).map((m) => m.body));
+    await waitFor(
+      async () => {
+        if (bodies.length < expected) await receiveOnce();
+        return bodies.length >= expected;
+      },
+      { what: () => `${expected} messages on ${queueUrl} (have ${bodies.length})`, pollMs: 0 },
+    );
+    await receiveOnce();
     return bodies;
   };
 

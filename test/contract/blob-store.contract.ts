@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { BlobNotFoundError } from '../../lib/adapters/blob-not-found-error.ts';
+import { BlobTooLargeError } from '../../lib/core/errors.ts';
 import type { BlobStore } from '../../lib/ports/blob-store.ts';
 
 export interface BlobStoreHarness {
@@ -28,6 +29,20 @@ export function describeBlobStoreContract(name: string, harness: BlobStoreHarnes
 
       // Assert
       expect(read).toBe(body);
+    });
+
+    it('refuses to read a body larger than the caller allows, before reading it', async () => {
+      // Arrange
+      const key = newKey();
+      await blobs.put(key, 'x'.repeat(2_000));
+
+      // Act
+      const read = blobs.get(key, { maxBytes: 1_000 });
+
+      // Assert
+      await expect(read).rejects.toThrow(BlobTooLargeError);
+      await expect(read).rejects.toThrow(/blob .* is 2000 bytes, more than the 1000 allowed/);
+      expect(await blobs.get(key, { maxBytes: 2_000 })).toHaveLength(2_000);
     });
 
     it('throws BlobNotFoundError for a key that holds nothing', async () => {

@@ -971,7 +971,8 @@ export function describeSessionStoreContract(name: string, makeHarness: MakeHarn
         expect(read).toEqual(entry(1, 1, text, 'writer-1'));
         const raw = await harness.rawItem(key, journalSk(1));
         expect(raw?.data).toBeUndefined();
-        expect(String(raw?.dataBlob)).toMatch(/J1-e1-writer-1\.json$/);
+        // The key names the entry and ends with the payload's size and SHA-256, which a read checks.
+        expect(String(raw?.dataBlob)).toMatch(/J1-e1-writer-1-\d+-[0-9a-f]{64}\.json$/);
       });
 
       it('offloads a 1 MB turn input and reads it back transparently', async () => {

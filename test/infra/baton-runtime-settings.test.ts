@@ -1,6 +1,10 @@
 import { App, Duration, Stack } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import { AccountRootPrincipal, type CfnRole, Role } from 'aws-cdk-lib/aws-iam';
+import type { CfnFunction } from 'aws-cdk-lib/aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { BatonRuntime, type BatonRuntimeProps } from '../../infra/constructs/baton-runtime.ts';
+import { parseProducers } from '../../lib/core/tenancy.ts';
 
 // Settings are checked before anything is built; bundling is skipped so an accepted one costs no esbuild run.
 const NO_BUNDLING = { 'aws:cdk:bundling-stacks': [] };
@@ -39,5 +43,80 @@ describe('BatonRuntime settings checked at synth time', () => {
 
   it('refuses a concurrency the SQS event source cannot take', () => {
     expect(build({ maxConcurrency: 1 })).toThrow(/maxConcurrency must be an integer from 2 to 1000/);
+  });
+});
+
+describe('BatonRuntime agentEnvironment', () => {
+  it('refuses a variable that would override one Baton reserves, naming it', () => {
+    expect(build({ agentEnvironment: { MODEL_ID: 'm', BATON_TABLE: 'someone-elses-table' } })).toThrow(
+      /agentEnvironment may not set BATON_TABLE: BATON_\* variables are reserved/,
+    );
+    expect(build({ agentEnvironment: { BATON_FAILPOINTS_FILE: '/x' } })).toThrow(/BATON_FAILPOINTS_FILE/);
+  });
+
+  it('accepts the agents’ own variables', () => {
+    expect(build({ agentEnvironment: { MODEL_ID: 'm' } })).not.toThrow();
+  });
+});
+
+describe('BatonRuntime producers', () => {
+  const intakeEnvironment = (props: BatonRuntimeProps) => {
+    const stack = new Stack(new App({ context: NO_BUNDLING }), 'Producers');
+    const baton = new BatonRuntime(stack, 'Baton', props);
+    const template = Template.fromStack(stack);
+    const intake = stack.getLogicalId(baton.intakeFunction.function.node.defaultChild as CfnFunction);
+    const step = stack.getLogicalId(baton.stepFunction.function.node.defaultChild as CfnFunction);
+    const variables = (id: string) =>
+      (template.toJSON().Resources[id].Properties.Environment.Variables ?? {}) as Record<string, unknown>;
+    return { intake: variables(intake), step: variables(step), baton, stack };
+  };
+
+  it('passes the map of senders to tenants to intake, as JSON it parses', () => {
+    const { intake, step } = intakeEnvironment({
+      producers: [
+        { sender: 'AROAACMEPRODUCER', tenants: ['acme'] },
+        { sender: '111122223333', tenants: ['default', 'globex'] },
+      ],
+    });
+
+    expect(parseProducers(intake.BATON_PRODUCERS as string)).toEqual(
+      new Map([
+        ['AROAACMEPRODUCER', ['acme']],
+        ['111122223333', ['default', 'globex']],
+      ]),
+    );
+    expect(step.BATON_PRODUCERS).toBeUndefined();
+  });
+
+  it('takes a role of the same app as a sender, by its unique id', () => {
+    const stack = new Stack(new App({ context: NO_BUNDLING }), 'Roles');
+    const producer = new Role(stack, 'Producer', { assumedBy: new AccountRootPrincipal() });
+    const baton = new BatonRuntime(stack, 'Baton', { producers: [{ sender: producer.roleId, tenants: ['acme'] }] });
+    const intake = stack.getLogicalId(baton.intakeFunction.function.node.defaultChild as CfnFunction);
+    const value = Template.fromStack(stack).toJSON().Resources[intake].Properties.Environment.Variables.BATON_PRODUCERS;
+
+    expect(JSON.stringify(value)).toContain(
+      `{"Fn::GetAtt":["${stack.getLogicalId(producer.node.defaultChild as CfnRole)}","RoleId"]}`,
+    );
+  });
+
+  it('refuses a tenant name that is not one, and a producer with no tenants', () => {
+    expect(build({ producers: [{ sender: 'AROAX', tenants: ['acme#x'] }] })).toThrow(
+      /producers: tenant "acme#x" of sender AROAX must match/,
+    );
+    expect(build({ producers: [{ sender: 'AROAX', tenants: [] }] })).toThrow(/producers: sender AROAX has no tenants/);
+    // In the JSON map the last entry would silently win.
+    expect(
+      build({
+        producers: [
+          { sender: 'AROAX', tenants: ['acme'] },
+          { sender: 'AROAX', tenants: ['globex'] },
+        ],
+      }),
+    ).toThrow(/producers: sender AROAX is listed twice/);
+  });
+
+  it('maps no producers by default: any sender may use any tenant', () => {
+    expect(intakeEnvironment({}).intake.BATON_PRODUCERS).toBeUndefined();
   });
 });

@@ -1,11 +1,13 @@
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { duplicateEffects, readLedger } from '../../examples/simulated/ledger.ts';
 import type { JournalEntry } from '../../lib/core/journal.ts';
+import { readJsonLines } from '../../lib/local/json-lines.ts';
 import { FAILPOINTS } from '../../lib/runtime/failpoints.ts';
 import { startTestStack, type TestStack } from '../fixtures/stack.ts';
+import { waitFor } from '../fixtures/wait-for.ts';
 
 /** Journal invariants, checked from outside the runtime. */
 function assertJournalInvariants(entries: JournalEntry[]) {
@@ -23,6 +25,20 @@ function assertJournalInvariants(entries: JournalEntry[]) {
 }
 
 const longHaul = (steps: number, stepMs: number) => ({ steps, payloadBytes: 64, stepMs });
+
+/**
+ * The journal once its turn is fully finished: the `published` entry is written after the result
+ * is on the queue, so a reader that just received the result waits for it.
+ */
+function finishedJournal(t: TestStack, key: { tenant: string; agent: string; id: string }): Promise<JournalEntry[]> {
+  return waitFor(
+    async () => {
+      const entries = await t.store.readJournal(key);
+      return entries.some((e) => e.kind === 'published') ? entries : undefined;
+    },
+    { what: `the published entry in the journal of ${key.id}`, timeoutMs: 60_000 },
+  );
+}
 
 describe('the durable core on the local stack', () => {
   let t: TestStack;
@@ -61,6 +77,30 @@ describe('the durable core on the local stack', () => {
     }
   });
 
+  it('reports the terminal state to a reader that asks right after each result arrives', async () => {
+    const SESSIONS = 40;
+    const submitted = await Promise.all(
+      Array.from({ length: SESSIONS }, () => t.client.submit({ agent: 'long-haul', input: longHaul(1, 0) })),
+    );
+    const bySession = new Map(submitted.map((s) => [s.ticketId, s.sessionId]));
+    const seen: Array<{ ticketId: string; result: string; status: string | undefined }> = [];
+    await waitFor(
+      async () => {
+        // Status is read as soon as each received result is in hand, before the next receive.
+        for (const result of await t.receiveResults()) {
+          const sessionId = bySession.get(result.ticketId);
+          if (sessionId === undefined) continue;
+          const status = await t.client.status(sessionId);
+          seen.push({ ticketId: result.ticketId, result: result.status, status: status?.status });
+        }
+        return seen.length >= SESSIONS;
+      },
+      { what: `results for all ${SESSIONS} sessions`, timeoutMs: 120_000, pollMs: 0 },
+    );
+    expect(seen.filter((s) => s.status !== s.result)).toEqual([]);
+    expect(new Set(seen.map((s) => s.ticketId)).size).toBe(SESSIONS);
+  }, 150_000);
+
   it('converges a resubmitted ticket on the same session and refuses a reused id with another input', async () => {
     const first = await t.client.submit({ agent: 'long-haul', ticketId: 'same-ticket', input: longHaul(2, 0) });
     const again = await t.client.submit({ agent: 'long-haul', ticketId: 'same-ticket', input: longHaul(2, 0) });
@@ -88,7 +128,7 @@ describe('the durable core on the local stack', () => {
     );
 
     expect(result).toMatchObject({ status: 'completed', output: 'fetched 40 chunks' });
-    const journal = await t.store.readJournal({ tenant: 'default', agent: 'long-haul', id: s.sessionId });
+    const journal = await finishedJournal(t, { tenant: 'default', agent: 'long-haul', id: s.sessionId });
     assertJournalInvariants(journal);
     const legs = journal.filter((e) => e.kind === 'leg');
     expect(legs.length).toBeGreaterThanOrEqual(3);
@@ -102,22 +142,23 @@ describe('the durable core on the local stack', () => {
     const s = await t.client.submit({ agent: 'long-haul', input: longHaul(30, 150) });
     const key = { tenant: 'default', agent: 'long-haul', id: s.sessionId };
     // Wait until the turn is under way, then kill every worker that exists.
-    const started = Date.now();
-    while ((await t.store.readJournal(key)).length < 6 && Date.now() - started < 20_000)
-      await new Promise((r) => setTimeout(r, 100));
-    for (const worker of t.stack.supervisor.workers()) process.kill(worker.pid, 'SIGKILL');
+    await waitFor(async () => (await t.store.readJournal(key)).length >= 6, {
+      what: 'the long-haul turn to journal its first steps',
+      timeoutMs: 60_000,
+    });
+    const victims = t.stack.supervisor.workers().map((w) => w.pid);
+    for (const pid of victims) process.kill(pid, 'SIGKILL');
 
     const [result] = (await t.awaitResults((all) => all.some((r) => r.ticketId === s.ticketId), 90_000)).filter(
       (r) => r.ticketId === s.ticketId,
     );
 
     expect(result).toMatchObject({ status: 'completed', output: 'fetched 30 chunks' });
-    const journal = await t.store.readJournal(key);
+    const journal = await finishedJournal(t, key);
     assertJournalInvariants(journal);
     expect(journal.some((e) => e.kind === 'leg' && e.data.reason === 'recovery')).toBe(true);
-    expect(t.events.filter((e) => e.type === 'worker-exited' && e.signal === 'SIGKILL').length).toBeGreaterThanOrEqual(
-      2,
-    );
+    const killed = t.events.flatMap((e) => (e.type === 'worker-exited' && e.signal === 'SIGKILL' ? [e.pid] : []));
+    expect(killed).toEqual(expect.arrayContaining(victims));
   });
 });
 
@@ -148,21 +189,26 @@ describe('every named crash point', () => {
       await t.awaitResults((all) => [...ids].every((id) => all.some((r) => r.ticketId === id)), 150_000)
     ).filter((r) => ids.has(r.ticketId));
 
-    const fired = existsSync(`${failpoints}.log`)
-      ? readFileSync(`${failpoints}.log`, 'utf8')
-          .trim()
-          .split('\n')
-          .map((l) => JSON.parse(l) as { failpoint: string; pid: number })
-      : [];
-    const killed = new Set(
-      t.events.flatMap((e) => (e.type === 'worker-exited' && e.signal === 'SIGKILL' ? [e.pid] : [])),
-    );
-    for (const point of fired) expect(killed, `worker ${point.pid} died at ${point.failpoint}`).toContain(point.pid);
+    // A worker may reach a crash point after the last result (after-release): wait for each
+    // point to fire and for the supervisor to see each firing worker die.
+    const firedAndReaped = () => {
+      const fired = readJsonLines<{ failpoint: string; pid: number }>(`${failpoints}.log`);
+      const killed = new Set(
+        t.events.flatMap((e) => (e.type === 'worker-exited' && e.signal === 'SIGKILL' ? [e.pid] : [])),
+      );
+      const points = new Set(fired.map((f) => f.failpoint));
+      return FAILPOINTS.every((p) => points.has(p)) && fired.every((f) => killed.has(f.pid)) ? fired : undefined;
+    };
+    const fired = await waitFor(firedAndReaped, {
+      what: () =>
+        `every crash point to fire and its worker to die (fired so far: ${JSON.stringify(readJsonLines(`${failpoints}.log`))})`,
+      timeoutMs: 60_000,
+    });
     expect(fired.map((f) => f.failpoint).sort()).toEqual([...FAILPOINTS].sort());
     expect(new Set(results.map((r) => r.ticketId))).toEqual(ids);
     expect(results.every((r) => r.status === 'completed')).toBe(true);
     for (const s of tickets)
-      assertJournalInvariants(await t.store.readJournal({ tenant: 'default', agent: s.agent, id: s.sessionId }));
+      assertJournalInvariants(await finishedJournal(t, { tenant: 'default', agent: s.agent, id: s.sessionId }));
     const ledger = readLedger(join(t.stateDir, 'ledger.jsonl'));
     expect(ledger.filter((l) => l.operation === 'issueRefund').length).toBeGreaterThan(0);
     expect(duplicateEffects(ledger)).toEqual([]);

@@ -1,6 +1,5 @@
 import {
-  DeleteMessageBatchCommand,
-  ReceiveMessageCommand,
+  GetQueueAttributesCommand,
   SendMessageBatchCommand,
   SendMessageCommand,
   type SQSClient,
@@ -16,42 +15,54 @@ import { SqsResultPublisher, SqsWorkQueue } from '../../lib/adapters/sqs/sqs-que
 import { agentRegistry, defineAgent } from '../../lib/agent/define-agent.ts';
 import { defineTool } from '../../lib/agent/define-tool.ts';
 import { CorruptStateError } from '../../lib/core/errors.ts';
-import { DEFAULT_TENANT, deriveSessionId, type SessionKey } from '../../lib/core/ids.ts';
+import { DEFAULT_TENANT, deriveSessionId, randomIds, type SessionKey } from '../../lib/core/ids.ts';
 import { type Kick, Result } from '../../lib/core/messages.ts';
+import { ENV } from '../../lib/core/resources.ts';
+import { parseProducers } from '../../lib/core/tenancy.ts';
 import { LOCAL_CREDENTIALS } from '../../lib/local/aws-clients.ts';
 import { provisionResources } from '../../lib/local/provision.ts';
+import { receiveAndDelete } from '../../lib/local/receive-messages.ts';
 import { systemClock } from '../../lib/ports/clock.ts';
 import type { ModelRequest } from '../../lib/ports/model-client.ts';
 import type { RuntimeDeps } from '../../lib/runtime/deps.ts';
 import { type Failpoint, FailpointCrash } from '../../lib/runtime/failpoints.ts';
 import { acceptTicket } from '../../lib/runtime/intake.ts';
 import { type KickOutcome, runKick } from '../../lib/runtime/step-runner.ts';
-import { GOOD_TICKETS, HOSTILE_TICKETS } from '../fixtures/hostile-tickets.ts';
+import { GOOD_TICKETS, HOSTILE_PRODUCERS, HOSTILE_TICKETS, LOCAL_SENDER_ID } from '../fixtures/hostile-tickets.ts';
 import { captureTelemetry, invocation, ticketBody } from '../fixtures/runtime.ts';
 import { startTestStack, type TestStack } from '../fixtures/stack.ts';
+import { waitFor } from '../fixtures/wait-for.ts';
 
 const { region, endpoints } = inject('baton');
 const aws = { region, endpoints, credentials: LOCAL_CREDENTIALS };
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Receives and deletes what is on a queue until `done` or the timeout. */
-async function collect(sqs: SQSClient, queueUrl: string, done: (bodies: string[]) => boolean, timeoutMs: number) {
+/** Receives and deletes what is on a queue until `done` holds, or fails naming `what`. */
+async function collect(sqs: SQSClient, queueUrl: string, done: (bodies: string[]) => boolean, what: string) {
   const bodies: string[] = [];
-  const deadline = Date.now() + timeoutMs;
-  while (!done(bodies) && Date.now() < deadline) {
-    const { Messages = [] } = await sqs.send(
-      new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }),
-    );
-    bodies.push(...Messages.map((m) => m.Body ?? ''));
-    if (Messages.length > 0)
-      await sqs.send(
-        new DeleteMessageBatchCommand({
-          QueueUrl: queueUrl,
-          Entries: Messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle ?? '' })),
-        }),
-      );
-  }
+  await waitFor(
+    async () => {
+      if (done(bodies)) return true;
+      bodies.push(...(await receiveAndDelete(sqs, queueUrl, { waitTimeSeconds: 1 })).map((m) => m.body));
+      return done(bodies);
+    },
+    { what: () => `${what} (have ${bodies.length})`, timeoutMs: 90_000, pollMs: 0 },
+  );
   return bodies;
+}
+
+/** Every message sent to the queue was received and deleted: none visible, in flight or delayed. */
+async function queueEmpty(sqs: SQSClient, queueUrl: string): Promise<boolean> {
+  const { Attributes = {} } = await sqs.send(
+    new GetQueueAttributesCommand({
+      QueueUrl: queueUrl,
+      AttributeNames: [
+        'ApproximateNumberOfMessages',
+        'ApproximateNumberOfMessagesNotVisible',
+        'ApproximateNumberOfMessagesDelayed',
+      ],
+    }),
+  );
+  return Object.values(Attributes).every((n) => Number(n) === 0);
 }
 
 describe('hostile tickets on the local stack', () => {
@@ -59,33 +70,46 @@ describe('hostile tickets on the local stack', () => {
   const MAX_RECEIVES = 2;
   beforeAll(async () => {
     // Short visibility and few receives: a ticket that can never be recorded reaches the DLQ fast.
-    t = await startTestStack({ visibilityTimeoutS: 3, maxReceiveCount: MAX_RECEIVES });
+    // Producers bound to tenants: the local sender may use the default tenant only.
+    t = await startTestStack({
+      visibilityTimeoutS: 3,
+      maxReceiveCount: MAX_RECEIVES,
+      handlerEnv: { [ENV.producers]: HOSTILE_PRODUCERS },
+    });
   });
   afterAll(async () => {
     await t?.stop();
   });
 
   it('refuses each hostile ticket with an error that names the problem, while the good tickets of the same batch complete', async () => {
-    // Arrange: the eight hostile bodies and the two good tickets in one SendMessageBatch.
-    const entries = [
+    // Arrange: the hostile bodies and the two good tickets, in as few SendMessageBatch calls as
+    // the 256 KiB batch limit allows (the deep ticket alone is 200 KB).
+    const bodies = [
       ...HOSTILE_TICKETS.map((h) => h.body),
       ...GOOD_TICKETS.map((g) => JSON.stringify({ v: 1, ...g, tenant: DEFAULT_TENANT })),
-    ].map((body, i) => ({ Id: String(i), MessageBody: body }));
+    ];
 
     // Act
-    await t.sqs.send(new SendMessageBatchCommand({ QueueUrl: t.stack.resources.queues.tickets.url, Entries: entries }));
+    for (const batch of batchesOf(bodies))
+      await t.sqs.send(
+        new SendMessageBatchCommand({
+          QueueUrl: t.stack.resources.queues.tickets.url,
+          Entries: batch.map((body, i) => ({ Id: String(i), MessageBody: body })),
+        }),
+      );
     const expected = [...HOSTILE_TICKETS.filter((h) => h.ticketId), ...GOOD_TICKETS].map((x) => x.ticketId);
     const results = await t.awaitResults((all) => expected.every((id) => all.some((r) => r.ticketId === id)), 90_000);
     const deadLettered = await collect(
       t.sqs,
       t.stack.resources.queues.ticketsDlq.url,
       (bodies) => bodies.length >= HOSTILE_TICKETS.filter((h) => h.disposition === 'dead-letter').length,
-      60_000,
+      'the dead-lettered hostile tickets on the tickets DLQ',
     );
 
     // Assert
     for (const good of GOOD_TICKETS) {
-      expect(results.find((r) => r.ticketId === good.ticketId)?.status, good.ticketId).toBe('completed');
+      const result = results.find((r) => r.ticketId === good.ticketId);
+      expect(result?.status, `${good.ticketId}: ${result?.error}`).toBe('completed');
     }
     for (const hostile of HOSTILE_TICKETS) {
       if (hostile.disposition === 'result') {
@@ -96,9 +120,10 @@ describe('hostile tickets on the local stack', () => {
         expect(deadLettered, hostile.name).toContain(hostile.body);
       }
       // The same error, where the intake raises it.
-      await expect(acceptTicket(hostile.body, undefined, intakeDepsFor(t)), hostile.name).rejects.toThrow(
-        hostile.error,
-      );
+      await expect(
+        acceptTicket(hostile.body, undefined, intakeDepsFor(t), { senderId: LOCAL_SENDER_ID }),
+        hostile.name,
+      ).rejects.toThrow(hostile.error);
     }
   }, 150_000);
 
@@ -126,7 +151,8 @@ describe('hostile tickets on the local stack', () => {
     // Assert
     expect(byId('h-oversize')).toMatchObject({
       status: 'failed',
-      error: expect.stringMatching(/input is \d+ bytes, over the hard cap of 8388608 bytes/),
+      // Refused from the size its pointer declares, before the blob is read.
+      error: expect.stringMatching(/ticket input blob .* is \d+ bytes, over the hard cap of 8388608 bytes/),
     });
     expect(byId('h-oversize-step')).toMatchObject({
       status: 'failed',
@@ -147,7 +173,9 @@ describe('hostile tickets on the local stack', () => {
     await t.awaitResults((all) => all.some((r) => r.ticketId === 'h-finished'), 60_000);
     const finished: SessionKey = { tenant: DEFAULT_TENANT, agent: 'long-haul', id: done.sessionId };
     // The result is published before the "published" entry and the release: wait for the end.
-    while ((await t.store.getSession(finished))?.state !== 'completed') await sleep(100);
+    await waitFor(async () => (await t.store.getSession(finished))?.state === 'completed', {
+      what: 'the finished session to be released as completed',
+    });
     const before = await t.store.readJournal(finished);
     const ghost: SessionKey = {
       tenant: DEFAULT_TENANT,
@@ -166,15 +194,21 @@ describe('hostile tickets on the local stack', () => {
       await t.sqs.send(
         new SendMessageCommand({ QueueUrl: t.stack.resources.queues.work.url, MessageBody: JSON.stringify(kick) }),
       );
-    await sleep(8_000);
+    // Every kick received and deleted (dropped), none waiting to come back after a failure.
+    await waitFor(() => queueEmpty(t.sqs, t.stack.resources.queues.work.url), {
+      what: 'the work queue to consume the three kicks',
+      timeoutMs: 60_000,
+    });
 
     // Assert: nothing created, nothing written, nothing published, nothing dead-lettered.
     expect(await t.store.getSession(ghost)).toBeUndefined();
     expect(await t.store.getSession({ ...finished, tenant: 'intruder' })).toBeUndefined();
     expect(await t.store.readJournal(finished)).toEqual(before);
-    await t.awaitResults(() => true, 1_000);
+    await t.receiveResults();
     expect(t.results.slice(seen).filter((r) => r.ticketId === 'h-finished')).toEqual([]);
-    const deadKicks = await collect(t.sqs, t.stack.resources.queues.workDlq.url, () => false, 2_000);
+    const deadKicks = (await receiveAndDelete(t.sqs, t.stack.resources.queues.workDlq.url, { waitTimeSeconds: 1 })).map(
+      (m) => m.body,
+    );
     expect(deadKicks.filter((body) => kicks.some((k) => JSON.stringify(k) === body))).toEqual([]);
   }, 90_000);
 });
@@ -189,8 +223,33 @@ function intakeDepsFor(t: TestStack) {
     clock: systemClock,
     agents: exampleAgents,
     telemetry,
-    config: { leaseTtlMs: 1_000, reserveMs: 500, retentionDays: 1, sweepGraceMs: 1_000 },
+    config: {
+      leaseTtlMs: 1_000,
+      reserveMs: 500,
+      retentionDays: 1,
+      sweepGraceMs: 1_000,
+      producers: parseProducers(HOSTILE_PRODUCERS),
+    },
   };
+}
+
+/** Message bodies grouped into SendMessageBatch calls: at most 10 entries and 250 KB each. */
+function batchesOf(bodies: readonly string[]): string[][] {
+  const batches: string[][] = [];
+  let current: string[] = [];
+  let bytes = 0;
+  for (const body of bodies) {
+    const size = Buffer.byteLength(body);
+    if (current.length === 10 || (current.length > 0 && bytes + size > 250_000)) {
+      batches.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(body);
+    bytes += size;
+  }
+  if (current.length > 0) batches.push(current);
+  return batches;
 }
 
 describe('hostile stored state, against the runtime on DynamoDB Local and SQS', () => {
@@ -266,6 +325,7 @@ describe('hostile stored state, against the runtime on DynamoDB Local and SQS', 
       },
       config: { leaseTtlMs: LEASE_TTL_MS, reserveMs: 500, retentionDays: 1, sweepGraceMs: LEASE_TTL_MS },
       random: () => 0.5,
+      ids: randomIds,
     };
   });
 
@@ -289,28 +349,38 @@ describe('hostile stored state, against the runtime on DynamoDB Local and SQS', 
     for (let i = 0; i < 20; i++) {
       const record = await store.getSession(key);
       if (record && ['completed', 'failed', 'cancelled'].includes(record.state)) return record.state;
-      if (record?.until !== undefined && record.until >= Date.now()) await sleep(record.until - Date.now() + 50);
+      if (record?.until !== undefined) await leaseExpired(key);
       await runKick(kick(key, record?.owner ? 'recovery' : 'first'), invocation(10_000), deps).catch(() => undefined);
     }
     throw new Error(`session ${key.id} did not finish`);
   };
-  const resultFor = async (ticketId: string) => {
-    const deadline = Date.now() + 10_000;
-    while (Date.now() < deadline) {
-      const found = published.find((r) => r.ticketId === ticketId);
-      if (found) return found;
-      const bodies = await collect(sqs, resultsUrl, (b) => b.length > 0, 1_000);
-      published.push(...bodies.map((b) => Result.parse(JSON.parse(b))));
-    }
-    return undefined;
-  };
+  /** The lease a crashed leg left behind has passed its expiry: a kick may now recover it. */
+  const leaseExpired = (key: SessionKey) =>
+    waitFor(
+      async () => {
+        const until = (await store.getSession(key))?.until;
+        return until === undefined || until < Date.now();
+      },
+      { what: `the lease on ${key.id} to expire`, timeoutMs: 30_000, pollMs: 50 },
+    );
+  const resultFor = (ticketId: string) =>
+    waitFor(
+      async () => {
+        const found = published.find((r) => r.ticketId === ticketId);
+        if (found) return found;
+        const bodies = await receiveAndDelete(sqs, resultsUrl, { waitTimeSeconds: 1 });
+        published.push(...bodies.map((b) => Result.parse(JSON.parse(b.body))));
+        return published.find((r) => r.ticketId === ticketId);
+      },
+      { what: `the result of ${ticketId}`, timeoutMs: 30_000, pollMs: 0 },
+    );
   /** Starts a session and crashes its first leg right after the input entry is journaled. */
   const startAndCrashAfterInput = async (ticketId: string) => {
     await acceptTicket(ticketBody('recorder', ticketId, { task: 'take a note' }), undefined, deps);
     crashAt = { failpoint: 'after-append', afterHits: 2 }; // the leg marker, then the input
     const [first] = await batch([kick(keyOf(ticketId))]);
     expect(first?.status === 'rejected' && first.reason instanceof FailpointCrash).toBe(true);
-    await sleep(LEASE_TTL_MS + 100);
+    await leaseExpired(keyOf(ticketId));
     return keyOf(ticketId);
   };
   const tamperData = (key: SessionKey, seq: number, data: string) =>

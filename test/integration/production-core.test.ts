@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
@@ -8,33 +8,25 @@ import type { JournalEntry } from '../../lib/core/journal.ts';
 import type { Result } from '../../lib/core/messages.ts';
 import type { EntryKind } from '../../lib/core/vocabulary.ts';
 import { LOCAL_CREDENTIALS } from '../../lib/local/aws-clients.ts';
+import { readJsonLines } from '../../lib/local/json-lines.ts';
 import { DEFAULT_FUNCTIONS } from '../../lib/local/local-stack.ts';
 import { bulkText, sha256 } from '../fixtures/agents/big-result-agent.ts';
 import { FLAKY_RETRY } from '../fixtures/agents/flaky-tool-agent.ts';
 import { readProbes } from '../fixtures/agents/probe-log.ts';
 import { CAPPED_PAYLOAD_BYTES, TEST_AGENTS_MODULE } from '../fixtures/agents/registry.ts';
-import { FAST, startTestStack, type TestStack } from '../fixtures/stack.ts';
+import { startTestStack, type TestStack } from '../fixtures/stack.ts';
+import { waitFor } from '../fixtures/wait-for.ts';
 
-/** One renewal interval of the test stack's lease: cancel must reach a running owner within it. */
-const RENEW_INTERVAL_MS = FAST.leaseTtlMs / 3;
+/** How long the slow tool would wait if nothing aborted it. */
+const SLOW_TOOL_MS = 4_000;
+
 /**
- * A renewal's round trip to DynamoDB Local plus the abort reaching the tool, on a loaded machine.
- * The bound stays below the 4 s the tool would otherwise wait.
+ * With no sweeper, the only wake-ups are the delayed kick and a redelivery after the 20 s
+ * visibility timeout: a leg sooner than this after the retry time was woken by the delayed kick.
  */
-const RENEW_SLACK_MS = 1_500;
-
-/** A delayed kick lands within its whole-second SQS delay plus a long poll (1 s) of the retry time. */
-const PROMPT_WAKE_MS = 3_000;
+const WOKEN_BY_THE_KICK_MS = 15_000;
 
 const newDir = () => mkdtempSync(join(tmpdir(), 'baton-probe-'));
-
-async function waitFor(what: string, done: () => boolean, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!done()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 const ofKind = <K extends EntryKind>(entries: JournalEntry[], kind: K) =>
   entries.filter((e): e is Extract<JournalEntry, { kind: K }> => e.kind === kind);
@@ -76,16 +68,6 @@ describe('the production-grade core on the local stack', { timeout: 180_000 }, (
 
   const resultFor = (ticketId: string, timeoutMs?: number) => resultOf(t, ticketId, timeoutMs);
   const journalOf = (agent: string, sessionId: string) => journalOfSession(t, agent, sessionId);
-  /** The session's status once its owner has released it (the result is published just before). */
-  const settledStatus = async (sessionId: string) => {
-    const deadline = Date.now() + 5_000;
-    let status = await t.client.status(sessionId);
-    while (status?.status === 'running' && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 50));
-      status = await t.client.status(sessionId);
-    }
-    return status;
-  };
   const objectKeys = async (prefix: string): Promise<string[]> => {
     const listed = await s3.send(new ListObjectsV2Command({ Bucket: t.stack.resources.bucket, Prefix: prefix }));
     return (listed.Contents ?? []).map((o) => o.Key ?? '');
@@ -95,11 +77,11 @@ describe('the production-grade core on the local stack', { timeout: 180_000 }, (
     return (await object.Body?.transformToString()) ?? '';
   };
 
-  it('cancels an owner mid tool call within one renewal interval, and cancel is idempotent', async () => {
+  it('cancels an owner mid tool call, through its next renewal, before the call ends, and cancel is idempotent', async () => {
     // Arrange: a pure tool that would wait 4 s, well past a renewal.
     const dir = newDir();
-    const s = await t.client.submit({ agent: 'slow-tool', input: { dir, ms: 4_000 } });
-    await waitFor('the slow tool to start', () => readProbes(dir).some((p) => p.event === 'started'));
+    const s = await t.client.submit({ agent: 'slow-tool', input: { dir, ms: SLOW_TOOL_MS } });
+    await waitFor(() => readProbes(dir).some((p) => p.event === 'started'), { what: 'the slow tool to start' });
 
     // Act
     const requestedAt = Date.now();
@@ -108,17 +90,22 @@ describe('the production-grade core on the local stack', { timeout: 180_000 }, (
     const result = await resultFor(s.ticketId);
 
     // Assert
-    expect([first, second]).toEqual(['requested', 'requested']);
+    // Idempotent: a second request is accepted again, or finds the turn already cancelled by the
+    // first (a busy machine can finish the cancel in between); either way one outcome, below.
+    expect(first).toBe('requested');
+    expect(['requested', 'already-finished']).toContain(second);
     const probes = readProbes(dir);
     const aborted = probes.find((p) => p.event === 'aborted');
     expect(aborted?.detail, 'the tool saw its signal abort').toBe('cancel');
-    expect(aborted!.at - requestedAt).toBeLessThanOrEqual(RENEW_INTERVAL_MS + RENEW_SLACK_MS);
+    // The abort came from the cancel (a renewal saw it), before the tool's own end.
+    expect(aborted!.at).toBeGreaterThanOrEqual(requestedAt);
+    expect(aborted!.at - requestedAt).toBeLessThan(SLOW_TOOL_MS);
     expect(probes.filter((p) => p.event === 'finished')).toEqual([]);
     expect(result).toMatchObject({ status: 'cancelled', error: 'cancelled by request' });
     const journal = await journalOf('slow-tool', s.sessionId);
     expect(ofKind(journal, 'tool'), 'an aborted pure call journals nothing').toEqual([]);
     expect(ofKind(journal, 'outcome').map((e) => e.data.status)).toEqual(['cancelled']);
-    expect(await settledStatus(s.sessionId)).toMatchObject({ status: 'cancelled', cancelRequested: true });
+    expect(await t.client.status(s.sessionId)).toMatchObject({ status: 'cancelled', cancelRequested: true });
     expect(await t.client.cancel(s.sessionId), 'a cancel after the end').toBe('already-finished');
     expect(await t.client.cancel('no-such-session'), 'an unknown session').toBe('not-found');
   });
@@ -127,7 +114,7 @@ describe('the production-grade core on the local stack', { timeout: 180_000 }, (
     // Arrange: a once-only call of 1.6 s, longer than a renewal interval.
     const dir = newDir();
     const s = await t.client.submit({ agent: 'once-only', input: { dir, ms: 1_600 } });
-    await waitFor('the once-only call to start', () => readProbes(dir).some((p) => p.event === 'started'));
+    await waitFor(() => readProbes(dir).some((p) => p.event === 'started'), { what: 'the once-only call to start' });
 
     // Act
     const requestedAt = Date.now();
@@ -163,17 +150,19 @@ describe('the production-grade core on the local stack', { timeout: 180_000 }, (
     const dir = newDir();
     const bytes = 1_000_000;
     const s = await t.client.submit({ agent: 'big-result', input: { dir, bytes, ms: 1_000 } });
-    await waitFor('the tool to start', () => readProbes(dir).some((p) => p.event === 'started'));
+    await waitFor(() => readProbes(dir).some((p) => p.event === 'started'), { what: 'the tool to start' });
     writeFileSync(failpoints, JSON.stringify({ 'after-append': { action: 'kill' } }));
 
     // Act
     const result = await resultFor(s.ticketId, 45_000);
 
     // Assert: the worker died right after the tool entry, and a recovery leg came next.
-    const fired = readFileSync(`${failpoints}.log`, 'utf8').trim().split('\n');
-    expect(fired.map((l) => (JSON.parse(l) as { failpoint: string }).failpoint)).toEqual(['after-append']);
-    const killed = t.events.flatMap((e) => (e.type === 'worker-exited' && e.signal === 'SIGKILL' ? [e.pid] : []));
-    expect(killed).toContain((JSON.parse(fired[0]!) as { pid: number }).pid);
+    const fired = readJsonLines<{ failpoint: string; pid: number }>(`${failpoints}.log`);
+    expect(fired.map((f) => f.failpoint)).toEqual(['after-append']);
+    await waitFor(
+      () => t.events.some((e) => e.type === 'worker-exited' && e.signal === 'SIGKILL' && e.pid === fired[0]!.pid),
+      { what: `the supervisor to see worker ${fired[0]!.pid} die at after-append` },
+    );
     const journal = await journalOf('big-result', s.sessionId);
     const toolAt = journal.findIndex((e) => e.kind === 'tool');
     const tool = journal[toolAt] as Extract<JournalEntry, { kind: 'tool' }>;
@@ -211,7 +200,7 @@ describe('the production-grade core on the local stack', { timeout: 180_000 }, (
     expect(ofKind(journal, 'error'), 'no retry was spent').toEqual([]);
     expect(ofKind(journal, 'tool')).toEqual([]);
     expect(readProbes(dir).filter((p) => p.event === 'started')).toHaveLength(1);
-    expect(await settledStatus(s.sessionId)).toMatchObject({ status: 'failed' });
+    expect(await t.client.status(s.sessionId)).toMatchObject({ status: 'failed' });
   });
 
   it('accepts a ticket input over the SQS limit through S3 and completes its turn', async () => {
@@ -223,7 +212,8 @@ describe('the production-grade core on the local stack', { timeout: 180_000 }, (
     const result = await resultFor(s.ticketId);
 
     // Assert
-    const ticketKey = `tickets/default/echo/${encodeURIComponent(s.ticketId)}.json`;
+    // Under the ticket's tenant and agent, named by the ticket id and the SHA-256 its reference carries.
+    const ticketKey = `tickets/default/echo/${encodeURIComponent(s.ticketId)}-${sha256(JSON.stringify({ text }))}.json`;
     expect(JSON.parse(await objectText(ticketKey))).toEqual({ text });
     expect(result).toMatchObject({ status: 'completed', output: `read 300000 characters, sha256 ${sha256(text)}` });
     const [input] = ofKind(await journalOf('echo', s.sessionId), 'input');
@@ -256,17 +246,17 @@ describe('the retry policy on the local stack, with delayed kicks as the only wa
     const assertBackoff = (journal: JournalEntry[], errors: Extract<JournalEntry, { kind: 'error' }>[]) => {
       for (const error of errors) {
         if (error.data.retryAt === undefined) continue;
-        // retryAt is set just before the entry's own timestamp: a few ms apart at most.
+        // retryAt is set just before the entry's own timestamp (apart by one busy moment at most).
         const delay = delayOf(error.data.attempt);
         expect(error.data.retryAt - error.at, `attempt ${error.data.attempt}'s delay`).toBeLessThanOrEqual(delay);
-        expect(error.data.retryAt - error.at).toBeGreaterThan(delay - 100);
-        // The next leg is woken by the delayed kick: at the retry time, not before, and promptly.
+        expect(error.data.retryAt - error.at).toBeGreaterThan(delay - 1_000);
+        // The next leg is woken by the delayed kick: at the retry time, not before.
         const leg = journal.find((e) => e.seq > error.seq && e.kind === 'leg') as
           | Extract<JournalEntry, { kind: 'leg' }>
           | undefined;
         expect(leg?.data.reason).toBe('retry');
         expect(leg!.at).toBeGreaterThanOrEqual(error.data.retryAt);
-        expect(leg!.at - error.data.retryAt).toBeLessThan(PROMPT_WAKE_MS);
+        expect(leg!.at - error.data.retryAt).toBeLessThan(WOKEN_BY_THE_KICK_MS);
       }
     };
     expect(flakyResult).toMatchObject({ status: 'completed', output: 'answered: {"attempt":3}' });

@@ -211,7 +211,8 @@ export class DynamoDbSessionStore implements SessionStore {
         new UpdateCommand({
           TableName: this.#table,
           Key: { pk: pkOf(key), sk: META_SK },
-          UpdateExpression: `SET ${sets.join(', ')}`,
+          // A new holder starts without its predecessor's hand-off nonce.
+          UpdateExpression: `SET ${sets.join(', ')} REMOVE ${x.name('handoff')}`,
           ConditionExpression: allOf(epochMatches, ownerMatches, leaseExpired, notFinished),
           ReturnValues: 'ALL_NEW',
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
@@ -240,6 +241,7 @@ export class DynamoDbSessionStore implements SessionStore {
       `${x.name('updatedAt')} = ${x.value(this.#clock.now())}`,
     ];
     if (request.progressed) sets.push(`${x.name('recoveries')} = ${x.value(0)}`);
+    if (request.handoff !== undefined) sets.push(`${x.name('handoff')} = ${x.value(request.handoff)}`);
     const result = await conditional(() =>
       this.#db.send(
         new UpdateCommand({

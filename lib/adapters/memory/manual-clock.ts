@@ -1,4 +1,4 @@
-import type { Clock } from '../../ports/clock.ts';
+import type { CancelTimer, Clock } from '../../ports/clock.ts';
 
 interface Sleeper {
   readonly at: number;
@@ -9,8 +9,8 @@ interface Sleeper {
 export const MANUAL_CLOCK_START_MS = 1_700_000_000_000;
 
 /**
- * A clock that moves only when the test says so. `sleep` resolves when `advance` passes its
- * deadline (or rejects when its signal aborts first).
+ * A clock that moves only when the test says so. `sleep` resolves, and a timer fires, when
+ * `advance` passes its deadline (a sleep rejects when its signal aborts first).
  * @example const clock = new ManualClock(); const slept = clock.sleep(1_000); clock.advance(1_000); await slept;
  */
 export class ManualClock implements Clock {
@@ -45,18 +45,33 @@ export class ManualClock implements Clock {
     });
   }
 
+  setTimer(ms: number, fn: () => void): CancelTimer {
+    const entry: Sleeper = { at: this.#now + Math.max(0, ms), resolve: fn };
+    this.#sleepers.push(entry);
+    return () => {
+      this.#sleepers = this.#sleepers.filter((sleeper) => sleeper !== entry);
+    };
+  }
+
   /** Moves time forward by `ms` and wakes every sleeper whose deadline has come, earliest first. */
   advance(ms: number): void {
     this.set(this.#now + ms);
   }
 
-  /** Moves time to `timeMs` (never backwards) and wakes the sleepers that are due. */
+  /**
+   * Moves time to `timeMs` (never backwards), waking the sleepers and firing the timers that fall
+   * due on the way, earliest first, each at its own time (a timer set by one that fires may fall due too).
+   */
   set(timeMs: number): void {
     if (timeMs < this.#now) throw new RangeError(`ManualClock cannot go back from ${this.#now} to ${timeMs}`);
+    for (;;) {
+      const next = this.#sleepers.filter((sleeper) => sleeper.at <= timeMs).sort((a, b) => a.at - b.at)[0];
+      if (next === undefined) break;
+      this.#sleepers = this.#sleepers.filter((sleeper) => sleeper !== next);
+      this.#now = Math.max(this.#now, next.at);
+      next.resolve();
+    }
     this.#now = timeMs;
-    const due = this.#sleepers.filter((sleeper) => sleeper.at <= timeMs).sort((a, b) => a.at - b.at);
-    this.#sleepers = this.#sleepers.filter((sleeper) => sleeper.at > timeMs);
-    for (const sleeper of due) sleeper.resolve();
   }
 
   /** Jumps to the earliest pending sleeper's deadline and wakes it; false when nobody sleeps. */
@@ -67,7 +82,7 @@ export class ManualClock implements Clock {
     return true;
   }
 
-  /** How many sleeps are waiting for time to move. */
+  /** How many sleeps and timers are waiting for time to move. */
   get pendingSleeps(): number {
     return this.#sleepers.length;
   }

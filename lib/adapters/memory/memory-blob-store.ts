@@ -1,5 +1,5 @@
-import { BatonError } from '../../core/errors.ts';
-import type { BlobStore } from '../../ports/blob-store.ts';
+import { BatonError, BlobTooLargeError } from '../../core/errors.ts';
+import type { BlobReadOptions, BlobStore } from '../../ports/blob-store.ts';
 import { BlobNotFoundError } from '../blob-not-found-error.ts';
 
 /**
@@ -18,9 +18,12 @@ export class MemoryBlobStore implements BlobStore {
     this.#objects.set(key, body);
   }
 
-  async get(key: string): Promise<string> {
+  async get(key: string, options: BlobReadOptions = {}): Promise<string> {
     const body = this.#objects.get(key);
     if (body === undefined) throw new BlobNotFoundError(key);
+    const bytes = Buffer.byteLength(body);
+    if (options.maxBytes !== undefined && bytes > options.maxBytes)
+      throw new BlobTooLargeError(key, bytes, options.maxBytes);
     return body;
   }
 

@@ -3,7 +3,13 @@ import { Kick, Result, Ticket } from '../../core/messages.ts';
 import { type TraceContext, xrayHeaderFor } from '../../core/trace-context.ts';
 import { type Clock, systemClock } from '../../ports/clock.ts';
 import type { ResultPublisher, SendOptions, TicketQueue, WorkQueue } from '../../ports/queues.ts';
-import { delaySecondsOf, messageAttributesOf, resultAttributes, validateMessage } from '../queue-messages.ts';
+import {
+  checkMessageSize,
+  delaySecondsOf,
+  messageAttributesOf,
+  resultAttributes,
+  validateMessage,
+} from '../queue-messages.ts';
 
 /** One message as the in-memory queue holds it: what SQS would carry, plus when it becomes visible. */
 export interface SentMessage<T> {
@@ -53,6 +59,11 @@ export class MemoryQueue<T> {
     return this.#pending.length;
   }
 
+  /** When the earliest waiting message becomes visible; undefined when none waits. */
+  get nextVisibleAt(): number | undefined {
+    return this.#pending.length === 0 ? undefined : Math.min(...this.#pending.map((message) => message.visibleAt));
+  }
+
   /** Removes and returns the messages visible at `now` (all of them by default), in send order. */
   receive(now = this.#clock.now()): SentMessage<T>[] {
     const visible = this.#pending.filter((message) => message.visibleAt <= now);
@@ -84,6 +95,8 @@ export class MemoryQueue<T> {
 
   protected enqueue(message: unknown, options: SendOptions | undefined, extra?: Record<string, string>): void {
     const body = validateMessage(this.schema, message, this.what);
+    const attributes = messageAttributesOf(options, extra);
+    checkMessageSize(body, attributes, this.what);
     const delaySeconds = delaySecondsOf(options) ?? 0;
     const failure = this.#failures.shift();
     if (failure) throw failure;
@@ -91,7 +104,7 @@ export class MemoryQueue<T> {
     const trace = options?.trace;
     const sent: SentMessage<T> = {
       body,
-      attributes: messageAttributesOf(options, extra),
+      attributes,
       ...(trace ? { trace, awsTraceHeader: xrayHeaderFor(trace) } : {}),
       delaySeconds,
       sentAt,

@@ -1,6 +1,6 @@
 import { GetObjectCommand, NoSuchKey, PutObjectCommand, type S3Client, S3ServiceException } from '@aws-sdk/client-s3';
-import { BatonError } from '../../core/errors.ts';
-import type { BlobStore } from '../../ports/blob-store.ts';
+import { BatonError, BlobTooLargeError } from '../../core/errors.ts';
+import type { BlobReadOptions, BlobStore } from '../../ports/blob-store.ts';
 import { BlobNotFoundError } from '../blob-not-found-error.ts';
 
 export interface S3BlobStoreOptions {
@@ -41,10 +41,17 @@ export class S3BlobStore implements BlobStore {
     }
   }
 
-  async get(key: string): Promise<string> {
+  async get(key: string, options: BlobReadOptions = {}): Promise<string> {
     try {
-      const { Body } = await this.options.client.send(new GetObjectCommand({ Bucket: this.options.bucket, Key: key }));
+      const { Body, ContentLength } = await this.options.client.send(
+        new GetObjectCommand({ Bucket: this.options.bucket, Key: key }),
+      );
       if (Body === undefined) throw new BlobNotFoundError(key);
+      if (options.maxBytes !== undefined && (ContentLength ?? Number.POSITIVE_INFINITY) > options.maxBytes) {
+        // Only the headers were read: the body is dropped unread.
+        (Body as { destroy?: () => void }).destroy?.();
+        throw new BlobTooLargeError(key, ContentLength ?? Number.NaN, options.maxBytes);
+      }
       return await Body.transformToString('utf-8');
     } catch (error) {
       if (error instanceof NoSuchKey) throw new BlobNotFoundError(key, { cause: error });

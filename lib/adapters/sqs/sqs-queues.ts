@@ -2,7 +2,13 @@ import { type MessageAttributeValue, SendMessageCommand, type SQSClient } from '
 import { Kick, Result, Ticket } from '../../core/messages.ts';
 import { xrayHeaderFor } from '../../core/trace-context.ts';
 import type { ResultPublisher, SendOptions, TicketQueue, WorkQueue } from '../../ports/queues.ts';
-import { delaySecondsOf, messageAttributesOf, resultAttributes, validateMessage } from '../queue-messages.ts';
+import {
+  checkMessageSize,
+  delaySecondsOf,
+  messageAttributesOf,
+  resultAttributes,
+  validateMessage,
+} from '../queue-messages.ts';
 
 export interface SqsQueueOptions {
   readonly client: SQSClient;
@@ -21,7 +27,9 @@ async function send(
   extraAttributes?: Record<string, string>,
 ): Promise<void> {
   const delaySeconds = delaySecondsOf(options);
-  const attributes = Object.entries(messageAttributesOf(options, extraAttributes));
+  const named = messageAttributesOf(options, extraAttributes);
+  checkMessageSize(body, named, 'queue');
+  const attributes = Object.entries(named);
   const messageAttributes: Record<string, MessageAttributeValue> = Object.fromEntries(
     attributes.map(([name, value]) => [name, { DataType: 'String', StringValue: value }]),
   );

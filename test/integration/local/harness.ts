@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SendMessageCommand, type SendMessageCommandInput, type SQSClient } from '@aws-sdk/client-sqs';
 import type { FixtureBody, RecordedInvocation } from '../../fixtures/handlers/recording-handler.ts';
+import { waitFor } from '../../fixtures/wait-for.ts';
 
 export const RECORDING_HANDLER = fileURLToPath(
   new URL('../../fixtures/handlers/recording-handler.ts', import.meta.url),
@@ -28,18 +29,13 @@ export function recordsFor(file: string, id: string): RecordedInvocation[] {
   return readRecords(file).filter((line) => (JSON.parse(line.record.body) as FixtureBody).id === id);
 }
 
-/** Polls `probe` until it returns a value (not undefined) or the timeout passes. */
-export async function eventually<T>(
+/** Polls `probe` until it returns a value (not undefined), or fails naming `what` after the timeout. */
+export function eventually<T>(
   probe: () => T | undefined | Promise<T | undefined>,
-  timeoutMs = 15_000,
+  what: string,
+  timeoutMs = 60_000,
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+  return waitFor(probe, { what, timeoutMs });
 }
 
 export async function sendFixture(

@@ -69,7 +69,7 @@ describe('startLocalStack', () => {
     const [delivery] = await eventually(() => {
       const found = recordsFor(records, id);
       return found.length > 0 ? found : undefined;
-    });
+    }, 'a delivery to the recording handler');
 
     // Assert
     expect(delivery?.record.eventSourceARN).toBe(stack.resources.queues.tickets.arn);
@@ -82,7 +82,7 @@ describe('startLocalStack', () => {
       if (!existsSync(schedules)) return undefined;
       const found = readFileSync(schedules, 'utf8').trim().split('\n');
       return found.length >= 2 ? found.map((line) => JSON.parse(line) as { pid: number; event: object }) : undefined;
-    });
+    }, 'two scheduled invocations');
 
     // Assert
     expect(new Set(lines.map((line) => line.pid)).size).toBe(1);
@@ -99,7 +99,7 @@ describe('startLocalStack', () => {
     const rewritten = await eventually(() => {
       const pids = readLocalStackConfig(stateDir)?.workers.map((worker) => worker.pid) ?? [];
       return pids.includes(victim.pid) || pids.length < 2 ? undefined : pids;
-    });
+    }, 'local.json to list the replacement worker');
     await stack.stop();
 
     // Assert

@@ -1,9 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../../lib/adapters/memory/manual-clock.ts';
 import { MemoryWorkQueue } from '../../../lib/adapters/memory/memory-queues.ts';
+import { deriveSessionId } from '../../../lib/core/ids.ts';
 import type { Kick } from '../../../lib/core/messages.ts';
 
-const kick = (id: string): Kick => ({ v: 1, session: { tenant: 'default', agent: 'a', id }, reason: 'first' });
+const idOf = (ticketId: string) => deriveSessionId('default', 'a', ticketId);
+const kick = (ticketId: string): Kick => ({
+  v: 1,
+  session: { tenant: 'default', agent: 'a', id: idOf(ticketId) },
+  reason: 'first',
+});
 
 describe('MemoryWorkQueue', () => {
   it('keeps every kick sent while receive drains only the visible ones', async () => {
@@ -19,9 +25,9 @@ describe('MemoryWorkQueue', () => {
     const second = queue.receive();
 
     // Assert
-    expect(first.map((message) => message.body.session.id)).toEqual(['now']);
-    expect(second.map((message) => message.body.session.id)).toEqual(['later']);
-    expect(queue.bodies.map((body) => body.session.id)).toEqual(['now', 'later']);
+    expect(first.map((message) => message.body.session.id)).toEqual([idOf('now')]);
+    expect(second.map((message) => message.body.session.id)).toEqual([idOf('later')]);
+    expect(queue.bodies.map((body) => body.session.id)).toEqual([idOf('now'), idOf('later')]);
     expect(queue.pendingCount).toBe(0);
   });
 
@@ -37,7 +43,7 @@ describe('MemoryWorkQueue', () => {
     await queue.sendKick(kick('two'));
 
     // Assert
-    expect(seen).toEqual(['one']);
+    expect(seen).toEqual([idOf('one')]);
   });
 
   it('fails the next send when told to, and sends nothing for it', async () => {

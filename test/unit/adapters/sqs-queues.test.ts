@@ -1,6 +1,7 @@
 import type { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
 import { SqsResultPublisher, SqsWorkQueue } from '../../../lib/adapters/sqs/sqs-queues.ts';
+import { deriveSessionId } from '../../../lib/core/ids.ts';
 import type { Kick, Result } from '../../../lib/core/messages.ts';
 import { formatTraceparent, type TraceContext, xrayHeaderFor } from '../../../lib/core/trace-context.ts';
 
@@ -12,7 +13,12 @@ function recordingClient() {
 }
 
 const TRACE: TraceContext = { traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanId: '00f067aa0ba902b7', sampled: true };
-const kick: Kick = { v: 1, session: { tenant: 'default', agent: 'a', id: 's1' }, reason: 'continuation', fromEpoch: 2 };
+const kick: Kick = {
+  v: 1,
+  session: { tenant: 'default', agent: 'a', id: deriveSessionId('default', 'a', 's1') },
+  reason: 'continuation',
+  fromEpoch: 2,
+};
 
 describe('SqsWorkQueue', () => {
   it('puts the X-Ray header in the AWSTraceHeader system attribute and the W3C context in traceparent', async () => {

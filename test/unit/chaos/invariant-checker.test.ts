@@ -181,6 +181,16 @@ describe('the chaos invariant checker', () => {
     expect(violations.map((v) => v.invariant)).toEqual(['duplicate-effect']);
   });
 
+  it('reports a once-only call the downstream refused because reconcile had voided its key', () => {
+    const voided = { ...refund('a'), operation: 'refuse:issueRefund' };
+    const refused = { ...refund('a'), operation: 'refused:issueRefund' };
+    const { violations, figures } = checkInvariants(snapshot([finishedSession('a')], { ledger: [voided, refused] }));
+
+    expect(violations.map((v) => v.invariant)).toEqual(['refused-once']);
+    expect(figures.refusedOnceOnlyCalls).toBe(1);
+    expect(figures.onceOnlyCalls).toBe(0);
+  });
+
   it('reports a once-only effect that ran without a watermark', () => {
     const base = finishedSession('a');
     const journal = base.journal.map((e) =>

@@ -3,7 +3,8 @@ import { hasWork, planAcquire, renewIntervalMs } from '../../../lib/core/lease.t
 
 const NOW = 100_000;
 const free = { state: 'queued' as const, epoch: 3, pendingVersion: 1, seenVersion: 0, cancelRequested: false };
-const held = { ...free, state: 'running' as const, owner: 'a', until: NOW + 10_000 };
+const HANDOFF = '0123456789abcdef0123456789abcdef';
+const held = { ...free, state: 'running' as const, owner: 'a', until: NOW + 10_000, handoff: HANDOFF };
 
 describe('lease math', () => {
   it('takes a free lease when there is work', () => {
@@ -12,11 +13,22 @@ describe('lease math', () => {
 
   it('drops a kick for a lease that is fresh and held by someone else', () => {
     expect(planAcquire(held, { reason: 'first' }, NOW)).toEqual({ kind: 'drop', why: 'held' });
-    expect(planAcquire(held, { reason: 'continuation', fromEpoch: 2 }, NOW)).toEqual({ kind: 'drop', why: 'held' });
+    expect(planAcquire(held, { reason: 'continuation', fromEpoch: 2, handoff: HANDOFF }, NOW)).toEqual({
+      kind: 'drop',
+      why: 'held',
+    });
+  });
+
+  it('drops a continuation for the current epoch without the nonce its predecessor stored', () => {
+    expect(planAcquire(held, { reason: 'continuation', fromEpoch: 3 }, NOW)).toEqual({ kind: 'drop', why: 'held' });
+    expect(planAcquire({ ...held, handoff: undefined }, { reason: 'continuation', fromEpoch: 3 }, NOW)).toEqual({
+      kind: 'drop',
+      why: 'held',
+    });
   });
 
   it('takes over from a predecessor that yielded to this continuation', () => {
-    expect(planAcquire(held, { reason: 'continuation', fromEpoch: 3 }, NOW)).toEqual({
+    expect(planAcquire(held, { reason: 'continuation', fromEpoch: 3, handoff: HANDOFF }, NOW)).toEqual({
       kind: 'acquire',
       recovery: false,
       expectOwner: 'a',

@@ -18,12 +18,11 @@ import { invocation, makeTestDeps, ticketBody } from '../../fixtures/runtime.ts'
 
 const LEASE_TTL_MS = 200;
 const config = { leaseTtlMs: LEASE_TTL_MS, reserveMs: 50, retentionDays: 1, sweepGraceMs: LEASE_TTL_MS };
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Runs a kick the way a crashing worker would: a FailpointCrash ends the leg with its lease held. */
 async function runOrCrash(kick: Kick, deps: Parameters<typeof runKick>[2]) {
   try {
-    return await runKick(kick, invocation(), deps);
+    return await runKick(kick, invocation(60_000, deps.clock), deps);
   } catch (error) {
     if (error instanceof FailpointCrash) return `crashed at ${error.failpoint}`;
     throw error;
@@ -40,7 +39,7 @@ describe('the step runner under repeated crashes', () => {
       model: scriptedModel({ script: () => ({ final: 'done' }) }),
       limits: { maxRecoveries: 1 },
     });
-    const { deps, store, results } = makeTestDeps([agent], {
+    const { deps, store, results, clock } = makeTestDeps([agent], {
       config,
       failpoint: async (name) => {
         if (crashes[0] === name) throw new FailpointCrash(crashes.shift() as Failpoint);
@@ -52,7 +51,7 @@ describe('the step runner under repeated crashes', () => {
     // Act
     const legs = [await runOrCrash({ v: 1, session, reason: 'first' }, deps)];
     while (legs.at(-1)?.startsWith('crashed')) {
-      await sleep(LEASE_TTL_MS + 50);
+      clock.advance(LEASE_TTL_MS + 50);
       legs.push(await runOrCrash({ v: 1, session, reason: 'recovery' }, deps));
     }
 
@@ -90,7 +89,7 @@ describe('the step runner under repeated crashes', () => {
     });
     let appendsThisLeg = 0;
     let legsToCrash = 4;
-    const { deps, store, results } = makeTestDeps([agent], {
+    const { deps, store, results, clock } = makeTestDeps([agent], {
       config,
       failpoint: async (name) => {
         if (name !== 'after-append' || legsToCrash === 0) return;
@@ -107,7 +106,7 @@ describe('the step runner under repeated crashes', () => {
     // Act
     const legs: string[] = [];
     for (let reason: Kick['reason'] = 'first'; legs.at(-1) !== 'finished' && legs.length < 10; reason = 'recovery') {
-      if (reason === 'recovery') await sleep(LEASE_TTL_MS + 50);
+      if (reason === 'recovery') clock.advance(LEASE_TTL_MS + 50);
       appendsThisLeg = 0;
       legs.push(await runOrCrash({ v: 1, session, reason }, deps));
     }
@@ -121,11 +120,11 @@ describe('the step runner under repeated crashes', () => {
 
   it('the sweeper backs off a due session it already kicked, so a backlog does not become a kick storm', async () => {
     // Arrange: twenty sessions whose first kicks wait in a backed-up queue: due, never acquired.
-    const { deps, store, workQueue } = makeTestDeps([]);
-    const now = Date.now();
+    const { deps, store, workQueue, clock } = makeTestDeps([]);
+    const now = clock.now();
     for (let i = 0; i < 20; i++) {
       await store.createSession({
-        key: { tenant: 'default', agent: 'backlog', id: `s${i}` },
+        key: { tenant: 'default', agent: 'backlog', id: deriveSessionId('default', 'backlog', `s${i}`) },
         ticketId: `t${i}`,
         activeTurnId: `t${i}`,
         traceId: '0af7651916cd43dd8448eb211c80319c',
@@ -157,7 +156,7 @@ describe('the step runner under repeated crashes', () => {
       instructions: 'Answer at once.',
       model: scriptedModel({ maxDurationMs: 1_000, script: () => ({ final: 'done' }) }),
     });
-    const { deps, results } = makeTestDeps([agent], {
+    const { deps, results, clock } = makeTestDeps([agent], {
       config,
       failpoint: async (name) => {
         if (crashes[0] === name) throw new FailpointCrash(crashes.shift() as Failpoint);
@@ -166,13 +165,17 @@ describe('the step runner under repeated crashes', () => {
     await acceptTicket(ticketBody('late', 'T-4', 'go'), undefined, deps);
     const session = { tenant: 'default', agent: 'late', id: deriveSessionId('default', 'late', 'T-4') };
     await runOrCrash({ v: 1, session, reason: 'first' }, deps);
-    await sleep(LEASE_TTL_MS + 50);
+    clock.advance(LEASE_TTL_MS + 50);
     await runOrCrash({ v: 1, session, reason: 'recovery' }, deps);
-    await sleep(LEASE_TTL_MS + 50);
+    clock.advance(LEASE_TTL_MS + 50);
 
     // Act: 500 ms left, less than the model's declared maximum.
-    const late = await runKick({ v: 1, session, reason: 'recovery' }, invocation(500), deps);
-    const next = await runKick({ v: 1, session, reason: 'continuation', fromEpoch: 3 }, invocation(), deps);
+    const late = await runKick({ v: 1, session, reason: 'recovery' }, invocation(500, clock), deps);
+    const next = await runKick(
+      { v: 1, session, reason: 'continuation', fromEpoch: 3 },
+      invocation(60_000, clock),
+      deps,
+    );
 
     // Assert
     expect([late, next]).toEqual(['yielded', 'finished']);

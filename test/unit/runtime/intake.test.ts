@@ -1,7 +1,14 @@
+import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { InvalidInputError, PayloadTooLargeError, TicketConflictError } from '../../../lib/core/errors.ts';
+import {
+  InvalidInputError,
+  PayloadTooLargeError,
+  TenantNotAllowedError,
+  TicketConflictError,
+} from '../../../lib/core/errors.ts';
 import { deriveSessionId } from '../../../lib/core/ids.ts';
-import { acceptTicket, recordRejectedTicket } from '../../../lib/runtime/intake.ts';
+import { parseProducers } from '../../../lib/core/tenancy.ts';
+import { acceptTicket, recordRejectedTicket, salvageIds } from '../../../lib/runtime/intake.ts';
 import { lookupAgent, makeTestDeps, ticketBody } from '../../fixtures/runtime.ts';
 
 const key = (ticketId: string, agent = 'lookup-agent') => ({
@@ -12,8 +19,10 @@ const key = (ticketId: string, agent = 'lookup-agent') => ({
 
 describe('intake', () => {
   it('persists the turn and the session, then kicks, once per ticket however often it arrives', async () => {
-    const { deps, store, workQueue } = makeTestDeps([lookupAgent()]);
+    const { deps, store, workQueue, clock } = makeTestDeps([lookupAgent()]);
     const first = await acceptTicket(ticketBody('lookup-agent', 'T-1', { ids: ['a'] }), undefined, deps);
+    // The resubmission comes later (at the same instant it would be the store's own retried write).
+    clock.advance(1_000);
     const again = await acceptTicket(ticketBody('lookup-agent', 'T-1', { ids: ['a'] }), undefined, deps);
 
     expect(first).toMatchObject({ created: true, turnId: 'T-1', key: key('T-1') });
@@ -57,7 +66,7 @@ describe('intake', () => {
   });
 
   it('records a refused ticket as a failed session with its reason, where status and the results queue show it', async () => {
-    const { deps, store, results } = makeTestDeps([lookupAgent()]);
+    const { deps, store, results, clock } = makeTestDeps([lookupAgent()]);
     const body = ticketBody('lookup-agent', 'T-5', { wrong: true });
     expect(await recordRejectedTicket(body, 'input does not match', deps)).toBe(true);
     const record = await store.getSession(key('T-5'));
@@ -67,7 +76,7 @@ describe('intake', () => {
       error: 'input does not match',
     });
     expect(results.bodies[0]).toMatchObject({ ticketId: 'T-5', status: 'failed', error: 'input does not match' });
-    expect(await store.findDue(0, Date.now() + 60_000, 10)).toEqual([]);
+    expect(await store.findDue(0, clock.now() + 60_000, 10)).toEqual([]);
   });
 
   it('leaves a ticket without usable ids to the DLQ and never touches an existing session', async () => {
@@ -76,5 +85,210 @@ describe('intake', () => {
     await acceptTicket(ticketBody('lookup-agent', 'T-6', { ids: [] }), undefined, deps);
     await recordRejectedTicket(ticketBody('lookup-agent', 'T-6', { ids: ['other'] }), 'conflict', deps);
     expect((await store.getSession(key('T-6')))?.state).toBe('queued');
+  });
+
+  it('refuses a ticket nested 100,000 levels deep as invalid (not a transient stack overflow) and records it', async () => {
+    const { deps, store, results, workQueue } = makeTestDeps([lookupAgent()]);
+    const depth = 100_000;
+    const body = `{"ticketId":"T-deep","agent":"lookup-agent","input":${'['.repeat(depth)}${']'.repeat(depth)}}`;
+
+    const refusal = acceptTicket(body, undefined, deps);
+    await expect(refusal).rejects.toThrow(InvalidInputError);
+    await expect(refusal).rejects.toThrow(/ticket is nested deeper than 64 levels/);
+    const error = await refusal.then(
+      () => '',
+      (e: Error) => e.message,
+    );
+    expect(await recordRejectedTicket(body, error, deps)).toBe(true);
+
+    expect(workQueue.sent).toHaveLength(0);
+    expect((await store.getSession(key('T-deep')))?.state).toBe('failed');
+    expect(results.bodies[0]).toMatchObject({ ticketId: 'T-deep', status: 'failed', error });
+  });
+
+  it.each([
+    ['a lone high surrogate', '\ud800'],
+    ['a lone low surrogate', '\udc00'],
+    ['a control character', 'T\u0000'],
+  ])(
+    'refuses a ticket id with %s, which would alias another id’s session, and salvages nothing from it',
+    async (_what, ticketId) => {
+      const { deps, workQueue } = makeTestDeps([lookupAgent()]);
+      // JSON.stringify escapes the character, as a producer's serialiser would.
+      const body = ticketBody('lookup-agent', ticketId, { ids: [] });
+
+      const refusal = acceptTicket(body, undefined, deps);
+      await expect(refusal).rejects.toThrow(InvalidInputError);
+      await expect(refusal).rejects.toThrow(
+        /ticketId: ticket id must be well-formed Unicode without control characters/,
+      );
+      expect(salvageIds(body)).toBeUndefined();
+      expect(workQueue.sent).toHaveLength(0);
+    },
+  );
+
+  describe('a ticket input in the payload bucket', () => {
+    const input = { ids: ['from-the-bucket'] };
+    const text = JSON.stringify(input);
+    const sha256 = createHash('sha256').update(text).digest('hex');
+    const bytes = Buffer.byteLength(text);
+    const blobTicket = (ticketId: string, ref: Record<string, unknown>, tenant = 'default') =>
+      JSON.stringify({ ticketId, agent: 'lookup-agent', tenant, input: ref });
+
+    it('is read when its key is under its own tenant and agent and its content matches the hash', async () => {
+      const { deps, blobs, store } = makeTestDeps([lookupAgent()]);
+      await blobs.put('tickets/default/lookup-agent/T-b1.json', text);
+
+      const accepted = await acceptTicket(
+        blobTicket('T-b1', { $blob: 'tickets/default/lookup-agent/T-b1.json', sha256, bytes }),
+        undefined,
+        deps,
+      );
+
+      expect(await store.getTurn(accepted.key, 'T-b1')).toMatchObject({ input });
+    });
+
+    it.each([
+      ['another tenant’s ticket', 'tickets/acme/lookup-agent/T-secret.json'],
+      ['a journal payload', 'default/lookup-agent/abcdefghijklmnopqrstuvwxyz/J3-e1-w.json'],
+      ['a path that climbs out of its prefix', 'tickets/default/lookup-agent/../../acme/lookup-agent/T.json'],
+    ])('is refused when its key names %s, without reading it', async (_what, $blob) => {
+      const { deps, blobs } = makeTestDeps([lookupAgent()]);
+      await blobs.put($blob, text);
+      const reads: string[] = [];
+      const spying = {
+        put: blobs.put.bind(blobs),
+        get: async (k: string) => {
+          reads.push(k);
+          return blobs.get(k);
+        },
+      };
+
+      const refusal = acceptTicket(blobTicket('T-b2', { $blob, sha256, bytes }), undefined, { ...deps, blobs: spying });
+
+      await expect(refusal).rejects.toThrow(InvalidInputError);
+      await expect(refusal).rejects.toThrow(/ticket input blob .* is not under tickets\/default\/lookup-agent\//);
+      expect(reads).toEqual([]);
+    });
+
+    it('is refused when its content does not match the hash the ticket carries', async () => {
+      const { deps, blobs } = makeTestDeps([lookupAgent()]);
+      await blobs.put('tickets/default/lookup-agent/T-b3.json', JSON.stringify({ ids: ['swapped'] }));
+
+      await expect(
+        acceptTicket(
+          blobTicket('T-b3', { $blob: 'tickets/default/lookup-agent/T-b3.json', sha256, bytes: bytes - 4 }),
+          undefined,
+          deps,
+        ),
+      ).rejects.toThrow(/ticket input blob .* does not match the content hash/);
+    });
+
+    it('is refused when it declares more bytes than the agent’s cap, and read no further than it declares', async () => {
+      const agent = { ...lookupAgent(), limits: { ...lookupAgent().limits, maxPayloadBytes: 1_000 } };
+      const { deps, blobs } = makeTestDeps([agent]);
+      await blobs.put('tickets/default/lookup-agent/T-b4.json', 'x'.repeat(5_000));
+      const $blob = 'tickets/default/lookup-agent/T-b4.json';
+
+      await expect(acceptTicket(blobTicket('T-b4', { $blob, sha256, bytes: 5_000 }), undefined, deps)).rejects.toThrow(
+        PayloadTooLargeError,
+      );
+      await expect(acceptTicket(blobTicket('T-b5', { $blob, sha256, bytes }), undefined, deps)).rejects.toThrow(
+        /is larger than the \d+ bytes its pointer declares/,
+      );
+    });
+
+    it('is refused when the reference lacks its hash and size, rather than taken as a literal input', async () => {
+      const { deps } = makeTestDeps([lookupAgent()]);
+
+      await expect(
+        acceptTicket(blobTicket('T-b6', { $blob: 'tickets/default/lookup-agent/T-b6.json' }), undefined, deps),
+      ).rejects.toThrow(/ticket input is a blob reference but is invalid: sha256: /);
+    });
+  });
+
+  describe('with producers bound to tenants', () => {
+    // Role AROAACME sends for acme; AROAOPS for any tenant; every other sender is unmapped.
+    const producers = parseProducers('{"AROAACME":["acme"],"111122223333":["default"],"AROAOPS":["*"]}');
+    const bound = () => {
+      const test = makeTestDeps([lookupAgent()]);
+      return { ...test, deps: { ...test.deps, config: { ...test.deps.config, producers } } };
+    };
+    const forTenant = (tenant: string, ticketId: string, input: unknown = { ids: [] }) =>
+      JSON.stringify({ ticketId, agent: 'lookup-agent', tenant, input });
+    const acme = (ticketId: string) => ({
+      tenant: 'acme',
+      agent: 'lookup-agent',
+      id: deriveSessionId('acme', 'lookup-agent', ticketId),
+    });
+
+    it('accepts a ticket for a tenant its sender (a role session, or an account) may use', async () => {
+      const { deps } = bound();
+
+      await expect(
+        acceptTicket(forTenant('acme', 'T-t1'), undefined, deps, { senderId: 'AROAACME:producer-session' }),
+      ).resolves.toMatchObject({ created: true });
+      await expect(
+        acceptTicket(forTenant('default', 'T-t2'), undefined, deps, { senderId: '111122223333' }),
+      ).resolves.toMatchObject({ created: true });
+      await expect(
+        acceptTicket(forTenant('anyone', 'T-t3'), undefined, deps, { senderId: 'AROAOPS:ops' }),
+      ).resolves.toMatchObject({ created: true });
+    });
+
+    it.each([
+      ['an unmapped role session', 'AROAEVIL:x', /sender AROAEVIL:x is not a mapped producer/],
+      ['an unmapped account', '444455556666', /sender 444455556666 is not a mapped producer/],
+      [
+        'a producer mapped to other tenants',
+        '111122223333',
+        /sender 111122223333 may not submit tickets for tenant "acme"/,
+      ],
+      ['no sender at all', undefined, /ticket has no sender id; this deployment maps producers to tenants/],
+    ])(
+      'refuses a ticket from %s, publishing a failed result and creating nothing under the victim tenant',
+      async (_what, senderId, message) => {
+        const { deps, store, results, workQueue } = bound();
+        const body = forTenant('acme', 'T-future');
+        const origin = { senderId, messageId: 'msg-1' };
+
+        const refusal = acceptTicket(body, undefined, deps, origin);
+        await expect(refusal).rejects.toThrow(TenantNotAllowedError);
+        await expect(refusal).rejects.toThrow(message);
+        const reason = await refusal.then(
+          () => '',
+          (e: Error) => e.message,
+        );
+        expect(await recordRejectedTicket(body, reason, deps, origin)).toBe(true);
+
+        // The victim's future ticket id stays free: no session, no turn, no kick.
+        expect(await store.getSession(acme('T-future'))).toBeUndefined();
+        expect(await store.getTurn(acme('T-future'), 'T-future')).toBeUndefined();
+        expect(workQueue.sent).toHaveLength(0);
+        // The refusal is published under its own identity, never the one the real ticket will use.
+        expect(results.bodies).toEqual([
+          expect.objectContaining({
+            ticketId: 'T-future',
+            tenant: 'acme',
+            status: 'failed',
+            error: reason,
+            turnId: 'refused:msg-1',
+          }),
+        ]);
+      },
+    );
+
+    it('records an invalid ticket for a tenant its sender may not use without writing under that tenant', async () => {
+      const { deps, store, results } = bound();
+      const body = forTenant('acme', 'T-squat', { wrong: true }).replace('"ticketId"', '"v":2,"ticketId"');
+      const origin = { senderId: '111122223333', messageId: 'msg-2' };
+
+      await expect(acceptTicket(body, undefined, deps, origin)).rejects.toThrow(InvalidInputError);
+      expect(await recordRejectedTicket(body, 'ticket is invalid: v: …', deps, origin)).toBe(true);
+
+      expect(await store.getSession(acme('T-squat'))).toBeUndefined();
+      expect(results.bodies[0]).toMatchObject({ ticketId: 'T-squat', status: 'failed', turnId: 'refused:msg-2' });
+      expect(results.bodies[0]?.error).toMatch(/may not submit tickets for tenant "acme"/);
+    });
   });
 });

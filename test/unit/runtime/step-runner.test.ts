@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { ManualClock } from '../../../lib/adapters/memory/manual-clock.ts';
 import { defineTool } from '../../../lib/agent/define-tool.ts';
 import { StepError } from '../../../lib/core/errors.ts';
 import { deriveSessionId } from '../../../lib/core/ids.ts';
@@ -38,7 +39,10 @@ describe('the step runner', () => {
   });
 
   it('continues a turn longer than one invocation over several legs, all on one trace', async () => {
-    const { deps, store, results, total, lines } = makeTestDeps([lookupAgent({ modelLatencyMs: 150 })]);
+    const clock = new ManualClock();
+    const { deps, store, results, total, lines } = makeTestDeps([lookupAgent({ modelLatencyMs: 150, clock })], {
+      clock,
+    });
     await acceptTicket(
       ticketBody('lookup-agent', 'T-2', { ids: ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j'] }),
       undefined,
@@ -61,8 +65,9 @@ describe('the step runner', () => {
   });
 
   it('drops duplicated and shuffled kicks and still writes the same journal', async () => {
-    const plain = makeTestDeps([lookupAgent({ modelLatencyMs: 100 })]);
-    const noisy = makeTestDeps([lookupAgent({ modelLatencyMs: 100 })]);
+    const [plainClock, noisyClock] = [new ManualClock(), new ManualClock()];
+    const plain = makeTestDeps([lookupAgent({ modelLatencyMs: 100, clock: plainClock })], { clock: plainClock });
+    const noisy = makeTestDeps([lookupAgent({ modelLatencyMs: 100, clock: noisyClock })], { clock: noisyClock });
     // Every kick the noisy runtime sends arrives three times, the copies up to a second apart.
     let seed = 7;
     const random = () => {
@@ -114,7 +119,7 @@ describe('the step runner', () => {
     });
     const crash = new FailpointCrash('after-intent');
     // A once-only call starts only when the lease outlives it plus the clock skew allowance.
-    const { deps, store, results } = makeTestDeps([agent], {
+    const { deps, store, results, clock } = makeTestDeps([agent], {
       config: { leaseTtlMs: 1_500, reserveMs: 200, retentionDays: 1, sweepGraceMs: 1_500 },
       failpoint: async (name) => {
         if (name === 'after-intent') throw crash;
@@ -124,9 +129,13 @@ describe('the step runner', () => {
     await expect(drain(deps)).rejects.toBe(crash);
 
     // Another worker recovers once the lease has expired.
-    await new Promise((resolve) => setTimeout(resolve, 1_600));
+    clock.advance(1_600);
     const recovered = { ...deps, failpoint: async () => {} };
-    await runKick({ v: 1, session: keyOf('lookup-agent', 'T-4'), reason: 'recovery' }, invocation(), recovered);
+    await runKick(
+      { v: 1, session: keyOf('lookup-agent', 'T-4'), reason: 'recovery' },
+      invocation(60_000, clock),
+      recovered,
+    );
     await drain(recovered);
 
     expect(calls).toBe(0);
@@ -169,7 +178,8 @@ describe('the step runner', () => {
   });
 
   it('stops a stale owner paused past its lease: its next write fails and it writes nothing else', async () => {
-    const { deps, store, results } = makeTestDeps([lookupAgent({ modelLatencyMs: 50 })]);
+    const clock = new ManualClock();
+    const { deps, store, results } = makeTestDeps([lookupAgent({ modelLatencyMs: 50, clock })], { clock });
     await acceptTicket(ticketBody('lookup-agent', 'T-7', { ids: ['a', 'b', 'c'] }), undefined, deps);
     const key = keyOf('lookup-agent', 'T-7');
     const [firstKick] =
@@ -185,10 +195,15 @@ describe('the step runner', () => {
       if (operation === 'append' && ++appends === 3) frozen = true;
       if (frozen) await thawed;
     };
-    const stale = runKick(firstKick!.body, invocation(), deps);
-    await new Promise((resolve) => setTimeout(resolve, 1_700));
+    const stale = runKick(firstKick!.body, invocation(60_000, clock), deps);
+    // Frozen, it cannot renew: wait (in virtual time) until its lease has expired.
+    const expired = async () => {
+      const until = (await store.getSession(key))?.until;
+      return frozen && until !== undefined && until < clock.now();
+    };
+    while (!(await expired())) await clock.flush();
     store.beforeWrite = undefined;
-    const recoveredBy = await runKick({ v: 1, session: key, reason: 'recovery' }, invocation(), deps);
+    const recoveredBy = await runKick({ v: 1, session: key, reason: 'recovery' }, invocation(60_000, clock), deps);
     thaw();
 
     expect(await stale).toBe('lease-lost');
@@ -223,13 +238,17 @@ describe('the step runner', () => {
       },
     };
     await expect(drain(dying)).rejects.toThrow(FailpointCrash);
-    await new Promise((resolve) => setTimeout(resolve, deps.config.leaseTtlMs + 50));
+    deps.clock instanceof ManualClock && deps.clock.advance(deps.config.leaseTtlMs + 50);
 
     // A redeploy removed the agent; the recovery finishes what was journaled.
-    await runKick({ v: 1, session: keyOf('lookup-agent', 'T-10'), reason: 'recovery' }, invocation(), {
-      ...deps,
-      agents: new Map(),
-    });
+    await runKick(
+      { v: 1, session: keyOf('lookup-agent', 'T-10'), reason: 'recovery' },
+      invocation(60_000, deps.clock),
+      {
+        ...deps,
+        agents: new Map(),
+      },
+    );
 
     const journal = await store.readJournal(keyOf('lookup-agent', 'T-10'));
     expect(journal.filter((e) => e.kind === 'outcome')).toHaveLength(1);
@@ -237,7 +256,8 @@ describe('the step runner', () => {
   });
 
   it('lets a continuation that meets its predecessor mid-release take over instead of dropping it', async () => {
-    const { deps, store, workQueue } = makeTestDeps([lookupAgent({ modelLatencyMs: 150 })]);
+    const clock = new ManualClock();
+    const { deps, store, workQueue } = makeTestDeps([lookupAgent({ modelLatencyMs: 150, clock })], { clock });
     await acceptTicket(ticketBody('lookup-agent', 'T-11', { ids: ['a', 'b', 'c', 'd', 'e', 'f'] }), undefined, deps);
     const [first] = workQueue.receive();
     // Hold the predecessor's release until the continuation is about to acquire, then let the
@@ -245,7 +265,7 @@ describe('the step runner', () => {
     let openRelease = () => {};
     const releaseOpen = new Promise<void>((resolve) => (openRelease = resolve));
     let armed = false;
-    const predecessor = runKick(first!.body, invocation(1_500), deps);
+    const predecessor = runKick(first!.body, invocation(1_500, clock), deps);
     store.beforeWrite = async (operation) => {
       if (operation === 'release') await releaseOpen;
       if (operation === 'acquire' && armed) {
@@ -254,12 +274,12 @@ describe('the step runner', () => {
         await predecessor;
       }
     };
-    while (workQueue.pendingCount === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+    while (workQueue.pendingCount === 0) await clock.flush();
     const continuation = workQueue.receive()[0]!.body;
     expect(continuation.reason).toBe('continuation');
     armed = true;
 
-    const outcome = await runKick(continuation, invocation(60_000), deps);
+    const outcome = await runKick(continuation, invocation(60_000, clock), deps);
 
     expect(await predecessor).toBe('yielded');
     expect(outcome).toBe('finished');
@@ -298,12 +318,12 @@ describe('the step runner', () => {
           });
         }),
     });
-    const { deps, store, results } = makeTestDeps([lookupAgent({ tools: [slow] })]);
+    const { deps, store, results, clock } = makeTestDeps([lookupAgent({ tools: [slow] })]);
     await acceptTicket(ticketBody('lookup-agent', 'T-9', { ids: ['a'] }), undefined, deps);
     const key = keyOf('lookup-agent', 'T-9');
     const running = drain(deps);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    const now = Date.now();
+    while (!(await store.readJournal(key)).some((e) => e.kind === 'model')) await clock.flush();
+    const now = clock.now();
     await store.bump(key, { now, cancel: true, sweepAt: now });
     await running;
 

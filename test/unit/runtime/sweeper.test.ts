@@ -1,15 +1,15 @@
 import { describe, expect, it } from 'vitest';
+import { ManualClock } from '../../../lib/adapters/memory/manual-clock.ts';
 import { acceptTicket } from '../../../lib/runtime/intake.ts';
 import { runKick } from '../../../lib/runtime/step-runner.ts';
 import { sweep } from '../../../lib/runtime/sweeper.ts';
 import { invocation, lookupAgent, makeTestDeps, ticketBody } from '../../fixtures/runtime.ts';
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 describe('the sweeper', () => {
   it('kicks a session whose owner died, and only once its lease has expired', async () => {
     // Arrange: a leg dies (its lease stays) before the turn finishes.
-    const { deps, store, workQueue, total } = makeTestDeps([lookupAgent({ modelLatencyMs: 50 })]);
+    const clock = new ManualClock();
+    const { deps, store, workQueue, total } = makeTestDeps([lookupAgent({ modelLatencyMs: 50, clock })], { clock });
     const { key } = await acceptTicket(ticketBody('lookup-agent', 'S-1', { ids: ['a', 'b'] }), undefined, deps);
     const [first] = workQueue.receive();
     const dying = {
@@ -18,27 +18,27 @@ describe('the sweeper', () => {
         if (name === 'after-marker') throw new Error('killed');
       },
     };
-    await expect(runKick(first!.body, invocation(), dying)).rejects.toThrow('killed');
+    await expect(runKick(first!.body, invocation(60_000, clock), dying)).rejects.toThrow('killed');
     const options = { windowMs: 1, intervalMs: 10, stalledAfterMs: 60_000, remainingMs: () => 60_000 };
 
     // Act + Assert: while the lease is fresh, nothing is kicked.
     expect(await sweep(options, deps)).toMatchObject({ kicked: 0 });
-    await sleep(deps.config.leaseTtlMs + 50);
+    clock.advance(deps.config.leaseTtlMs + 50);
     expect(await sweep(options, deps)).toMatchObject({ kicked: 1 });
     const kick = workQueue.receive()[0]!.body;
     expect(kick).toMatchObject({ reason: 'recovery', session: key });
 
     // The kicked recovery finishes the turn; then the session is no longer watched.
-    expect(await runKick(kick, invocation(), deps)).toBe('finished');
+    expect(await runKick(kick, invocation(60_000, clock), deps)).toBe('finished');
     expect((await store.getSession(key))?.state).toBe('completed');
     expect(await sweep(options, deps)).toMatchObject({ kicked: 0 });
     expect(total('StalledSessions')).toBe(0);
   });
 
   it('counts a session overdue for longer than the stall threshold as stalled', async () => {
-    const { deps, total } = makeTestDeps([lookupAgent()]);
+    const { deps, total, clock } = makeTestDeps([lookupAgent()]);
     await acceptTicket(ticketBody('lookup-agent', 'S-2', { ids: [] }), undefined, deps);
-    await sleep(deps.config.sweepGraceMs + 20);
+    clock.advance(deps.config.sweepGraceMs + 20);
     await sweep({ windowMs: 1, intervalMs: 10, stalledAfterMs: 10, remainingMs: () => 60_000 }, deps);
     expect(total('StalledSessions')).toBe(1);
   });

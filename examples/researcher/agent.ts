@@ -1,0 +1,47 @@
+import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
+import type { McpServer } from '../../lib/adapters/mcp/mcp-server.ts';
+import { mcpTools } from '../../lib/adapters/mcp/mcp-tools.ts';
+import { defineAgent } from '../../lib/agent/define-agent.ts';
+import type { ModelClient } from '../../lib/ports/model-client.ts';
+import { researcherModel } from './model.ts';
+import { RESEARCH_TOOLS } from './tool-catalog.ts';
+
+export const ResearcherInput = z.object({ question: z.string().min(1).max(2_000) });
+
+/**
+ * The research desk the researcher's tools come from: the example server over stdio (it runs
+ * wherever the source tree is, as in the local stack), or over HTTP at `BATON_RESEARCHER_MCP_URL`.
+ */
+export function researchServer(env: NodeJS.ProcessEnv = process.env): McpServer {
+  const url = env.BATON_RESEARCHER_MCP_URL;
+  if (url) return { kind: 'http', name: 'research-desk', url };
+  return {
+    kind: 'stdio',
+    name: 'research-desk',
+    command: process.execPath,
+    args: [fileURLToPath(new URL('./research-server.ts', import.meta.url))],
+    // The server's own settings pass through; the SDK gives it no more of this process's environment.
+    env: Object.fromEntries(
+      ['RESEARCH_NOTES_FILE', 'RESEARCH_LATENCY_MS'].flatMap((name) => (env[name] ? [[name, env[name]]] : [])),
+    ),
+  };
+}
+
+/**
+ * An agent on an AI SDK model with the tools of an MCP server. The read-only tools are `pure`
+ * (the server marks them so); `save_note` files a note once per idempotency key, durably, so the
+ * author declares it `idempotent` rather than the default `once`.
+ */
+export function researcher(model: ModelClient = researcherModel(), server: McpServer = researchServer()) {
+  return defineAgent({
+    name: 'researcher',
+    instructions:
+      'You are a careful researcher. Search the library, read the pages you find, define the key terms, ' +
+      'file notes of what you learned, and answer the question citing what the tools returned.',
+    input: ResearcherInput,
+    model,
+    tools: mcpTools(server, RESEARCH_TOOLS, { effects: { save_note: 'idempotent' }, maxDurationMs: 3_000 }),
+    limits: { maxSteps: 50 },
+  });
+}

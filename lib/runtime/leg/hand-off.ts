@@ -1,0 +1,294 @@
+import { stepFits } from '../../core/budget.ts';
+import { contentDigest } from '../../core/content-digest.ts';
+import { errorMessage, LeaseLostError } from '../../core/errors.ts';
+import type { JournalEntry } from '../../core/journal.ts';
+import { INLINE_PAYLOAD_LIMIT_BYTES, type Result } from '../../core/messages.ts';
+import { takeSnapshot } from '../../core/snapshot.ts';
+import type { OutcomeStatus, SessionState } from '../../core/vocabulary.ts';
+import { ttlSeconds } from '../deps.ts';
+import { STEP_KINDS } from './journal-writer.ts';
+import type { KickOutcome, LegContext } from './leg-context.ts';
+
+/**
+ * How a leg leaves: finish (outcome, publish, release), wait for a timer, park, or yield to a
+ * continuation. Every way out stops the heartbeat before the release, so no renewal races it.
+ */
+
+/** SQS caps a message delay at 15 minutes; longer waits are chained through `notBefore`. */
+export const MAX_DELAY_SECONDS = 900;
+/**
+ * Consecutive legs that yield without a step before the turn fails as "cannot fit". One such leg
+ * can be a busy machine or a leg started late in a batch; three in a row, each a fresh
+ * invocation, mean the step does not fit.
+ */
+const MAX_IDLE_LEGS = 3;
+
+/** Does a step of this declared maximum fit in what is left of the invocation? */
+export function fitsInBudget(leg: LegContext, maxDurationMs: number): boolean {
+  return stepFits(maxDurationMs, leg.invocation.remainingMs(), leg.deps.config.reserveMs);
+}
+
+/** Ends the turn with an outcome and runs the rest of the finish protocol. */
+export async function finish(
+  leg: LegContext,
+  status: OutcomeStatus,
+  output: unknown,
+  error: string | undefined,
+): Promise<KickOutcome> {
+  // A turn has one outcome: once it is journaled, a later leg only publishes and releases it.
+  if (!leg.journal.view.outcome) {
+    if (error) leg.log.error('turn failed', { error });
+    await leg.journal.append('outcome', {
+      status,
+      ...(output !== undefined ? { output } : {}),
+      ...(error ? { error } : {}),
+    });
+  }
+  if (!leg.journal.view.published) await publish(leg);
+  const final = leg.journal.view.outcome?.status ?? status;
+  await release(leg, final === 'superseded' ? 'completed' : final, undefined);
+  leg.deps.telemetry.metrics.count('Outcomes', 1, { status: final });
+  leg.log.info('turn finished', { status: final, legs: leg.journal.view.legs, steps: leg.journal.view.steps });
+  return 'finished';
+}
+
+/** Records the journaled outcome on the turn, sends the result message, and journals that it did. */
+export async function publish(leg: LegContext): Promise<void> {
+  await leg.deps.failpoint('between-outcome-and-publish');
+  const view = leg.journal.view;
+  const outcome = view.outcome!;
+  const turnId = view.turnId ?? leg.signals.record.activeTurnId ?? '';
+  await leg.deps.store.setTurnOutcome(leg.key, turnId, { ...outcome, at: leg.deps.clock.now() });
+  const result = await withinMessageLimit(
+    leg,
+    resultMessage(leg, turnId, outcome.status, outcome.output, outcome.error),
+  );
+  await leg.deps.results.publish(result, { trace: leg.trace });
+  await leg.journal.append('published', {});
+}
+
+/** Longest error text a result message carries; the turn record keeps the whole of it. */
+const MAX_RESULT_ERROR_CHARS = 8 * 1024;
+
+/**
+ * A result whose output would pass the queue's message limit carries a pointer into the payload
+ * bucket instead (`{"$blob": key, sha256, bytes}`, as tickets do); with no bucket it carries no output and says
+ * why. The key is the turn's, so a republish rewrites the same object.
+ */
+async function withinMessageLimit(leg: LegContext, result: Result): Promise<Result> {
+  const bounded =
+    result.error !== undefined && result.error.length > MAX_RESULT_ERROR_CHARS
+      ? { ...result, error: `${result.error.slice(0, MAX_RESULT_ERROR_CHARS)}… (truncated)` }
+      : result;
+  if (Buffer.byteLength(JSON.stringify(bounded)) <= INLINE_PAYLOAD_LIMIT_BYTES) return bounded;
+  const { output, ...rest } = bounded;
+  const bytes = Buffer.byteLength(JSON.stringify(output));
+  const blobs = leg.deps.blobs;
+  if (!blobs) {
+    const why = `output of ${bytes} bytes is over the results queue message limit and no payload bucket is configured; read it with baton status`;
+    leg.log.error('result output left out of the message', { bytes });
+    return { ...rest, error: rest.error ? `${rest.error}; ${why}` : why };
+  }
+  const key = `results/${encodeURIComponent(leg.key.tenant)}/${encodeURIComponent(leg.key.agent)}/${encodeURIComponent(leg.key.id)}/${encodeURIComponent(result.turnId)}.json`;
+  const text = JSON.stringify(output);
+  await blobs.put(key, text);
+  // The same pointer shape as a ticket's: the reader can check what it reads.
+  return { ...rest, output: { $blob: key, ...contentDigest(text) } };
+}
+
+/** The journal itself cannot be trusted: record the outcome on the turn and the record only. */
+export async function failUnjournaled(leg: LegContext, error: string): Promise<KickOutcome> {
+  leg.log.error('turn failed', { error });
+  const turnId = leg.signals.record.activeTurnId ?? '';
+  await leg.deps.store.setTurnOutcome(leg.key, turnId, { status: 'failed', error, at: leg.deps.clock.now() });
+  const result = await withinMessageLimit(leg, resultMessage(leg, turnId, 'failed', undefined, error));
+  await leg.deps.results.publish(result, { trace: leg.trace });
+  await release(leg, 'failed', undefined);
+  leg.deps.telemetry.metrics.count('Outcomes', 1, { status: 'failed' });
+  return 'finished';
+}
+
+function resultMessage(
+  leg: LegContext,
+  turnId: string,
+  status: OutcomeStatus,
+  output: unknown,
+  error: string | undefined,
+): Result {
+  const view = leg.journal.view;
+  return {
+    v: 1,
+    ticketId: leg.signals.record.ticketId,
+    tenant: leg.key.tenant,
+    agent: leg.key.agent,
+    sessionId: leg.key.id,
+    turnId,
+    status,
+    ...(output !== undefined ? { output } : {}),
+    ...(error !== undefined ? { error } : {}),
+    legs: view.legs,
+    steps: view.steps,
+    usage: view.usage,
+  };
+}
+
+/** Waits for a retry timer: a delayed kick wakes the session; the sweeper is the backstop. */
+export async function waitForRetry(leg: LegContext): Promise<KickOutcome | undefined> {
+  const now = leg.deps.clock.now();
+  const retryAt = leg.journal.view.retryAt ?? now;
+  const delayMs = Math.max(0, retryAt - leg.deps.clock.now());
+  await leg.deps.workQueue.sendKick(
+    {
+      v: 1,
+      session: leg.key,
+      reason: 'retry',
+      ...(delayMs > MAX_DELAY_SECONDS * 1000 ? { notBefore: retryAt } : {}),
+    },
+    { trace: leg.trace, delaySeconds: Math.min(MAX_DELAY_SECONDS, Math.ceil(delayMs / 1000)) },
+  );
+  // Due at retryAt: the delayed kick (rounded up to whole seconds) finds it due, and the sweeper
+  // wakes it at the same time should that kick be lost.
+  return (await releaseToWait(leg, retryAt)) ? 'waiting' : undefined;
+}
+
+/** A once-only call in an unknown state: release and wait for a human. */
+export async function park(leg: LegContext, callId: string): Promise<KickOutcome | undefined> {
+  leg.log.warn('once-only call in an unknown state: parked for a human', { callId });
+  return (await releaseToWait(leg, undefined)) ? 'parked' : undefined;
+}
+
+/** Hands the session to the next leg: a continuation first, then a release that may fail. */
+export async function yieldForBudget(leg: LegContext, what: string): Promise<KickOutcome> {
+  if (leg.journal.stepsThisLeg === 0 && idleLegsAtEnd(leg.journal.entries) >= MAX_IDLE_LEGS) {
+    return finish(leg, 'failed', undefined, `step cannot fit in the budget: ${what}`);
+  }
+  await leg.signals.stopHeartbeat();
+  await leg.resources.closeAll();
+  // The nonce goes on the record (a renewal, so only the holder can write it) before the
+  // continuation carries it: only that continuation can take the lease over while it is live.
+  const handoff = leg.deps.ids.handoffNonce();
+  await leg.deps.store.renew(leg.key, {
+    owner: leg.owner,
+    epoch: leg.signals.epoch,
+    until: leg.deps.clock.now() + leg.deps.config.leaseTtlMs,
+    progressed: leg.journal.progressed,
+    handoff,
+  });
+  await snapshot(leg);
+  await leg.deps.workQueue.sendKick(
+    {
+      v: 1,
+      session: leg.key,
+      reason: 'continuation',
+      fromEpoch: leg.signals.epoch,
+      handoff,
+      turnId: leg.signals.record.activeTurnId,
+    },
+    { trace: leg.trace },
+  );
+  await leg.deps.failpoint('after-continuation');
+  // After the continuation is sent the predecessor writes nothing but its release, whose
+  // failure is expected when the continuation already took over.
+  const released = await leg.deps.store
+    .release(leg.key, {
+      owner: leg.owner,
+      epoch: leg.signals.epoch,
+      state: 'queued',
+      seenVersion: leg.signals.record.pendingVersion,
+      sweepAt: leg.deps.clock.now() + leg.deps.config.sweepGraceMs,
+      progressed: leg.journal.progressed,
+      tokens: leg.journal.tokensThisLeg,
+    })
+    .catch(() => undefined);
+  leg.deps.telemetry.metrics.count('Yields');
+  leg.log.info('yielded to a continuation', {
+    seq: leg.journal.view.lastSeq,
+    steps: leg.journal.stepsThisLeg,
+    released: released?.ok,
+  });
+  return 'yielded';
+}
+
+/** Gives the lease back in a state; a refused release means another owner holds it. */
+export async function release(leg: LegContext, state: SessionState, sweepAt: number | undefined): Promise<void> {
+  await leg.resources.closeAll();
+  await leg.signals.stopHeartbeat();
+  const result = await leg.deps.store.release(leg.key, {
+    owner: leg.owner,
+    epoch: leg.signals.epoch,
+    state,
+    seenVersion: leg.signals.record.pendingVersion,
+    sweepAt,
+    progressed: leg.journal.progressed,
+    ttlSeconds: ttlSeconds(leg.deps.config, leg.deps.clock.now()),
+    tokens: leg.journal.tokensThisLeg,
+  });
+  if (!result.ok) throw new LeaseLostError(`release of epoch ${leg.signals.epoch} refused`, result.current);
+}
+
+/**
+ * Releases into `waiting` only if no event (a cancel, a new input) arrived since the leg last
+ * looked: otherwise nothing would wake the session for it. Returns false when one did; the leg
+ * then holds its lease still, renews again and goes on to handle the event.
+ */
+async function releaseToWait(leg: LegContext, sweepAt: number | undefined): Promise<boolean> {
+  await leg.resources.closeAll();
+  await leg.signals.stopHeartbeat();
+  const seen = leg.signals.record.pendingVersion;
+  const result = await leg.deps.store.release(leg.key, {
+    owner: leg.owner,
+    epoch: leg.signals.epoch,
+    state: 'waiting',
+    expectPendingVersion: seen,
+    seenVersion: seen,
+    sweepAt,
+    progressed: leg.journal.progressed,
+    ttlSeconds: ttlSeconds(leg.deps.config, leg.deps.clock.now()),
+    tokens: leg.journal.tokensThisLeg,
+  });
+  if (result.ok) return true;
+  const current = result.current;
+  if (current?.owner !== leg.owner || current.epoch !== leg.signals.epoch)
+    throw new LeaseLostError(`release of epoch ${leg.signals.epoch} refused`, current);
+  leg.log.info('an event arrived before the release; handling it first', {
+    seen,
+    pendingVersion: current.pendingVersion,
+  });
+  leg.signals.resume(current);
+  return false;
+}
+
+/**
+ * Leaves derived state for the next leg. Not a journal write: any owner may write the same one.
+ * Best-effort: snapshots are optional, so a failed write never stands in the way of the hand-off.
+ */
+async function snapshot(leg: LegContext): Promise<void> {
+  const taken = takeSnapshot(leg.journal.view, leg.journal.entries);
+  if (!taken) return;
+  try {
+    await leg.deps.store.putSnapshot(leg.key, taken, ttlSeconds(leg.deps.config, leg.deps.clock.now()));
+  } catch (error) {
+    leg.log.warn('snapshot not written; the next leg folds the journal', {
+      seq: taken.seq,
+      error: errorMessage(error),
+    });
+  }
+}
+
+/**
+ * Idle yields in a row, this leg's included: legs since the last step that yielded before their
+ * first one. A leg yielded when the next marker is a continuation's; a leg that died (the next is
+ * a recovery) says nothing about whether the step fits.
+ */
+function idleLegsAtEnd(entries: readonly JournalEntry[]): number {
+  let legs = 1;
+  for (let i = entries.length - 1; i >= 0; i--) {
+    const entry = entries[i];
+    if (entry && STEP_KINDS.has(entry.kind)) break;
+    if (entry?.kind === 'leg') {
+      if (entry.data.reason !== 'continuation') break;
+      legs++;
+    }
+  }
+  return legs;
+}

@@ -1,0 +1,153 @@
+import {
+  BatonError,
+  errorMessage,
+  InfrastructureError,
+  LeaseLostError,
+  PayloadTooLargeError,
+  SeqTakenError,
+} from '../../core/errors.ts';
+import { applyEntry, EMPTY_VIEW, foldJournal, type SessionView } from '../../core/fold.ts';
+import type { SessionKey } from '../../core/ids.ts';
+import type { EntryDataOf, JournalEntry } from '../../core/journal.ts';
+import { restoreView, type SessionSnapshot } from '../../core/snapshot.ts';
+import { formatTraceparent, type TraceContext } from '../../core/trace-context.ts';
+import type { EntryKind, KickReason } from '../../core/vocabulary.ts';
+import { type RuntimeDeps, type RuntimeLogger, ttlSeconds } from '../deps.ts';
+import type { LegSignals } from './leg-signals.ts';
+
+/** How many times a new owner re-reads and retries its leg marker when a stale write won the seq. */
+const MARKER_ATTEMPTS = 5;
+
+/** Entry kinds that are steps: the atomic units of progress. */
+export const STEP_KINDS: ReadonlySet<EntryKind> = new Set(['model', 'tool', 'reconciled']);
+
+/**
+ * The leg's journal: the entries read at the start, the fold over them, and the one writer that
+ * appends at the next seq. One journal write is in flight at a time: every caller awaits each.
+ */
+export class JournalWriter {
+  #entries: JournalEntry[] = [];
+  #view: SessionView = EMPTY_VIEW;
+  #stepsThisLeg = 0;
+  #progressed = false;
+  #tokensThisLeg = 0;
+
+  constructor(
+    private readonly key: SessionKey,
+    private readonly deps: RuntimeDeps,
+    private readonly log: RuntimeLogger,
+    private readonly signals: LegSignals,
+    /** The agent's hard cap on one entry's payload (outcomes are exempt). */
+    private readonly maxPayloadBytes: number | undefined,
+  ) {}
+
+  get entries(): readonly JournalEntry[] {
+    return this.#entries;
+  }
+
+  get view(): SessionView {
+    return this.#view;
+  }
+
+  /** Steps this leg journaled (model calls, tool results, reconciliations). */
+  get stepsThisLeg(): number {
+    return this.#stepsThisLeg;
+  }
+
+  /** Model tokens (input + output) of the steps this leg journaled, added to the session's count when it releases. */
+  get tokensThisLeg(): number {
+    return this.#tokensThisLeg;
+  }
+
+  /** Whether this leg appended anything past its marker: it clears the crash-loop counter. */
+  get progressed(): boolean {
+    return this.#progressed;
+  }
+
+  /**
+   * Reads the journal and the latest snapshot in parallel (the transcript needs every entry) and
+   * folds. Throws CorruptStateError when stored state fails validation.
+   */
+  async load(): Promise<void> {
+    const [entries, snapshot] = await Promise.all([this.deps.store.readJournal(this.key), this.#latestSnapshot()]);
+    this.#entries = entries;
+    const restored = restoreView(snapshot, entries);
+    this.#view = restored.view;
+    if (restored.fromSnapshot) this.log.debug('resumed from a snapshot', { snapshotSeq: snapshot?.seq });
+  }
+
+  /** The latest snapshot, if one can be read: snapshots are optional, so an unreadable one is ignored. */
+  async #latestSnapshot(): Promise<SessionSnapshot | undefined> {
+    try {
+      return await this.deps.store.getLatestSnapshot(this.key);
+    } catch (error) {
+      this.log.warn('snapshot unreadable; folding the whole journal', { error: errorMessage(error) });
+      return undefined;
+    }
+  }
+
+  /** The first write of a new owner: once it lands, a stale owner's next append collides. */
+  async appendLegMarker(owner: string, reason: KickReason, trace: TraceContext): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.append('leg', { owner, reason, traceparent: formatTraceparent(trace) });
+        return;
+      } catch (error) {
+        if (!(error instanceof SeqTakenError) || attempt >= MARKER_ATTEMPTS) throw error;
+        // A stale owner's last write won this seq: read what it wrote and go after it.
+        const newer = await this.deps.store.readJournal(this.key, this.#view.lastSeq);
+        this.#entries.push(...newer);
+        this.#view = foldJournal(newer, this.#view);
+        // A newer owner's marker, not a stale write: this leg has lost the session.
+        if (this.#view.legEpoch > this.signals.epoch)
+          throw new LeaseLostError(`a newer owner (epoch ${this.#view.legEpoch}) marked the journal first`);
+      }
+    }
+  }
+
+  /** Appends at the next seq, under the current turn unless told otherwise. */
+  async append<K extends EntryKind>(kind: K, data: EntryDataOf<K>, turnId = this.#view.turnId): Promise<void> {
+    const entry = {
+      seq: this.#view.lastSeq + 1,
+      kind,
+      epoch: this.signals.epoch,
+      writeId: this.deps.ids.writeId(),
+      at: this.deps.clock.now(),
+      ...(turnId !== undefined ? { turnId } : {}),
+      data,
+    } as JournalEntry;
+    const bytes = Buffer.byteLength(JSON.stringify(data));
+    const limit = this.maxPayloadBytes;
+    if (limit !== undefined && bytes > limit && kind !== 'outcome') {
+      throw new PayloadTooLargeError(`${kind} payload at seq ${entry.seq}`, bytes, limit);
+    }
+    const next = applyEntry(this.#view, entry);
+    try {
+      await this.deps.store.append(this.key, entry, ttlSeconds(this.deps.config, this.deps.clock.now()));
+    } catch (error) {
+      // Fencing and validation errors keep their meaning; anything else is the store's trouble.
+      if (error instanceof BatonError) throw error;
+      throw new InfrastructureError(`journal append of ${kind} at seq ${entry.seq}`, error);
+    }
+    this.#entries.push(entry);
+    this.#view = next;
+    this.deps.telemetry.metrics.bytes('BytesJournaled', bytes);
+    if (STEP_KINDS.has(kind)) {
+      this.#stepsThisLeg++;
+      this.deps.telemetry.metrics.count('Steps');
+    }
+    if (entry.kind === 'model') this.#tokensThisLeg += entry.data.usage.inputTokens + entry.data.usage.outputTokens;
+    if (kind !== 'leg' && !this.#progressed) {
+      this.#progressed = true;
+      // A recovered leg clears the crash-loop counter as soon as it progresses: one killed
+      // before its first renewal would otherwise count as a recovery without progress.
+      if (this.signals.record.recoveries > 0) {
+        await this.signals.renewNow().catch((error: unknown) => {
+          if (error instanceof LeaseLostError) throw error;
+        });
+      }
+    }
+    this.log.debug('journaled', { seq: entry.seq, kind, bytes });
+    await this.deps.failpoint('after-append');
+  }
+}

@@ -1,0 +1,141 @@
+import { errorMessage } from '../../core/errors.ts';
+import type { SessionKey } from '../../core/ids.ts';
+import type { CancelTimer, Clock } from '../../ports/clock.ts';
+import type { SessionRecord } from '../../ports/session-store.ts';
+import type { RuntimeDeps, RuntimeLogger } from '../deps.ts';
+import { Heartbeat } from '../heartbeat.ts';
+import type { Invocation } from './leg-context.ts';
+
+/** Why the leg's work was interrupted. */
+export type AbortWhy = 'lease-lost' | 'cancel' | 'budget';
+
+/** Thrown where a step notices its leg was interrupted. */
+export class LegAborted extends Error {
+  constructor(readonly why: AbortWhy) {
+    super(`leg aborted: ${why}`);
+  }
+}
+
+/**
+ * A leg's signals and timers: the lease heartbeat (and the freshest session record it brought
+ * back), the budget timer, and two abort signals — one for the step in flight (cancel, budget,
+ * lease loss) and one for lease loss only, which is all that may stop a once-only call.
+ */
+export class LegSignals {
+  readonly #step = new AbortController();
+  readonly #lease = new AbortController();
+  readonly #heartbeat: Heartbeat;
+  #record: SessionRecord;
+  #onceOnlyInFlight = 0;
+  #cancelBudgetTimer: CancelTimer | undefined;
+  readonly #clock: Clock;
+
+  constructor(
+    key: SessionKey,
+    owner: string,
+    record: SessionRecord,
+    deps: RuntimeDeps,
+    log: RuntimeLogger,
+    progressed: () => boolean,
+  ) {
+    this.#record = record;
+    this.#clock = deps.clock;
+    this.#heartbeat = new Heartbeat(
+      {
+        ttlMs: deps.config.leaseTtlMs,
+        clock: deps.clock,
+        renew: (until) => deps.store.renew(key, { owner, epoch: this.epoch, until, progressed: progressed() }),
+        onRenewed: (fresh) => {
+          this.#record = fresh;
+          if (fresh.cancelRequested && this.#onceOnlyInFlight === 0) this.abort('cancel');
+        },
+        onLost: (error) => {
+          log.warn('lease lost; stopping without another write', { error: errorMessage(error) });
+          this.abort('lease-lost');
+        },
+      },
+      record.until ?? deps.clock.now() + deps.config.leaseTtlMs,
+    );
+  }
+
+  /** The session record as of the acquire or the last renewal. */
+  get record(): SessionRecord {
+    return this.#record;
+  }
+
+  get epoch(): number {
+    return this.#record.epoch;
+  }
+
+  /** Lease expiry as of the last good renewal. */
+  get leaseUntil(): number {
+    return this.#heartbeat.until;
+  }
+
+  /** Aborts the step in flight: cancel, budget or lease loss. */
+  get stepSignal(): AbortSignal {
+    return this.#step.signal;
+  }
+
+  /** Aborts on lease loss only: a once-only call in flight is never stopped by a cancel. */
+  get leaseSignal(): AbortSignal {
+    return this.#lease.signal;
+  }
+
+  /** Starts renewing, and arms the budget: past it the step in flight is abandoned, leaving half the reserve to hand off. */
+  start(invocation: Invocation, reserveMs: number): void {
+    this.#heartbeat.start();
+    this.#cancelBudgetTimer = this.#clock.setTimer(Math.max(0, invocation.remainingMs() - reserveMs / 2), () =>
+      this.abort('budget'),
+    );
+  }
+
+  /** Stops every timer and awaits the renewal in flight. */
+  async stop(): Promise<void> {
+    this.#cancelBudgetTimer?.();
+    await this.#heartbeat.stop();
+  }
+
+  /** Stops renewing before a hand-off, so no renewal races the release. */
+  stopHeartbeat(): Promise<void> {
+    return this.#heartbeat.stop();
+  }
+
+  /** Goes on after a hand-off that did not happen: the fresher record, and renewals again. */
+  resume(record: SessionRecord): void {
+    this.#record = record;
+    this.#heartbeat.start();
+  }
+
+  /** Renews now (before a once-only call) and resolves with the fresh record. */
+  renewNow(): Promise<SessionRecord> {
+    return this.#heartbeat.renewNow();
+  }
+
+  /** Runs a once-only call: while it runs, a cancel waits for the next step boundary. */
+  async duringOnceOnly<T>(run: () => Promise<T>): Promise<T> {
+    this.#onceOnlyInFlight++;
+    try {
+      return await run();
+    } finally {
+      this.#onceOnlyInFlight--;
+    }
+  }
+
+  abort(why: AbortWhy): void {
+    if (!this.#step.signal.aborted) this.#step.abort(why);
+    if (why === 'lease-lost') this.#lease.abort(why);
+  }
+
+  get aborted(): boolean {
+    return this.#step.signal.aborted;
+  }
+
+  throwIfLeaseLost(): void {
+    if (this.#lease.signal.aborted) throw new LegAborted('lease-lost');
+  }
+
+  throwIfAborted(): void {
+    if (this.#step.signal.aborted) throw new LegAborted(this.#step.signal.reason as AbortWhy);
+  }
+}

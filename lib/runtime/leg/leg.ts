@@ -1,0 +1,169 @@
+import type { AgentDefinition } from '../../agent/define-agent.ts';
+import { CorruptStateError, errorMessage, LeaseLostError } from '../../core/errors.ts';
+import type { SessionKey } from '../../core/ids.ts';
+import { decideNext, isCrashLoop } from '../../core/next-action.ts';
+import { childContext, type TraceContext } from '../../core/trace-context.ts';
+import type { KickReason } from '../../core/vocabulary.ts';
+import type { SessionRecord } from '../../ports/session-store.ts';
+import type { LegSpan } from '../../telemetry/telemetry.ts';
+import type { RuntimeDeps, RuntimeLogger } from '../deps.ts';
+import { LegResources } from '../leg-resources.ts';
+import { NOOP_LEG_SPAN, startLegSpan } from '../leg-tracing.ts';
+import { failUnjournaled, finish, park, publish, waitForRetry, yieldForBudget } from './hand-off.ts';
+import { JournalWriter } from './journal-writer.ts';
+import type { Invocation, KickOutcome, LegContext } from './leg-context.ts';
+import { LegAborted, LegSignals } from './leg-signals.ts';
+import { modelStep } from './model-step.ts';
+import { reconcileStep, toolStep } from './tool-step.ts';
+import { finalOutcome, startTurn } from './turn-step.ts';
+
+/**
+ * One invocation's stretch of work on a session, from acquire to yield, wait, finish or death:
+ * load and fold the journal, write the leg marker, then take the next action the fold decides
+ * until one of them leaves.
+ */
+export class Leg implements LegContext {
+  readonly trace: TraceContext;
+  readonly log: RuntimeLogger;
+  readonly signals: LegSignals;
+  readonly journal: JournalWriter;
+  readonly resources: LegResources;
+  span: LegSpan = NOOP_LEG_SPAN;
+
+  constructor(
+    readonly key: SessionKey,
+    record: SessionRecord,
+    readonly owner: string,
+    readonly reason: KickReason,
+    readonly invocation: Invocation,
+    readonly deps: RuntimeDeps,
+    log: RuntimeLogger,
+  ) {
+    this.trace = childContext(record.traceId);
+    this.log = log.child({ epoch: record.epoch, traceId: record.traceId, turnId: record.activeTurnId });
+    this.signals = new LegSignals(key, owner, record, deps, this.log, () => this.journal.progressed);
+    this.journal = new JournalWriter(key, deps, this.log, this.signals, this.agent?.limits.maxPayloadBytes);
+    this.resources = new LegResources((resource, error) =>
+      this.log.warn('leg resource failed to close', { key: resource, error }),
+    );
+  }
+
+  get agent(): AgentDefinition | undefined {
+    return this.deps.agents.get(this.key.agent);
+  }
+
+  async run(): Promise<KickOutcome> {
+    this.signals.start(this.invocation, this.deps.config.reserveMs);
+    try {
+      const outcome = await this.#runLoaded();
+      this.span.end(outcome);
+      return outcome;
+    } catch (error) {
+      if (error instanceof LeaseLostError || (error instanceof LegAborted && error.why === 'lease-lost')) {
+        this.deps.telemetry.metrics.count('LeaseConflicts');
+        this.log.warn('stale owner stopped', { error: errorMessage(error) });
+        await this.signals.stopHeartbeat();
+        this.span.end('lease-lost');
+        return 'lease-lost';
+      }
+      this.span.end('crashed', error);
+      throw error;
+    } finally {
+      await this.resources.closeAll();
+      await this.signals.stop();
+    }
+  }
+
+  async #runLoaded(): Promise<KickOutcome> {
+    try {
+      await this.journal.load();
+    } catch (error) {
+      if (error instanceof CorruptStateError)
+        return failUnjournaled(this, `stored state failed validation: ${error.message}`);
+      throw error;
+    }
+    await this.journal.appendLegMarker(this.owner, this.reason, this.trace);
+    const record = this.signals.record;
+    const annotations = {
+      session: this.key.id,
+      turn: record.activeTurnId,
+      tenant: this.key.tenant,
+      agent: this.key.agent,
+      traceId: this.trace.traceId,
+      epoch: this.signals.epoch,
+    };
+    this.deps.telemetry.tracer.annotateLeg(annotations);
+    const { spanId, sampled } = this.trace;
+    this.span = startLegSpan(
+      this.deps.telemetry.tracer,
+      { ...annotations, spanId, sampled, reason: this.reason },
+      this.journal.entries,
+    );
+    const view = this.journal.view;
+    this.log.info('leg started', { reason: this.reason, seq: view.lastSeq, legs: view.legs });
+    await this.deps.failpoint('after-marker');
+
+    const agent = this.agent;
+    if (!agent) return finish(this, 'failed', undefined, `unknown agent "${this.key.agent}": not deployed here`);
+    const recoveries = this.signals.record.recoveries;
+    if (isCrashLoop(this.journal.view, this.reason === 'recovery', recoveries, agent.limits.maxRecoveries)) {
+      return finish(this, 'failed', undefined, `crash loop: ${recoveries} consecutive recoveries without progress`);
+    }
+    return this.#loop(agent);
+  }
+
+  async #loop(agent: AgentDefinition): Promise<KickOutcome> {
+    for (;;) {
+      try {
+        const left = await this.#next(agent);
+        if (left) return left;
+      } catch (error) {
+        if (!(error instanceof LegAborted) || error.why === 'lease-lost') throw error;
+        // Cancel: the next pass writes the cancelled outcome. Budget: continue elsewhere.
+        if (error.why === 'budget') return yieldForBudget(this, 'a step that ran past the budget');
+      }
+    }
+  }
+
+  /** Takes the next action; returns how the leg ends, or undefined to go on. */
+  async #next(agent: AgentDefinition): Promise<KickOutcome | undefined> {
+    this.signals.throwIfLeaseLost();
+    const view = this.journal.view;
+    const record = this.signals.record;
+    const action = decideNext(view, {
+      activeTurnId: record.activeTurnId,
+      cancelRequested: record.cancelRequested,
+      maxSteps: agent.limits.maxSteps,
+      now: this.deps.clock.now(),
+    });
+    switch (action.kind) {
+      case 'cancel':
+        await this.journal.append('outcome', { status: 'cancelled', error: 'cancelled by request' });
+        return undefined;
+      case 'start-turn':
+        return startTurn(this);
+      case 'step-limit':
+        await this.journal.append('outcome', { status: 'failed', error: `step limit of ${action.maxSteps} reached` });
+        return undefined;
+      case 'model':
+        return modelStep(this, agent);
+      case 'tools':
+        return toolStep(this, agent, action.calls);
+      case 'reconcile':
+        await reconcileStep(this, agent, action.call);
+        return undefined;
+      case 'parked':
+        return park(this, action.callId);
+      case 'wait-retry':
+        return waitForRetry(this);
+      case 'finish':
+        await this.journal.append('outcome', finalOutcome(agent, action.text));
+        return undefined;
+      case 'publish':
+        await publish(this);
+        return undefined;
+      case 'done':
+        return finish(this, view.outcome!.status, undefined, undefined);
+    }
+  }
+}

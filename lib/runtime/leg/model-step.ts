@@ -1,0 +1,64 @@
+import type { AgentDefinition } from '../../agent/define-agent.ts';
+import { toolInputSchema } from '../../agent/define-tool.ts';
+import { buildTranscript } from '../../agent/transcript.ts';
+import type { ToolCall } from '../../core/journal.ts';
+import type { ModelResponse } from '../../ports/model-client.ts';
+import { traceModelCall } from '../leg-tracing.ts';
+import { liveModelText } from '../live-model-text.ts';
+import { fitsInBudget, waitForRetry, yieldForBudget } from './hand-off.ts';
+import type { KickOutcome, LegContext } from './leg-context.ts';
+import { runStep } from './retry.ts';
+
+/** The model step: one call with the whole transcript, journaled as a `model` entry. */
+export async function modelStep(leg: LegContext, agent: AgentDefinition): Promise<KickOutcome | undefined> {
+  if (!fitsInBudget(leg, agent.model.maxDurationMs)) return yieldForBudget(leg, `model ${agent.model.id}`);
+  const outcome = await runStep(leg, 'model', agent, () => callModel(leg, agent));
+  return outcome === 'waiting' ? waitForRetry(leg) : undefined;
+}
+
+async function callModel(leg: LegContext, agent: AgentDefinition): Promise<void> {
+  const { deps } = leg;
+  const started = deps.clock.now();
+  const request = {
+    system: agent.instructions,
+    messages: buildTranscript(leg.journal.entries),
+    tools: agent.tools.map((t) => ({ name: t.name, description: t.description, inputSchema: toolInputSchema(t) })),
+  };
+  const stream = liveModelText(deps.live, leg.key, leg.journal.view.lastSeq + 1);
+  const pending = traceModelCall(leg.span, agent.model.id, () =>
+    agent.model.converse(request, leg.signals.stepSignal, stream),
+  );
+  await deps.failpoint('mid-step');
+  const response: ModelResponse = await pending;
+  leg.signals.throwIfAborted();
+  deps.telemetry.metrics.duration('StepDuration', deps.clock.now() - started);
+  deps.telemetry.metrics.count('InputTokens', response.usage.inputTokens);
+  deps.telemetry.metrics.count('OutputTokens', response.usage.outputTokens);
+  await leg.journal.append('model', {
+    text: response.text,
+    toolCalls: withDistinctIds(response.toolCalls),
+    stopReason: response.stopReason,
+    usage: response.usage,
+  });
+}
+
+/**
+ * A model may repeat a tool call id within one response. Each call's idempotency key derives from
+ * its id, so duplicates are renamed (`id~2`, `id~3`, …) before they are journaled: two calls with
+ * one key would both run, or the second be refused as a repeat of the first.
+ */
+function withDistinctIds(calls: readonly ToolCall[]): ToolCall[] {
+  const taken = new Set(calls.map((c) => c.id));
+  const seen = new Set<string>();
+  return calls.map((call) => {
+    if (!seen.has(call.id)) {
+      seen.add(call.id);
+      return call;
+    }
+    let n = 2;
+    while (taken.has(`${call.id}~${n}`)) n++;
+    const id = `${call.id}~${n}`;
+    taken.add(id);
+    return { ...call, id };
+  });
+}

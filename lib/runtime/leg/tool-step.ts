@@ -1,0 +1,144 @@
+import type { AgentDefinition } from '../../agent/define-agent.ts';
+import { onceOnlyFitsLease } from '../../core/budget.ts';
+import { BatonError, errorMessage } from '../../core/errors.ts';
+import { type PendingCall, pendingCallKey } from '../../core/fold.ts';
+import { traceToolCall } from '../leg-tracing.ts';
+import { fitsInBudget, waitForRetry, yieldForBudget } from './hand-off.ts';
+import type { KickOutcome, LegContext } from './leg-context.ts';
+import { LegAborted } from './leg-signals.ts';
+import { runStep, StepSourceError } from './retry.ts';
+
+/**
+ * The tool step: the pending calls of the last model entry, run in parallel, their results
+ * journaled in call order. A once-only call gets its watermark (`intent`) before it starts and
+ * starts only under a lease just renewed that outlives it.
+ */
+export async function toolStep(
+  leg: LegContext,
+  agent: AgentDefinition,
+  calls: readonly PendingCall[],
+): Promise<KickOutcome | undefined> {
+  const tools = calls.map((p) => agent.tools.find((t) => t.name === p.call.name));
+  const longest = Math.max(0, ...tools.map((t) => t?.maxDurationMs ?? 0));
+  if (!fitsInBudget(leg, longest)) return yieldForBudget(leg, `tools ${calls.map((p) => p.call.name).join(', ')}`);
+  // Only the once-only calls must end before the lease could pass to a recovery; the others may
+  // outlive it (a recovery repeats them harmlessly), so only their durations count here.
+  const onceOnly = tools.filter((t) => t?.effect === 'once');
+  if (onceOnly.length > 0) {
+    const longestOnce = Math.max(...onceOnly.map((t) => t?.maxDurationMs ?? 0));
+    const fresh = await leg.signals.renewNow();
+    if (fresh.cancelRequested) return undefined;
+    if (!onceOnlyFitsLease(leg.signals.leaseUntil, leg.deps.clock.now(), longestOnce)) {
+      return yieldForBudget(leg, 'a once-only call that the lease would not outlive');
+    }
+  }
+  const outcome = await runStep(leg, 'tools', agent, () => runTools(leg, agent, calls));
+  return outcome === 'waiting' ? waitForRetry(leg) : undefined;
+}
+
+/** A once-only call whose watermark has no result: ask the tool whether it happened. */
+export async function reconcileStep(leg: LegContext, agent: AgentDefinition, pending: PendingCall): Promise<void> {
+  const tool = agent.tools.find((t) => t.name === pending.call.name);
+  const key = pendingCallKey(leg.key, pending);
+  const verdict = tool?.reconcile
+    ? await tool.reconcile(key, pending.call.input, leg.signals.stepSignal)
+    : ({ verdict: 'unknown' } as const);
+  leg.signals.throwIfAborted();
+  leg.log.warn('once-only call found interrupted; reconciled', {
+    callId: pending.call.id,
+    verdict: verdict.verdict,
+  });
+  await leg.journal.append('reconciled', {
+    callId: pending.call.id,
+    verdict: verdict.verdict,
+    ...(verdict.verdict === 'done' ? { output: verdict.output } : {}),
+  });
+}
+
+/** Checks each call against its tool: an unknown tool or an invalid input is the call's error result. */
+function prepare(agent: AgentDefinition, calls: readonly PendingCall[]) {
+  return calls.map((pending) => {
+    const tool = agent.tools.find((t) => t.name === pending.call.name);
+    if (!tool) return { pending, error: `unknown tool "${pending.call.name}"` } as const;
+    const parsed = tool.input.safeParse(pending.call.input);
+    if (!parsed.success)
+      return {
+        pending,
+        error: `invalid input for ${tool.name}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`,
+      } as const;
+    return { pending, tool, input: parsed.data } as const;
+  });
+}
+
+/**
+ * Runs the pending tool calls in parallel and journals their results one at a time, in call
+ * order. A once-only call gets its watermark before it starts.
+ */
+async function runTools(leg: LegContext, agent: AgentDefinition, calls: readonly PendingCall[]): Promise<void> {
+  const { deps, signals } = leg;
+  const started = deps.clock.now();
+  const prepared = prepare(agent, calls);
+  for (const p of prepared) {
+    if ('tool' in p && p.tool?.effect === 'once') {
+      await leg.journal.append('intent', {
+        callId: p.pending.call.id,
+        tool: p.tool.name,
+        idempotencyKey: pendingCallKey(leg.key, p.pending),
+      });
+      await deps.failpoint('after-intent');
+    }
+  }
+  // The intents took time: the lease renewed before them must still outlive every once-only call
+  // now, or none starts (a later leg reconciles the watermarks).
+  const onceOnly = prepared.flatMap((p) => ('tool' in p && p.tool?.effect === 'once' ? [p.tool.maxDurationMs] : []));
+  if (onceOnly.length > 0) {
+    signals.throwIfLeaseLost();
+    if (!onceOnlyFitsLease(signals.leaseUntil, deps.clock.now(), Math.max(...onceOnly))) {
+      leg.log.warn('the lease no longer outlives the once-only calls; not starting them', {
+        leaseUntil: signals.leaseUntil,
+      });
+      throw new LegAborted('budget');
+    }
+  }
+  const settled = await Promise.allSettled(
+    prepared.map(async (p) => {
+      if (!('tool' in p) || !p.tool) return;
+      const tool = p.tool;
+      const once = tool.effect === 'once';
+      const run = () =>
+        traceToolCall(leg.span, tool.name, p.pending.call.id, () =>
+          tool.run(p.input, {
+            // Cancel never aborts a once-only call in flight; losing the lease still does.
+            signal: once ? signals.leaseSignal : signals.stepSignal,
+            idempotencyKey: pendingCallKey(leg.key, p.pending),
+            sessionId: leg.key.id,
+            log: (message, fields) => leg.log.info(message, { tool: tool.name, ...fields }),
+            progress: (note) => leg.log.debug('tool progress', { tool: tool.name, note }),
+            leg: leg.resources,
+          }),
+        );
+      return once ? signals.duringOnceOnly(run) : run();
+    }),
+  );
+  await deps.failpoint('mid-step');
+  signals.throwIfLeaseLost();
+  let retryable: { source: string; error: Error } | undefined;
+  for (const [i, p] of prepared.entries()) {
+    const result = settled[i]!;
+    const base = { callId: p.pending.call.id, tool: p.pending.call.name };
+    if (!('tool' in p) || !p.tool) {
+      await leg.journal.append('tool', { ...base, ok: false, error: p.error });
+    } else if (result.status === 'fulfilled') {
+      await leg.journal.append('tool', { ...base, ok: true, output: result.value });
+    } else if (signals.aborted && p.tool.effect !== 'once') {
+      // Aborted by cancel or budget: journal nothing; the call runs again or the turn ends.
+    } else if (result.reason instanceof BatonError && result.reason.retryable) {
+      retryable ??= { source: `tool:${p.tool.name}`, error: result.reason };
+    } else {
+      await leg.journal.append('tool', { ...base, ok: false, error: errorMessage(result.reason) });
+    }
+  }
+  deps.telemetry.metrics.duration('StepDuration', deps.clock.now() - started);
+  signals.throwIfAborted();
+  if (retryable) throw new StepSourceError(retryable.source, retryable.error);
+}

@@ -1,0 +1,34 @@
+import type { AgentDefinition } from '../../agent/define-agent.ts';
+import type { EntryDataOf } from '../../core/journal.ts';
+import { finish } from './hand-off.ts';
+import type { KickOutcome, LegContext } from './leg-context.ts';
+
+/** Starts the active turn: journals its input, which begins the turn's state in the fold. */
+export async function startTurn(leg: LegContext): Promise<KickOutcome | undefined> {
+  const turnId = leg.signals.record.activeTurnId!;
+  const turn = await leg.deps.store.getTurn(leg.key, turnId);
+  if (!turn) return finish(leg, 'failed', undefined, `turn ${turnId} not found`);
+  await leg.journal.append('input', { input: turn.input }, turnId);
+  return undefined;
+}
+
+/** The turn's outcome from the final answer: structured when the agent declares an output schema. */
+export function finalOutcome(agent: AgentDefinition, text: string): EntryDataOf<'outcome'> {
+  if (!agent.output) return { status: 'completed', output: text };
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    return {
+      status: 'failed',
+      error: `final answer is not the JSON that agent ${agent.name} declares: ${text.slice(0, 200)}`,
+    };
+  }
+  const parsed = agent.output.safeParse(json);
+  return parsed.success
+    ? { status: 'completed', output: parsed.data }
+    : {
+        status: 'failed',
+        error: `final answer does not match the output schema of ${agent.name}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`,
+      };
+}

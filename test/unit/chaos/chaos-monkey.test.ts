@@ -1,0 +1,99 @@
+import { describe, expect, it } from 'vitest';
+import { ManualClock } from '../../../lib/adapters/memory/manual-clock.ts';
+import { servedLongEnough, startChaosMonkey } from '../../../lib/chaos/chaos-monkey.ts';
+import type { WorkerInfo } from '../../../lib/local/supervisor.ts';
+
+/** Two workers as a supervisor reports them; a kill restarts the slot (not ready until told). */
+function fakeSupervisor(clock: ManualClock, startMs: number) {
+  const workers: WorkerInfo[] = [0, 1].map((slot) => ({
+    slot,
+    pid: 100 + slot,
+    restarts: 0,
+    ready: true,
+    startedAtMs: clock.now() - 2 * startMs,
+    readyAtMs: clock.now() - startMs,
+  }));
+  const signals: Array<[number, NodeJS.Signals, number]> = [];
+  return {
+    workers: () => [...workers],
+    signals,
+    signal: (pid: number, name: NodeJS.Signals) => {
+      signals.push([pid, name, clock.now()]);
+      const i = workers.findIndex((w) => w.pid === pid);
+      const w = workers[i]!;
+      if (name === 'SIGKILL')
+        workers[i] = { ...w, pid: w.pid + 10, restarts: w.restarts + 1, ready: false, startedAtMs: clock.now() };
+      return true;
+    },
+    ready: (slot: number) => {
+      workers[slot] = { ...workers[slot]!, ready: true, readyAtMs: clock.now() };
+    },
+  };
+}
+
+describe('the chaos monkey', () => {
+  it('kills only a worker that has served as long as it took to start, never faster than one starts, leaving another up', () => {
+    // Arrange: ticks every 1 400 ms (1 000 ± jitter at random 0.9); random 0.9 picks the last candidate.
+    const clock = new ManualClock();
+    const supervisor = fakeSupervisor(clock, 1_000);
+    const monkey = startChaosMonkey({
+      workers: supervisor.workers,
+      killEveryMs: 1_000,
+      random: () => 0.9,
+      signal: supervisor.signal,
+      clock,
+    });
+
+    // Act + Assert
+    clock.advance(1_400);
+    expect(supervisor.signals.map(([pid, name]) => [pid, name])).toEqual([[101, 'SIGKILL']]);
+    clock.advance(1_400); // slot 1 is still starting: slot 0 is the only one up, so it is spared
+    clock.advance(1_400);
+    supervisor.ready(1); // slot 1 took 2 800 ms to start
+    expect(monkey.stats().kills).toBe(1);
+    clock.advance(1_400); // slot 1 has served 1 400 ms: not a candidate; slot 0 is, and slot 1 stays up
+    expect(supervisor.signals.map(([pid, name, at]) => [pid, name, at - supervisor.signals[0]![2]])).toEqual([
+      [101, 'SIGKILL', 0],
+      [100, 'SIGKILL', 4_200],
+    ]);
+    monkey.stop();
+    clock.advance(10_000);
+    expect(monkey.stats().kills).toBe(2);
+  });
+
+  it('pauses a worker for pauseForMs, leaves the other running and kills nobody meanwhile', () => {
+    // Arrange
+    const clock = new ManualClock();
+    const supervisor = fakeSupervisor(clock, 1_000);
+    const monkey = startChaosMonkey({
+      workers: supervisor.workers,
+      killEveryMs: 1_500,
+      pauseEveryMs: 1_000,
+      pauseForMs: 5_000,
+      random: () => 0,
+      signal: supervisor.signal,
+      clock,
+    });
+
+    // Act: the pause ticks at 500 ms, the kill ticks at 750 ms while the pause lasts.
+    clock.advance(500);
+    for (let i = 0; i < 6; i++) clock.advance(750);
+    const beforeResume = [...supervisor.signals];
+    clock.advance(1_000);
+    monkey.stop();
+
+    // Assert
+    expect(beforeResume.map(([pid, name]) => [pid, name])).toEqual([[100, 'SIGSTOP']]);
+    expect(supervisor.signals.map(([pid, name]) => [pid, name])).toContainEqual([100, 'SIGCONT']);
+    const [, , resumedAt] = supervisor.signals.find(([, name]) => name === 'SIGCONT')!;
+    expect(resumedAt - beforeResume[0]![2]).toBe(5_000);
+    expect(monkey.stats().pauses).toBeGreaterThanOrEqual(1);
+  });
+
+  it('counts a worker as killable only once it has served as long as its start took', () => {
+    const w = { slot: 0, pid: 1, restarts: 0, ready: true, startedAtMs: 0, readyAtMs: 3_000 };
+    expect(servedLongEnough(w, 5_999)).toBe(false);
+    expect(servedLongEnough(w, 6_000)).toBe(true);
+    expect(servedLongEnough({ ...w, ready: false, readyAtMs: undefined }, 60_000)).toBe(false);
+  });
+});
