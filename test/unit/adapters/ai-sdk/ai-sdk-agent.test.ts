@@ -81,7 +81,7 @@ describe('an agent on an AI SDK model', () => {
     };
     const { deps, store } = makeTestDeps([agent]);
     await acceptTicket(ticketBody('lookup-agent', 'A-2', {}), undefined, deps);
-    const before = Date.now();
+    const before = deps.clock.now();
     // The first kick meets the 429 and leaves the session waiting for its retry.
     const kick = (deps.workQueue as MemoryWorkQueue).receive()[0]!.body;
     expect(await runKick(kick, invocation(), deps)).toBe('waiting');
