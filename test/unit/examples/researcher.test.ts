@@ -6,6 +6,7 @@ import { researcher, researchServer } from '../../../examples/researcher/agent.t
 import { RESEARCH_TOOLS } from '../../../examples/researcher/tool-catalog.ts';
 import { openMcpConnection } from '../../../lib/adapters/mcp/mcp-server.ts';
 import { deriveSessionId } from '../../../lib/core/ids.ts';
+import { systemClock } from '../../../lib/ports/clock.ts';
 import { acceptTicket } from '../../../lib/runtime/intake.ts';
 import { drain, makeTestDeps, ticketBody } from '../../fixtures/runtime.ts';
 
@@ -29,6 +30,7 @@ describe('the researcher example', () => {
 
   it('answers a question with what ten or more MCP tool calls returned, every tool used', async () => {
     const { deps, store, results } = makeTestDeps([researcher(undefined, server)], {
+      clock: systemClock,
       config: { leaseTtlMs: 30_000, reserveMs: 1_000, retentionDays: 1, sweepGraceMs: 30_000 },
     });
     await acceptTicket(

@@ -6,6 +6,7 @@ import { toolInputSchema } from '../../../../lib/agent/define-tool.ts';
 import { toolResults } from '../../../../lib/agent/scripted-model.ts';
 import { deriveSessionId } from '../../../../lib/core/ids.ts';
 import type { JournalEntry } from '../../../../lib/core/journal.ts';
+import { systemClock } from '../../../../lib/ports/clock.ts';
 import { acceptTicket } from '../../../../lib/runtime/intake.ts';
 import { runKick } from '../../../../lib/runtime/step-runner.ts';
 import { serveHttp } from '../../../fixtures/mcp/test-mcp-server.ts';
@@ -66,6 +67,7 @@ async function runAgent(server: McpServer, ticketId: string, oneToolStepPerLeg: 
   }));
   const agent = lookupAgent({ tools, script });
   const { deps, store, results, workQueue } = makeTestDeps([agent], {
+    clock: systemClock,
     // Long enough that a once-only call of 2 s starts (the lease must outlive it and the skew).
     config: { leaseTtlMs: 5_000, reserveMs: 200, retentionDays: 1, sweepGraceMs: 5_000 },
   });
