@@ -13,7 +13,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'stack',
-          include: ['test/{contract,integration,chaos,infra}/**/*.test.ts'],
+          include: ['test/{contract,integration,chaos,infra,browser}/**/*.test.ts'],
           // Boots DynamoDB Local and fauxqs once per run; tests read their endpoints with inject('baton').
           globalSetup: ['test/global-setup.ts'],
         },

@@ -51,6 +51,7 @@ export class BatonStack extends Stack {
     output('IntakeLogGroup', runtime.intakeFunction.logGroup.logGroupName, 'Logs Insights: the intake function');
     output('StepLogGroup', runtime.stepFunction.logGroup.logGroupName, 'Logs Insights: the step function');
     output('SweeperLogGroup', runtime.sweeperFunction.logGroup.logGroupName, 'Logs Insights: the sweeper');
+    output('ApiUrl', runtime.apiUrl.url, 'The HTTP API (function URL, IAM auth; `baton --api URL`)');
     output('DashboardName', runtime.monitoring.dashboard.dashboardName, 'The CloudWatch dashboard');
   }
 

@@ -5,7 +5,8 @@ import { Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
 import type { Table } from 'aws-cdk-lib/aws-dynamodb';
 import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
-import { type IGrantable, PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import { ArnPrincipal, type IGrantable, PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import { type FunctionUrl, FunctionUrlAuthType } from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { BlockPublicAccess, Bucket, BucketEncryption, type IBucket, ObjectOwnership } from 'aws-cdk-lib/aws-s3';
@@ -42,6 +43,9 @@ const SWEEP_SCHEDULE_PERIOD = Duration.minutes(1);
 const SWEEP_WINDOW = Duration.seconds(55);
 /** Room after the sweep window for the last poll and the metrics flush. */
 const SWEEPER_TIMEOUT_MARGIN = Duration.seconds(15);
+/** The API answers within this; an events request waits at most 20 s for news (functions/api.ts). */
+const API_TIMEOUT = Duration.seconds(30);
+const API_MEMORY_MB = 512;
 /** An S3 object must outlive the journal entry pointing to it; DynamoDB's TTL deletion lags by up to days. */
 const PAYLOAD_RETENTION_GRACE_DAYS = 2;
 
@@ -73,7 +77,13 @@ export interface BatonRuntimeProps {
    * is then unused.
    * @default Baton's functions/, bundled with `agentsEntry`
    */
-  readonly handlers?: { readonly intake: string; readonly step: string; readonly sweeper: string };
+  readonly handlers?: {
+    readonly intake: string;
+    readonly step: string;
+    readonly sweeper: string;
+    /** The HTTP API's handler (`createApiHandler` from `baton/aws`'s API module). */
+    readonly api: string;
+  };
   /**
    * The folder with the package-lock.json the bundles are built from.
    * @default the directory the CDK app runs in when `handlers` are given, else Baton's own root
@@ -160,12 +170,19 @@ export interface BatonRuntimeProps {
    * @default RemovalPolicy.RETAIN
    */
   readonly removalPolicy?: RemovalPolicy;
+  /**
+   * Who may call the HTTP API and which tenants each sees: IAM principal ARN (a role, a user, or
+   * an assumed role's role) → tenant names, or `'*'` for every tenant. Each principal is granted
+   * `lambda:InvokeFunctionUrl` on the API's function URL (IAM auth); no one else can call it.
+   * @default {} (the API is deployed; nobody may call it)
+   */
+  readonly apiTenants?: Readonly<Record<string, readonly string[] | '*'>>;
 }
 
 /**
  * Baton on AWS: the tickets, work and results queues (with DLQs), the session table, the payload
  * bucket, the intake, step and sweeper functions with least-privilege grants, the sweeper's
- * schedule, and a dashboard with alarms.
+ * schedule, the HTTP API behind an IAM-authenticated function URL, and a dashboard with alarms.
  *
  * @example
  * new BatonRuntime(this, 'Baton', { agentsEntry: join(import.meta.dirname, 'agents.ts'), alarmTopic });
@@ -181,6 +198,10 @@ export class BatonRuntime extends Construct {
   readonly intakeFunction: BatonFunction;
   readonly stepFunction: BatonFunction;
   readonly sweeperFunction: BatonFunction;
+  /** The HTTP API (the same handler `baton dev` serves), behind `apiUrl`. */
+  readonly apiFunction: BatonFunction;
+  /** The API's function URL, IAM-authenticated (SigV4, service `lambda`). */
+  readonly apiUrl: FunctionUrl;
   readonly monitoring: BatonMonitoring;
 
   constructor(scope: Construct, id: string, props: BatonRuntimeProps = {}) {
@@ -210,7 +231,7 @@ export class BatonRuntime extends Construct {
       [ENV.functionTimeoutMs]: String(settings.functionTimeout.toMilliseconds()),
     };
     const fn = (
-      name: 'intake' | 'step' | 'sweeper',
+      name: 'intake' | 'step' | 'sweeper' | 'api',
       timeout: Duration,
       memorySize: number,
       environment: Record<string, string>,
@@ -237,6 +258,14 @@ export class BatonRuntime extends Construct {
       [ENV.sweepIntervalMs]: String(settings.sweepInterval.toMilliseconds()),
       [ENV.sweepWindowMs]: String(settings.sweepWindow.toMilliseconds()),
     });
+
+    // The API loads no agents: it reads the table and sends tickets and cancel kicks.
+    this.apiFunction = fn('api', API_TIMEOUT, API_MEMORY_MB, {
+      [ENV.ticketsQueueUrl]: this.ticketsQueue.queueUrl,
+      [ENV.bucket]: this.bucket.bucketName,
+      [ENV.apiTenants]: JSON.stringify(settings.apiTenants),
+    });
+    this.apiUrl = this.#exposeApi(settings.apiTenants);
 
     this.#consume(this.intakeFunction, this.ticketsQueue, INTAKE_BATCH_SIZE, settings);
     this.#consume(this.stepFunction, this.workQueue, settings.batchSize, settings);
@@ -304,12 +333,35 @@ export class BatonRuntime extends Construct {
     allow(sweeper, ['dynamodb:Query'], [sweepIndexArn]);
     allow(sweeper, ['sqs:SendMessage'], sendTo([this.workQueue]));
 
-    for (const fn of [this.intakeFunction, this.stepFunction])
+    const api = this.apiFunction.function;
+    const { bySessionId, byTenant } = SESSION_TABLE.indexes;
+    // Status, events and cancel read the record, the turn and the journal, and bump the record.
+    allow(api, ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:UpdateItem'], [tableArn]);
+    allow(api, ['dynamodb:Query'], [`${tableArn}/index/${bySessionId.name}`, `${tableArn}/index/${byTenant.name}`]);
+    // Submit sends tickets; cancel sends a kick.
+    allow(api, ['sqs:SendMessage'], sendTo([this.ticketsQueue, this.workQueue]));
+    // A large ticket input is put in the bucket; offloaded journal entries are read back.
+    payloads(api);
+
+    for (const fn of [this.intakeFunction, this.stepFunction, this.apiFunction])
       Validations.of(fn.role).acknowledge({
         id: `AwsSolutions-IAM5[Resource::<${logicalIdOf(this.bucket)}.Arn>/*]`,
         reason:
           'Payload objects are keyed by session, seq and epoch, created at run time: object-level access needs the bucket/* resource. Only GetObject and PutObject are granted.',
       });
+  }
+
+  /** A function URL with IAM auth; only the mapped principals may invoke it. */
+  #exposeApi(tenants: Readonly<Record<string, readonly string[] | '*'>>): FunctionUrl {
+    const api = this.apiFunction.function;
+    const url = api.addFunctionUrl({ authType: FunctionUrlAuthType.AWS_IAM });
+    for (const principal of Object.keys(tenants)) api.grantInvokeUrl(new ArnPrincipal(principal));
+    Validations.of(api).acknowledge({
+      id: 'Serverless-LambdaDLQ',
+      reason:
+        'The API function is invoked synchronously through its function URL: the caller gets the error; there is no asynchronous event to dead-letter.',
+    });
+    return url;
   }
 
   #scheduleSweeper(): void {
@@ -366,6 +418,7 @@ interface Settings {
   readonly memorySize: number;
   readonly logRetention: RetentionDays;
   readonly removalPolicy: RemovalPolicy;
+  readonly apiTenants: Readonly<Record<string, readonly string[] | '*'>>;
 }
 
 /** Defaults applied and the combinations that cannot work refused, naming the prop. */
@@ -388,6 +441,7 @@ function resolveSettings(props: BatonRuntimeProps): Settings {
     memorySize: props.memorySize ?? 1024,
     logRetention: props.logRetention ?? RetentionDays.ONE_MONTH,
     removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
+    apiTenants: props.apiTenants ?? {},
   };
   const ms = (d: Duration) => d.toMilliseconds();
   const refuse = (message: string) => {
@@ -396,7 +450,7 @@ function resolveSettings(props: BatonRuntimeProps): Settings {
   // The installed package ships no handler files of its own: the team's two-line files are bundled.
   if (props.handlers === undefined && !existsSync(FUNCTIONS_DIR))
     refuse(
-      "pass handlers: { intake, step, sweeper } — your files exporting createIntakeHandler({ agents }) and its siblings from 'baton/aws'",
+      "pass handlers: { intake, step, sweeper, api } — your files exporting createIntakeHandler({ agents }) and its siblings from 'baton/aws'",
     );
   for (const [name, file] of Object.entries(props.handlers ?? {}))
     if (!existsSync(resolve(file))) refuse(`handlers.${name}: ${resolve(file)} does not exist`);
@@ -416,6 +470,12 @@ function resolveSettings(props: BatonRuntimeProps): Settings {
     refuse('batchSize must be an integer from 1 to 10 (more needs a batching window)');
   if (!Number.isInteger(settings.retentionDays) || settings.retentionDays < 1)
     refuse('retentionDays must be a positive integer');
+  for (const [principal, tenants] of Object.entries(settings.apiTenants)) {
+    if (!/^arn:aws[\w-]*:(iam|sts)::\d{12}:/.test(principal))
+      refuse(`apiTenants: '${principal}' is not an IAM principal ARN (arn:aws:iam::ACCOUNT:role/NAME)`);
+    if (tenants !== '*' && (tenants.length === 0 || tenants.some((t) => !NAME_PATTERN.test(t))))
+      refuse(`apiTenants: the tenants of ${principal} must be '*' or a non-empty list of tenant names`);
+  }
   const senders = new Set<string>();
   for (const { sender, tenants } of props.producers ?? []) {
     if (senders.has(sender)) refuse(`producers: sender ${sender} is listed twice; list all its tenants in one entry`);

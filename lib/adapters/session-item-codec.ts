@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import { CorruptStateError } from '../core/errors.ts';
+import { CorruptStateError, InvalidInputError } from '../core/errors.ts';
 import { canonicalJson, formatSessionKey, type SessionKey } from '../core/ids.ts';
 import { InboxItem } from '../core/inbox.ts';
 import { type JournalEntry, parseEntry } from '../core/journal.ts';
@@ -12,6 +12,7 @@ import {
   type EnqueueTurnRequest,
   type NewSession,
   type SessionRecord,
+  type SessionSummary,
   type TurnOutcome,
   type TurnRecord,
 } from '../ports/session-store.ts';
@@ -79,6 +80,9 @@ const SessionItemSchema = z.object({
   cancelRequested: z.boolean(),
   recoveries: count,
   legs: count,
+  tokens: count.optional(),
+  /** Every recovery the session has had (never reset, unlike `recoveries`). */
+  recovered: count.optional(),
   traceId: z.string().regex(/^[0-9a-f]{32}$/),
   sweepShard: z.string().optional(),
   sweepAt: int.optional(),
@@ -224,6 +228,8 @@ export function decodeSession(raw: unknown, expected?: SessionKey): SessionRecor
     cancelRequested: item.cancelRequested,
     recoveries: item.recoveries,
     legs: item.legs,
+    tokens: item.tokens ?? 0,
+    recovered: item.recovered ?? 0,
     traceId: item.traceId,
     ...(item.sweepAt === undefined ? {} : { sweepAt: item.sweepAt }),
     ...(item.handoff === undefined ? {} : { handoff: item.handoff }),
@@ -268,6 +274,56 @@ export function decidePost(
 /** Does a raw turn item hold an outcome? */
 export const turnItemFinished = (item: Record<string, unknown> | undefined): boolean =>
   item !== undefined && (item.outcome !== undefined || item.outcomeBlob !== undefined);
+
+const SummaryItemSchema = SessionItemSchema.pick({
+  pk: true,
+  sid: true,
+  tenant: true,
+  agent: true,
+  ticketId: true,
+  state: true,
+  legs: true,
+  recovered: true,
+  tokens: true,
+  cancelRequested: true,
+  createdAt: true,
+});
+
+/** A list row from a byTenant index item (or a full session item). */
+export function decodeSummary(raw: unknown): SessionSummary {
+  const item = validate(SummaryItemSchema, raw, 'session list item');
+  const key: SessionKey = { tenant: item.tenant, agent: item.agent, id: item.sid };
+  if (item.pk !== pkOf(key)) throw new CorruptStateError(`session list item ${item.pk} does not match its fields`);
+  return {
+    key,
+    ticketId: item.ticketId,
+    state: item.state,
+    legs: item.legs,
+    recoveries: item.recovered ?? 0,
+    tokens: item.tokens ?? 0,
+    cancelRequested: item.cancelRequested,
+    createdAt: item.createdAt,
+  };
+}
+
+const ListCursorSchema = z.object({ c: int, p: z.string().startsWith('S#') }).strict();
+
+/** The position after a list row: its creation time and pk (opaque to callers, base64url JSON). */
+export const encodeListCursor = (summary: Pick<SessionSummary, 'key' | 'createdAt'>): string =>
+  Buffer.from(JSON.stringify({ c: summary.createdAt, p: pkOf(summary.key) })).toString('base64url');
+
+/** Reads a list cursor; one that is not ours (or is for another tenant) is the caller's mistake. */
+export function decodeListCursor(cursor: string, tenant: string): { createdAt: number; pk: string } {
+  let parsed: z.infer<typeof ListCursorSchema> | undefined;
+  try {
+    parsed = ListCursorSchema.parse(JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')));
+  } catch {
+    parsed = undefined;
+  }
+  if (parsed === undefined || keyOfPk(parsed.p)?.tenant !== tenant)
+    throw new InvalidInputError('cursor is not a cursor of this session list');
+  return { createdAt: parsed.c, pk: parsed.p };
+}
 
 /** The item of a turn; a large input is written to the blob store first (content-addressed). */
 export async function encodeTurn(

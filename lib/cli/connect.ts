@@ -22,6 +22,8 @@ export interface Target {
 }
 
 export interface ConnectOptions {
+  /** The HTTP API's address: the commands then need no table or queue access. */
+  readonly api?: string | undefined;
   readonly stack?: string | undefined;
   readonly region?: string | undefined;
   readonly stateDir?: string | undefined;

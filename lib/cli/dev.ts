@@ -19,9 +19,10 @@ const positiveNumber = (flag: string, value: string | undefined): number | undef
 };
 
 /**
- * `baton dev [--agents FILE] [--workers N] [--timeout-s S] [--visibility-s S] [--data DIR]`: starts
- * DynamoDB Local, fauxqs, the resources and the worker processes hosting the agents of FILE (the
- * repository's examples without it); runs until Ctrl-C, then stops all it started.
+ * `baton dev [--agents FILE] [--workers N] [--timeout-s S] [--visibility-s S] [--data DIR] [--port P]`:
+ * starts DynamoDB Local, fauxqs, the resources, the worker processes hosting the agents of FILE
+ * (the repository's examples without it), and the web console with the HTTP API; runs until
+ * Ctrl-C, then stops all it started.
  */
 export async function dev(args: string[], io: CommandIo): Promise<number> {
   const { values } = parseArgs({
@@ -32,6 +33,7 @@ export async function dev(args: string[], io: CommandIo): Promise<number> {
       'visibility-s': { type: 'string' },
       data: { type: 'string' },
       agents: { type: 'string' },
+      port: { type: 'string' },
     },
   });
   const agentsModule = values.agents === undefined ? undefined : resolve(values.agents);
@@ -57,6 +59,7 @@ export async function dev(args: string[], io: CommandIo): Promise<number> {
     stateDir,
     signal: io.signal,
     ...(agentsModule === undefined ? {} : { handlerEnv: { [AGENTS_MODULE_ENV]: agentsModule } }),
+    console: { port: positiveNumber('--port', values.port) },
   }).catch((error: unknown) => {
     if (io.signal?.aborted) return undefined;
     throw error;
@@ -71,6 +74,8 @@ export async function dev(args: string[], io: CommandIo): Promise<number> {
     const { queues } = config.resources;
     const functions = Object.entries(config.functions).map(([name]) => name);
     io.out(`baton dev: local stack up in ${((Date.now() - startedAt) / 1000).toFixed(1)} s (region ${config.region})`);
+    io.out(`  console    ${config.console}`);
+    io.out(`  API        ${config.api}   (OpenAPI at ${config.api}/openapi.json)`);
     io.out(`  DynamoDB   ${config.endpoints.dynamodb}   table ${config.resources.table}`);
     io.out(`  SQS        ${config.endpoints.sqs}`);
     io.out(`    tickets  ${queues.tickets.url}  (DLQ ${queues.ticketsDlq.url})`);

@@ -39,8 +39,8 @@ interface CommandEntry {
 const COMMANDS: Record<string, CommandEntry> = {
   dev: {
     run: dev,
-    summary: 'start the embedded local AWS stack and the functions',
-    usage: 'baton dev [--agents FILE] [--workers N] [--timeout-s S] [--visibility-s S] [--data DIR]',
+    summary: 'start the embedded local AWS stack, the functions, the web console and the HTTP API',
+    usage: 'baton dev [--agents FILE] [--workers N] [--timeout-s S] [--visibility-s S] [--data DIR] [--port P]',
   },
   demo: {
     run: fromCheckout('demo'),
@@ -59,7 +59,11 @@ const COMMANDS: Record<string, CommandEntry> = {
     usage: 'baton submit --agent NAME [--id TICKET_ID] [--tenant T] (--input JSON | --file F | -)',
   },
   status: { run: status, summary: "show a session's state and outcome", usage: 'baton status SESSION' },
-  list: { run: list, summary: 'list sessions', usage: 'baton list [--status S] [--limit N]' },
+  list: {
+    run: list,
+    summary: "list a tenant's sessions, newest first, one page at a time",
+    usage: 'baton list [--tenant T] [--agent A] [--status S] [--from ISO] [--to ISO] [--limit N] [--cursor C]',
+  },
   events: {
     run: events,
     summary: "print a session's journal as JSON lines",
@@ -98,6 +102,7 @@ const GLOBAL_USAGE = `usage: baton [--json] [--stack NAME] [--region R] [--state
 
 Global options:
   --json            machine-readable output
+  --api URL         use the HTTP API (a function URL, signed with SigV4, or baton dev's) instead of the tables
   --stack NAME      talk to a deployed stack (CloudFormation outputs) instead of the local one
   --region R        AWS region of --stack
   --state-dir DIR   where the local stack keeps local.json and the ledger (default .baton)
@@ -108,6 +113,7 @@ Commands:`;
 interface GlobalOptions {
   json: boolean;
   help: boolean;
+  api?: string;
   stack?: string;
   region?: string;
   stateDir?: string;
@@ -116,7 +122,7 @@ interface GlobalOptions {
 /** Takes the global flags out of argv wherever they stand; the rest is the command and its arguments. */
 export function splitGlobalOptions(argv: readonly string[]): { globals: GlobalOptions; rest: string[] } {
   const globals: GlobalOptions = { json: false, help: false };
-  const valued = { '--stack': 'stack', '--region': 'region', '--state-dir': 'stateDir' } as const;
+  const valued = { '--api': 'api', '--stack': 'stack', '--region': 'region', '--state-dir': 'stateDir' } as const;
   const rest: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const token = argv[i] as string;
@@ -174,6 +180,7 @@ export async function main(argv: readonly string[], out = (line: string) => cons
       json: globals.json,
       out,
       connect: {
+        ...(globals.api === undefined ? {} : { api: globals.api }),
         ...(globals.stack === undefined ? {} : { stack: globals.stack }),
         ...(globals.region === undefined ? {} : { region: globals.region }),
         ...(globals.stateDir === undefined ? {} : { stateDir: globals.stateDir }),

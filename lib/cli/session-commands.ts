@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { SendMode } from '../client/baton-client.ts';
+import type { BatonTransport } from '../client/baton-client.ts';
+import { type BatonClient, SendMode } from '../client/baton-client.ts';
+import { HttpBatonClient } from '../client/http-baton-client.ts';
 import { SessionState } from '../core/vocabulary.ts';
 import { type ConnectOptions, clientFor, resolveTarget } from './connect.ts';
 
@@ -12,7 +14,15 @@ export interface CommandIo {
   readonly signal?: AbortSignal | undefined;
 }
 
-const client = async (io: CommandIo) => clientFor(await resolveTarget(io.connect));
+/** The API when `--api URL` is given, otherwise the store and queues of the target stack. */
+const client = async (io: CommandIo): Promise<BatonTransport> =>
+  io.connect.api ? new HttpBatonClient({ baseUrl: io.connect.api }) : clientFor(await resolveTarget(io.connect));
+
+/** Conversation operations (send, approve, resolve) reach the store directly; the HTTP API has no routes for them yet. */
+const storeClient = async (io: CommandIo, command: string): Promise<BatonClient> => {
+  if (io.connect.api) throw new Error(`baton ${command} talks to the store directly; --api does not serve it yet`);
+  return clientFor(await resolveTarget(io.connect));
+};
 
 async function readInput(
   values: { input?: string | undefined; file?: string | undefined },
@@ -92,21 +102,44 @@ export async function status(args: string[], io: CommandIo): Promise<number> {
   return 0;
 }
 
-/** `baton list [--status S]` */
+/** `baton list [--tenant T] [--agent A] [--status S] [--from ISO] [--to ISO] [--limit N] [--cursor C]`: one page, newest first. */
 export async function list(args: string[], io: CommandIo): Promise<number> {
-  const { values } = parseArgs({ args, options: { status: { type: 'string' }, limit: { type: 'string' } } });
+  const { values } = parseArgs({
+    args,
+    options: {
+      tenant: { type: 'string' },
+      agent: { type: 'string' },
+      status: { type: 'string' },
+      from: { type: 'string' },
+      to: { type: 'string' },
+      limit: { type: 'string' },
+      cursor: { type: 'string' },
+    },
+  });
   const states = Object.values(SessionState) as string[];
   if (values.status && !states.includes(values.status)) throw new Error(`--status must be one of ${states.join(', ')}`);
-  const sessions = await (await client(io)).list({
-    status: values.status as SessionState | undefined,
-    limit: values.limit ? Number(values.limit) : undefined,
+  const limit = values.limit === undefined ? undefined : Number(values.limit);
+  if (limit !== undefined && (!Number.isInteger(limit) || limit < 1 || limit > 100))
+    throw new Error(`--limit must be a whole number from 1 to 100, got '${values.limit}'`);
+  const page = await (await client(io)).sessions({
+    tenant: values.tenant,
+    agent: values.agent,
+    state: values.status as SessionState | undefined,
+    from: values.from,
+    to: values.to,
+    limit,
+    cursor: values.cursor,
   });
-  for (const s of sessions)
+  if (io.json) {
+    for (const s of page.sessions) io.out(JSON.stringify(s));
+    if (page.cursor) io.out(JSON.stringify({ cursor: page.cursor }));
+    return 0;
+  }
+  for (const s of page.sessions)
     io.out(
-      io.json
-        ? JSON.stringify(s)
-        : `${s.sessionId}  ${s.agent.padEnd(20)} ${s.status.padEnd(10)} legs ${s.legs}  ${s.updatedAt}`,
+      `${s.sessionId}  ${s.agent.padEnd(20)} ${s.status.padEnd(10)} legs ${s.legs}  recoveries ${s.recoveries}  tokens ${s.tokens}  ${s.createdAt}`,
     );
+  if (page.cursor) io.out(`more: baton list --cursor ${page.cursor}`);
   return 0;
 }
 
@@ -163,7 +196,7 @@ export async function send(args: string[], io: CommandIo): Promise<number> {
   if (values.mode !== undefined && !modes.includes(values.mode))
     throw new Error(`--mode must be one of ${modes.join(', ')}`);
   const input = values.text !== undefined ? { text: values.text } : await readInput(values, positionals.slice(1));
-  const sent = await (await client(io)).send(sessionId, input, {
+  const sent = await (await storeClient(io, 'send')).send(sessionId, input, {
     id: values.id,
     mode: values.mode as SendMode | undefined,
     ifLastTurn: values['if-last-turn'],
@@ -182,7 +215,7 @@ export async function approve(args: string[], io: CommandIo): Promise<number> {
   const [sessionId, callId] = positionals;
   if (!sessionId || !callId) throw new Error('usage: baton approve SESSION CALL_ID [--deny] [--reason TEXT]');
   const approved = !values.deny;
-  await (await client(io)).approve(sessionId, callId, {
+  await (await storeClient(io, 'approve')).approve(sessionId, callId, {
     approved,
     ...(values.reason !== undefined ? { reason: values.reason } : {}),
   });
@@ -213,7 +246,10 @@ export async function resolve(args: string[], io: CommandIo): Promise<number> {
     }
   }
   const done = values.done === true;
-  await (await client(io)).resolve(sessionId, callId, { done, ...(output !== undefined ? { output } : {}) });
+  await (await storeClient(io, 'resolve')).resolve(sessionId, callId, {
+    done,
+    ...(output !== undefined ? { output } : {}),
+  });
   io.out(
     io.json
       ? JSON.stringify({ sessionId, callId, done })

@@ -61,9 +61,14 @@ export interface SessionStatus {
   readonly outcome?: TurnOutcome | undefined;
   readonly legs: number;
   readonly epoch: number;
+  /** Every recovery the session has had. */
   readonly recoveries: number;
+  /** Recoveries in a row without progress (a crash loop fails the turn past its cap). */
+  readonly consecutiveRecoveries: number;
+  readonly tokens: number;
   readonly cancelRequested: boolean;
   readonly traceId: string;
+  readonly createdAt: string;
   readonly updatedAt: string;
   /** A conversation's turns, oldest first. */
   readonly turns?: readonly { readonly turnId: string; readonly status: string; readonly outcome?: string }[];
@@ -116,11 +121,58 @@ export interface PendingApproval {
   readonly input: unknown;
 }
 
+/** A page request of the session list (one tenant, newest first). Times are ISO 8601. */
+export interface SessionListQuery {
+  readonly tenant?: string | undefined;
+  readonly agent?: string | undefined;
+  readonly state?: SessionState | undefined;
+  readonly from?: string | undefined;
+  readonly to?: string | undefined;
+  readonly limit?: number | undefined;
+  readonly cursor?: string | undefined;
+}
+
+/** One row of the session list. */
+export interface SessionListItem {
+  readonly sessionId: string;
+  readonly tenant: string;
+  readonly agent: string;
+  readonly ticketId: string;
+  readonly status: SessionState;
+  readonly legs: number;
+  readonly recoveries: number;
+  readonly tokens: number;
+  readonly cancelRequested: boolean;
+  readonly createdAt: string;
+}
+
+export interface SessionListPage {
+  readonly sessions: SessionListItem[];
+  /** Pass it back for the next page; absent on the last. */
+  readonly cursor?: string | undefined;
+}
+
+/** The client's operations, whichever way it reaches Baton: the store and queues directly, or the HTTP API. */
+export interface BatonTransport {
+  submit(request: SubmitRequest): Promise<Submitted>;
+  status(sessionId: string): Promise<SessionStatus | undefined>;
+  sessions(query?: SessionListQuery): Promise<SessionListPage>;
+  events(
+    sessionId: string,
+    options?: { after?: number; follow?: boolean; signal?: AbortSignal },
+  ): AsyncGenerator<SessionEvent>;
+  cancel(sessionId: string): Promise<CancelResult>;
+}
+
+/** Rows shown when a list request names no limit. */
+export const DEFAULT_LIST_LIMIT = 50;
+
 /**
- * The typed client the CLI, the demo and the tests use: submit tickets, read status, follow
- * events from a cursor, cancel.
+ * The typed client the CLI, the demo and the tests use, straight on the store and queues: submit
+ * tickets, read status, list, follow events from a cursor, cancel. HttpBatonClient does the same
+ * through the HTTP API.
  */
-export class BatonClient {
+export class BatonClient implements BatonTransport {
   constructor(private readonly deps: BatonClientDeps) {}
 
   /** Sends a ticket through the tickets queue; the session id is known before intake runs. */
@@ -166,11 +218,38 @@ export class BatonClient {
     return this.#status(record);
   }
 
-  async list(
-    options: { status?: SessionState | undefined; limit?: number | undefined } = {},
-  ): Promise<SessionStatus[]> {
-    const records = await this.deps.store.listSessions({ state: options.status, limit: options.limit });
-    return Promise.all(records.map((r) => this.#status(r)));
+  /** One page of a tenant's sessions (the default tenant unless named), from the byTenant index. */
+  async sessions(query: SessionListQuery = {}): Promise<SessionListPage> {
+    const time = (iso: string | undefined, what: string) => {
+      if (iso === undefined) return undefined;
+      const ms = Date.parse(iso);
+      if (Number.isNaN(ms)) throw new InvalidInputError(`${what} must be an ISO 8601 date-time, got '${iso}'`);
+      return ms;
+    };
+    const page = await this.deps.store.querySessions({
+      tenant: query.tenant ?? DEFAULT_TENANT,
+      agent: query.agent,
+      state: query.state,
+      createdFrom: time(query.from, 'from'),
+      createdTo: time(query.to, 'to'),
+      limit: query.limit ?? DEFAULT_LIST_LIMIT,
+      cursor: query.cursor,
+    });
+    return {
+      sessions: page.sessions.map((s) => ({
+        sessionId: s.key.id,
+        tenant: s.key.tenant,
+        agent: s.key.agent,
+        ticketId: s.ticketId,
+        status: s.state,
+        legs: s.legs,
+        recoveries: s.recoveries,
+        tokens: s.tokens,
+        cancelRequested: s.cancelRequested,
+        createdAt: new Date(s.createdAt).toISOString(),
+      })),
+      ...(page.cursor === undefined ? {} : { cursor: page.cursor }),
+    };
   }
 
   /** The journal as a stream from a cursor; with `follow`, polls until the session finishes or the signal aborts. */
@@ -200,6 +279,7 @@ export class BatonClient {
           turnId: entry.turnId,
           data: entry.data,
         };
+        yield toEvent(entry);
       }
       if (!options.follow || options.signal?.aborted) return;
       const fresh = await this.deps.store.getSession(record.key);
@@ -329,6 +409,17 @@ export class BatonClient {
     return turn?.outcome === undefined;
   }
 
+  /** Up to `limit` journal entries after `after`, as stream events. */
+  async eventsAfter(record: SessionRecord, after: number, limit: number): Promise<SessionEvent[]> {
+    const entries = await this.deps.store.readJournal(record.key, after);
+    return entries.slice(0, limit).map(toEvent);
+  }
+
+  /** The status view of a record already read. */
+  statusOf(record: SessionRecord): Promise<SessionStatus> {
+    return this.#status(record);
+  }
+
   async #status(record: SessionRecord): Promise<SessionStatus> {
     const turn = record.activeTurnId ? await this.deps.store.getTurn(record.key, record.activeTurnId) : undefined;
     const waits = record.state === 'waiting' ? await this.#waits(record) : {};
@@ -352,9 +443,12 @@ export class BatonClient {
       outcome: turn?.outcome,
       legs: record.legs,
       epoch: record.epoch,
-      recoveries: record.recoveries,
+      recoveries: record.recovered,
+      consecutiveRecoveries: record.recoveries,
+      tokens: record.tokens,
       cancelRequested: record.cancelRequested,
       traceId: record.traceId,
+      createdAt: new Date(record.createdAt).toISOString(),
       updatedAt: new Date(record.updatedAt).toISOString(),
       ...conversation,
       activeTurnId: record.activeTurnId,
@@ -379,3 +473,13 @@ export class BatonClient {
     };
   }
 }
+
+const toEvent = (entry: JournalEntry): SessionEvent => ({
+  cursor: entry.seq,
+  kind: entry.kind,
+  seq: entry.seq,
+  epoch: entry.epoch,
+  at: new Date(entry.at).toISOString(),
+  ...(entry.turnId === undefined ? {} : { turnId: entry.turnId }),
+  data: entry.data,
+});

@@ -24,6 +24,20 @@ export const SESSION_TABLE = {
     },
     /** Session records only (the META item carries `sid`): the CLI finds a session by its id, then reads it. */
     bySessionId: { name: 'bySessionId', partitionKey: 'sid', partitionKeyType: 'S', projection: 'KEYS_ONLY' },
+    /**
+     * Session records only (only META items carry `tenant`), newest first: the API's and the
+     * console's paginated list. It projects just what a list row shows; none of it changes on a
+     * renewal, so the index is written when a leg starts or ends, not on every heartbeat.
+     */
+    byTenant: {
+      name: 'byTenant',
+      partitionKey: 'tenant',
+      partitionKeyType: 'S',
+      sortKey: 'createdAt',
+      sortKeyType: 'N',
+      projection: 'INCLUDE',
+      nonKeyAttributes: ['sid', 'agent', 'ticketId', 'state', 'legs', 'recovered', 'tokens', 'cancelRequested'],
+    },
   },
 } as const;
 
@@ -76,6 +90,8 @@ export const ENV = {
   sweepWindowMs: 'BATON_SWEEP_WINDOW_MS',
   retentionDays: 'BATON_RETENTION_DAYS',
   maxRecoveries: 'BATON_MAX_RECOVERIES',
+  /** The API function's tenancy: JSON, IAM principal ARN → tenant names or "*". */
+  apiTenants: 'BATON_API_TENANTS',
   /** JSON: sender id → tenants it may submit for (lib/core/tenancy.ts); unset, any sender any tenant. */
   producers: 'BATON_PRODUCERS',
   /** `xray` (default) or `otel`: which tracer the functions use. */

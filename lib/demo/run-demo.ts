@@ -87,6 +87,8 @@ export async function runDemo(options: DemoOptions): Promise<DemoRun> {
     sweepEveryMs: DEMO_DEFAULTS.sweepEveryMs,
     workerOutput: options.verbose ? 'inherit' : 'ignore',
     log: (line) => view.note(`  [stack] ${line}`),
+    // The console shows the run's sessions live while the demo runs.
+    console: {},
     ...(options.emulators ? { emulators: options.emulators } : {}),
     handlerEnv: {
       [ENV.leaseTtlMs]: String(DEMO_DEFAULTS.leaseTtlMs),
@@ -117,6 +119,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoRun> {
     });
     const tracker = new ProgressTracker(store);
     const results = new ResultsReader(sqs, config.resources.queues.results.url);
+    view.note(`console ${config.console} — watch the sessions live (it stops with the demo)`);
     view.note(
       `stack up in ${((Date.now() - started) / 1000).toFixed(1)} s; workers ${stack.supervisor
         .workers()

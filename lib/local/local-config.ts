@@ -18,6 +18,10 @@ export interface LocalStackConfig {
   readonly functions: { readonly intake?: string; readonly step?: string; readonly sweeper?: string };
   /** The simulated services' call ledger (BATON_LEDGER). */
   readonly ledger: string;
+  /** The web console's address, when `baton dev` serves it. */
+  readonly console?: string | undefined;
+  /** The HTTP API's base address (`baton --api URL`), served next to the console. */
+  readonly api?: string | undefined;
   readonly startedAt: string;
 }
 

@@ -3,6 +3,7 @@ import { extname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ENV } from '../core/resources.ts';
 import { localAwsEnv } from './aws-clients.ts';
+import { type ConsoleServer, startConsoleServer } from './console-server.ts';
 import { type Emulators, type Endpoints, startEmulators } from './emulators.ts';
 import { DEFAULT_WAIT_TIME_S } from './event-source-mapping.ts';
 import { type LocalStackConfig, removeLocalStackConfig, writeLocalStackConfig } from './local-config.ts';
@@ -75,6 +76,8 @@ export interface LocalStackOptions {
   readonly onEvent?: ((event: SupervisorEvent) => void) | undefined;
   /** Aborting it while the stack starts stops what was started and rejects. */
   readonly signal?: AbortSignal | undefined;
+  /** Serve the web console and the HTTP API (port 0: any free port; default: DEFAULT_CONSOLE_PORT or a free one). */
+  readonly console?: { readonly port?: number | undefined } | undefined;
 }
 
 export interface LocalStack {
@@ -104,7 +107,9 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     throw abortError();
   }
   let supervisor: Supervisor | undefined;
+  let consoleServer: ConsoleServer | undefined;
   const stopAll = async () => {
+    await consoleServer?.stop();
     await supervisor?.stop();
     await emulators.stop?.();
   };
@@ -117,6 +122,21 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       visibilityTimeoutS: options.visibilityTimeoutS,
       maxReceiveCount: options.maxReceiveCount,
     });
+    if (options.console !== undefined) {
+      consoleServer = await startConsoleServer({
+        target: {
+          region: emulators.region,
+          endpoints: emulators.endpoints,
+          local: true,
+          table: resources.table,
+          bucket: resources.bucket,
+          ticketsQueueUrl: resources.queues.tickets.url,
+          workQueueUrl: resources.queues.work.url,
+        },
+        port: options.console.port,
+        log,
+      });
+    }
     const functions = hostedFunctions(options.functions, log);
     const mappings: MappingConfig[] = [];
     if (functions.intake !== undefined) {
@@ -166,6 +186,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         ...(functions.sweeper === undefined ? {} : { sweeper: functions.sweeper.module }),
       },
       ledger,
+      ...(consoleServer === undefined ? {} : { console: consoleServer.url, api: consoleServer.apiUrl }),
       startedAt: new Date().toISOString(),
     };
     const publish = () => {

@@ -102,6 +102,8 @@ async function ensureTable(client: DynamoDBClient, tableName: string): Promise<v
           { AttributeName: indexes.sweep.partitionKey, AttributeType: indexes.sweep.partitionKeyType },
           { AttributeName: indexes.sweep.sortKey, AttributeType: indexes.sweep.sortKeyType },
           { AttributeName: indexes.bySessionId.partitionKey, AttributeType: indexes.bySessionId.partitionKeyType },
+          { AttributeName: indexes.byTenant.partitionKey, AttributeType: indexes.byTenant.partitionKeyType },
+          { AttributeName: indexes.byTenant.sortKey, AttributeType: indexes.byTenant.sortKeyType },
         ],
         KeySchema: [
           { AttributeName: SESSION_TABLE.partitionKey, KeyType: 'HASH' },
@@ -120,6 +122,17 @@ async function ensureTable(client: DynamoDBClient, tableName: string): Promise<v
             IndexName: indexes.bySessionId.name,
             KeySchema: [{ AttributeName: indexes.bySessionId.partitionKey, KeyType: 'HASH' }],
             Projection: { ProjectionType: indexes.bySessionId.projection },
+          },
+          {
+            IndexName: indexes.byTenant.name,
+            KeySchema: [
+              { AttributeName: indexes.byTenant.partitionKey, KeyType: 'HASH' },
+              { AttributeName: indexes.byTenant.sortKey, KeyType: 'RANGE' },
+            ],
+            Projection: {
+              ProjectionType: indexes.byTenant.projection,
+              NonKeyAttributes: [...indexes.byTenant.nonKeyAttributes],
+            },
           },
         ],
       }),

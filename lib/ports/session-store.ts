@@ -32,6 +32,10 @@ export interface SessionRecord {
   /** Consecutive recoveries with no journal progress (a crash loop when it passes its cap). */
   readonly recoveries: number;
   readonly legs: number;
+  /** Every recovery the session has had; `recoveries` is reset by progress, this never is. */
+  readonly recovered: number;
+  /** Model tokens (input + output) of the legs that released; a leg that died is not counted (the journal has every step). */
+  readonly tokens: number;
   /** One W3C trace id for the whole session. */
   readonly traceId: string;
   /** Present only while the sweeper should look at this session. */
@@ -112,6 +116,8 @@ export interface ReleaseRequest {
   readonly sweepAt?: number | undefined;
   readonly progressed: boolean;
   readonly ttlSeconds?: number | undefined;
+  /** Model tokens this leg used, added to the session's count. */
+  readonly tokens?: number | undefined;
 }
 
 export type ReleaseResult = { readonly ok: true } | { readonly ok: false; readonly current: SessionRecord | undefined };
@@ -254,6 +260,39 @@ export interface SessionStore {
   /** Finds a session by its id alone (the CLI knows only the id). */
   findSession(sessionId: string): Promise<SessionRecord | undefined>;
   listSessions(options?: { state?: SessionState | undefined; limit?: number | undefined }): Promise<SessionRecord[]>;
+  /** One page of a tenant's sessions, newest first, from the byTenant index (never a table scan). */
+  querySessions(query: SessionQuery): Promise<SessionPage>;
+}
+
+/** A page request of the session list. Time bounds are on creation time (epoch ms, inclusive). */
+export interface SessionQuery {
+  readonly tenant: string;
+  readonly agent?: string | undefined;
+  readonly state?: SessionState | undefined;
+  readonly createdFrom?: number | undefined;
+  readonly createdTo?: number | undefined;
+  readonly limit: number;
+  /** The `cursor` of the previous page. */
+  readonly cursor?: string | undefined;
+}
+
+/** What a list row shows: the byTenant index's projection. */
+export interface SessionSummary {
+  readonly key: SessionKey;
+  readonly ticketId: string;
+  readonly state: SessionState;
+  readonly legs: number;
+  /** Every recovery so far (the record's `recovered`). */
+  readonly recoveries: number;
+  readonly tokens: number;
+  readonly cancelRequested: boolean;
+  readonly createdAt: number;
+}
+
+export interface SessionPage {
+  readonly sessions: SessionSummary[];
+  /** Present when more sessions may follow. */
+  readonly cursor?: string | undefined;
 }
 
 /** A session the sweeper should look at, and since when (oldest first). */

@@ -368,6 +368,7 @@ export function describeSessionStoreContract(name: string, makeHarness: MakeHarn
         // Assert
         expect(before.recoveries).toBe(1);
         expect(after.recoveries).toBe(0);
+        expect(after.recovered, 'the total is never reset').toBe(1);
       });
 
       it('throws LeaseLostError naming the new holder when a stale owner renews', async () => {
@@ -636,6 +637,88 @@ export function describeSessionStoreContract(name: string, makeHarness: MakeHarn
         expect(afterExpiry).toContainEqual(key);
         // The sweeper counts stalled sessions from sweepAt: it is the lease expiry here.
         expect(afterExpiryDue.find((d) => d.key.id === key.id)?.sweepAt).toBe(now + TTL_MS);
+      });
+    });
+
+    describe('querySessions', () => {
+      /** Six sessions of a fresh tenant, one second apart: agents alpha/beta alternating, the two oldest completed. */
+      const seedTenant = async (store: SessionStore) => {
+        const tenant = `t${randomUUID().slice(0, 8)}`;
+        const base = Date.now() - 60_000;
+        const keys: SessionKey[] = [];
+        for (let i = 0; i < 6; i++) {
+          const key = { tenant, agent: i % 2 === 0 ? 'alpha' : 'beta', id: `q-${i}-${randomUUID()}` };
+          await store.createSession(newSession(key, base + i * 1_000));
+          keys.push(key);
+        }
+        for (const key of keys.slice(0, 2)) {
+          await acquireFree(store, key, 'owner-q', base);
+          const done = { owner: 'owner-q', epoch: 1, state: 'completed', seenVersion: 1, progressed: true } as const;
+          await store.release(key, { ...done, tokens: 120 });
+        }
+        return { tenant, base, keys };
+      };
+      const ids = (page: { sessions: ReadonlyArray<{ key: SessionKey }> }) => page.sessions.map((s) => s.key.id);
+
+      it('pages through a tenant newest first, without gaps or repeats, and nothing of another tenant', async () => {
+        // Arrange
+        const harness = await makeHarness();
+        const { tenant, keys } = await seedTenant(harness.store);
+        await seedTenant(harness.store);
+
+        // Act
+        const seen: string[] = [];
+        let cursor: string | undefined;
+        let pages = 0;
+        do {
+          const page = await harness.store.querySessions({ tenant, limit: 4, cursor });
+          seen.push(...ids(page));
+          cursor = page.cursor;
+          pages++;
+        } while (cursor !== undefined && pages < 10);
+
+        // Assert
+        expect(seen).toEqual(keys.map((k) => k.id).reverse());
+        expect(pages).toBe(2);
+      });
+
+      it('filters by agent, state and creation time, and shows the counters a list row needs', async () => {
+        // Arrange
+        const harness = await makeHarness();
+        const { tenant, base, keys } = await seedTenant(harness.store);
+
+        // Act
+        const beta = await harness.store.querySessions({ tenant, agent: 'beta', limit: 10 });
+        const completed = await harness.store.querySessions({ tenant, state: 'completed', limit: 10 });
+        const middle = await harness.store.querySessions({
+          tenant,
+          createdFrom: base + 2_000,
+          createdTo: base + 3_000,
+          limit: 10,
+        });
+
+        // Assert
+        expect(ids(beta)).toEqual([keys[5], keys[3], keys[1]].map((k) => k?.id));
+        expect(ids(completed)).toEqual([keys[1], keys[0]].map((k) => k?.id));
+        expect(completed.sessions[0]).toMatchObject({ state: 'completed', legs: 1, recoveries: 0, tokens: 120 });
+        expect(ids(middle)).toEqual([keys[3], keys[2]].map((k) => k?.id));
+        expect(middle.cursor).toBeUndefined();
+      });
+
+      it("refuses a cursor that is not one of this tenant's list", async () => {
+        // Arrange
+        const harness = await makeHarness();
+        const first = await seedTenant(harness.store);
+        const second = await seedTenant(harness.store);
+        const page = await harness.store.querySessions({ tenant: first.tenant, limit: 1 });
+
+        // Act / Assert
+        await expect(
+          harness.store.querySessions({ tenant: second.tenant, limit: 1, cursor: page.cursor }),
+        ).rejects.toThrow(/cursor/);
+        await expect(
+          harness.store.querySessions({ tenant: first.tenant, limit: 1, cursor: 'garbage' }),
+        ).rejects.toThrow(/cursor/);
       });
     });
 

@@ -22,7 +22,12 @@ describe('BatonRuntime settings checked at synth time', () => {
   });
 
   it("refuses a team's handler file that does not exist, naming it", () => {
-    const handlers = { intake: 'functions/intake.ts', step: 'src/no-such-step.ts', sweeper: 'functions/sweeper.ts' };
+    const handlers = {
+      intake: 'functions/intake.ts',
+      step: 'src/no-such-step.ts',
+      sweeper: 'functions/sweeper.ts',
+      api: 'functions/api.ts',
+    };
     expect(build({ handlers })).toThrow(/handlers\.step: .*src\/no-such-step\.ts does not exist/);
     expect(build({ handlers: { ...handlers, step: 'functions/step.ts' } })).not.toThrow();
   });
@@ -39,6 +44,12 @@ describe('BatonRuntime settings checked at synth time', () => {
 
   it('refuses a sweep interval as long as the sweeper’s one-minute window', () => {
     expect(build({ sweepInterval: Duration.minutes(1) })).toThrow(/sweepInterval must be shorter/);
+  });
+
+  it('refuses an API tenant map whose key is not an IAM principal ARN or whose tenants are not names', () => {
+    expect(build({ apiTenants: { 'support-team': ['acme'] } })).toThrow(/apiTenants: 'support-team' is not an IAM/);
+    expect(build({ apiTenants: { 'arn:aws:iam::111122223333:role/Support': [] } })).toThrow(/must be '\*' or/);
+    expect(build({ apiTenants: { 'arn:aws:iam::111122223333:role/Support': ['a#b'] } })).toThrow(/must be '\*' or/);
   });
 
   it('refuses a concurrency the SQS event source cannot take', () => {

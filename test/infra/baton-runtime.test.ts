@@ -12,6 +12,8 @@ import { FIXTURE_AGENT_NAME } from './fixtures/infra-agents.ts';
 import { FIXTURE_AGENTS_ENTRY, type Synthesized, synthWithPolicyChecks } from './synth-baton.ts';
 
 const TEAM_TOPIC_ARN = 'arn:aws:sns:eu-west-1:111122223333:team-alarms';
+const SUPPORT_ROLE_ARN = 'arn:aws:iam::111122223333:role/Support';
+const OPS_ROLE_ARN = 'arn:aws:iam::111122223333:role/Ops';
 
 /** esbuild bundles three functions in the hook; on a loaded machine that takes minutes. */
 const SYNTH_TIMEOUT_MS = 300_000;
@@ -38,6 +40,7 @@ beforeAll(() => {
         batchSize: 5,
         retentionDays: 7,
         alarmTopic: Topic.fromTopicArn(team, 'Alarms', TEAM_TOPIC_ARN),
+        apiTenants: { [SUPPORT_ROLE_ARN]: ['acme', 'globex'], [OPS_ROLE_ARN]: '*' },
       });
       // Only the team's functions are bundled (the bundle test reads them): bundling is most of the time.
     },
@@ -59,9 +62,10 @@ function resource(template: Template, id: string) {
 }
 
 const FUNCTIONS = ['Intake', 'Step', 'Sweeper'] as const;
+type FunctionName = (typeof FUNCTIONS)[number] | 'Api';
 
 /** Every action each function's role may take, from its inline policies (its one managed policy is X-Ray's). */
-function actionsOf(template: Template, prefix: string, fn: (typeof FUNCTIONS)[number]): Set<string> {
+function actionsOf(template: Template, prefix: string, fn: FunctionName): Set<string> {
   const roleId = logicalId(template, 'AWS::IAM::Role', `${prefix}${fn}Role`);
   const role = resource(template, roleId);
   expect(JSON.stringify(role.Properties.ManagedPolicyArns)).toMatch(
@@ -88,7 +92,7 @@ function queueOf(template: Template, functionId: string): string {
 
 describe('BatonRuntime with its defaults (the Baton stack)', () => {
   it('creates the session table on demand with PITR, TTL, AWS-managed encryption and the shared indexes', () => {
-    const { sweep, bySessionId } = SESSION_TABLE.indexes;
+    const { sweep, bySessionId, byTenant } = SESSION_TABLE.indexes;
 
     defaults.resourceCountIs('AWS::DynamoDB::Table', 1);
     defaults.hasResourceProperties('AWS::DynamoDB::Table', {
@@ -114,6 +118,14 @@ describe('BatonRuntime with its defaults (the Baton stack)', () => {
           KeySchema: [{ AttributeName: bySessionId.partitionKey, KeyType: 'HASH' }],
           Projection: { ProjectionType: bySessionId.projection },
         },
+        {
+          IndexName: byTenant.name,
+          KeySchema: [
+            { AttributeName: byTenant.partitionKey, KeyType: 'HASH' },
+            { AttributeName: byTenant.sortKey, KeyType: 'RANGE' },
+          ],
+          Projection: { ProjectionType: byTenant.projection, NonKeyAttributes: [...byTenant.nonKeyAttributes] },
+        },
       ],
     });
     const table = Object.values(defaults.findResources('AWS::DynamoDB::Table'))[0]!;
@@ -122,6 +134,8 @@ describe('BatonRuntime with its defaults (the Baton stack)', () => {
         { AttributeName: sweep.partitionKey, AttributeType: sweep.partitionKeyType },
         { AttributeName: sweep.sortKey, AttributeType: sweep.sortKeyType },
         { AttributeName: bySessionId.partitionKey, AttributeType: bySessionId.partitionKeyType },
+        { AttributeName: byTenant.partitionKey, AttributeType: byTenant.partitionKeyType },
+        { AttributeName: byTenant.sortKey, AttributeType: byTenant.sortKeyType },
       ]),
     );
   });
@@ -187,7 +201,7 @@ describe('BatonRuntime with its defaults (the Baton stack)', () => {
   it('runs every function on Node.js 24, ARM64, with active tracing, JSON logs and source maps', () => {
     const functions = Object.values(defaults.findResources('AWS::Lambda::Function'));
 
-    expect(functions).toHaveLength(3);
+    expect(functions).toHaveLength(4);
     for (const fn of functions) {
       expect(fn.Properties).toMatchObject({
         Runtime: 'nodejs24.x',
@@ -291,6 +305,49 @@ describe('BatonRuntime with its defaults (the Baton stack)', () => {
     expect(sorted(actionsOf(defaults, 'Runtime', 'Sweeper'))).toEqual(
       sorted([...logsAndTraces, 'dynamodb:Query', 'sqs:SendMessage']),
     );
+    expect(sorted(actionsOf(defaults, 'Runtime', 'Api'))).toEqual(
+      sorted([
+        ...logsAndTraces,
+        ...payloads,
+        'dynamodb:GetItem',
+        'dynamodb:Query',
+        'dynamodb:UpdateItem',
+        'sqs:SendMessage',
+      ]),
+    );
+  });
+
+  it('serves the HTTP API behind a function URL with IAM auth, sending only to the tickets and work queues', () => {
+    const apiId = logicalId(defaults, 'AWS::Lambda::Function', 'RuntimeApiFunction');
+    const roleId = logicalId(defaults, 'AWS::IAM::Role', 'RuntimeApiRole');
+    const tableId = logicalId(defaults, 'AWS::DynamoDB::Table', 'RuntimeSessions');
+    const queue = (name: string) => ({ 'Fn::GetAtt': [logicalId(defaults, 'AWS::SQS::Queue', name), 'Arn'] });
+    const index = (name: string) => ({ 'Fn::Join': ['', [{ 'Fn::GetAtt': [tableId, 'Arn'] }, `/index/${name}`]] });
+    const { bySessionId, byTenant } = SESSION_TABLE.indexes;
+
+    defaults.hasResourceProperties('AWS::Lambda::Url', {
+      AuthType: 'AWS_IAM',
+      TargetFunctionArn: { 'Fn::GetAtt': [apiId, 'Arn'] },
+    });
+    defaults.hasResourceProperties('AWS::IAM::Policy', {
+      Roles: [{ Ref: roleId }],
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          { Action: 'dynamodb:Query', Effect: 'Allow', Resource: [index(bySessionId.name), index(byTenant.name)] },
+          {
+            Action: 'sqs:SendMessage',
+            Effect: 'Allow',
+            Resource: [queue('RuntimeQueuesTickets'), queue('RuntimeQueuesWork')],
+          },
+        ]),
+      },
+    });
+    // With no tenant map nobody may invoke the URL, and the function knows no principal.
+    defaults.resourceCountIs('AWS::Lambda::Permission', 1); // the sweeper's schedule
+    expect(resource(defaults, apiId).Properties.Environment).toMatchObject({
+      Variables: { [ENV.apiTenants]: '{}' },
+    });
+    expect(Object.keys(defaults.toJSON().Outputs as object)).toContain('ApiUrl');
   });
 
   it("limits the sweeper's table access to the sweep index and its sends to the work queue", () => {
@@ -402,6 +459,21 @@ describe("BatonRuntime with a team's props", () => {
     expect(mappings.map((m) => m.Properties.BatchSize).sort()).toEqual([10, 5]);
     custom.hasResourceProperties('AWS::S3::Bucket', {
       LifecycleConfiguration: { Rules: Match.arrayWith([Match.objectLike({ ExpirationInDays: 7 + 2 })]) },
+    });
+  });
+
+  it("lets exactly the team's mapped principals invoke the API URL, and tells the function their tenants", () => {
+    const apiId = logicalId(custom, 'AWS::Lambda::Function', 'TeamApiFunction');
+    const invokers = Object.values(custom.findResources('AWS::Lambda::Permission'))
+      .filter((p) => p.Properties.Action === 'lambda:InvokeFunctionUrl')
+      .map((p) => p.Properties);
+
+    expect(invokers.map((p) => p.Principal).sort()).toEqual([OPS_ROLE_ARN, SUPPORT_ROLE_ARN]);
+    for (const p of invokers) expect(p).toMatchObject({ FunctionUrlAuthType: 'AWS_IAM' });
+    const variables = resource(custom, apiId).Properties.Environment as { Variables: Record<string, string> };
+    expect(JSON.parse(variables.Variables[ENV.apiTenants]!)).toEqual({
+      [SUPPORT_ROLE_ARN]: ['acme', 'globex'],
+      [OPS_ROLE_ARN]: '*',
     });
   });
 

@@ -72,6 +72,7 @@ describe('baton demo', () => {
       expect(run.stdout).toMatch(/duplicate effects +0\n/);
       expect(run.stdout).toMatch(/turn time p95 +\d+\.\d s/);
       expect(run.stdout).toContain('✓ every ticket completed correctly');
+      expect(run.stdout, 'npm start prints the console address').toMatch(/console http:\/\/127\.0\.0\.1:\d+\//);
     },
     DEMO_TIMEOUT_MS,
   );

@@ -32,8 +32,11 @@ import type {
   ReleaseRequest,
   ReleaseResult,
   RenewRequest,
+  SessionPage,
+  SessionQuery,
   SessionRecord,
   SessionStore,
+  SessionSummary,
   TakeInboxRequest,
   TurnOutcome,
   TurnRecord,
@@ -43,10 +46,13 @@ import {
   decideEnqueue,
   decidePost,
   decodeEntry,
+  decodeListCursor,
   decodeSession,
   decodeSnapshot,
+  decodeSummary,
   decodeTurn,
   encodeEntry,
+  encodeListCursor,
   encodeOutcome,
   encodeSnapshot,
   encodeTurn,
@@ -80,6 +86,10 @@ const ENQUEUE_ATTEMPTS = 8;
 
 /** What listSessions returns when the caller names no limit. */
 const DEFAULT_LIST_LIMIT = 100;
+/** Index pages one querySessions call reads at most (a filtered list may match few rows per page). */
+const LIST_QUERY_ROUNDS = 4;
+/** Index items read per round when filtering: about 100 KB of projected rows. */
+const FILTERED_QUERY_LIMIT = 500;
 
 type Item = Record<string, unknown>;
 type Conditional<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly old: Item | undefined };
@@ -427,7 +437,11 @@ export class DynamoDbSessionStore implements SessionStore {
       `${x.name('sweepShard')} = ${x.value(sweepShardAttr(key.id))}`,
       `${x.name('updatedAt')} = ${now}`,
     ];
-    if (request.recovery) sets.push(`${x.name('recoveries')} = ${x.name('recoveries')} + ${one}`);
+    if (request.recovery) {
+      sets.push(`${x.name('recoveries')} = ${x.name('recoveries')} + ${one}`);
+      const recovered = x.name('recovered');
+      sets.push(`${recovered} = if_not_exists(${recovered}, ${x.value(0)}) + ${one}`);
+    }
     const result = await conditional(() =>
       this.#db.send(
         new UpdateCommand({
@@ -504,12 +518,14 @@ export class DynamoDbSessionStore implements SessionStore {
     }
     if (request.progressed) sets.push(`${x.name('recoveries')} = ${x.value(0)}`);
     if (request.ttlSeconds !== undefined) sets.push(`${x.name('ttl')} = ${x.value(request.ttlSeconds)}`);
+    // ADD inside a conditional write: an SDK retry of a committed release fails its condition, so it never counts twice.
+    const add = request.tokens ? ` ADD ${x.name('tokens')} ${x.value(request.tokens)}` : '';
     const result = await conditional(() =>
       this.#db.send(
         new UpdateCommand({
           TableName: this.#table,
           Key: { pk: pkOf(key), sk: META_SK },
-          UpdateExpression: `SET ${sets.join(', ')} REMOVE ${removes.join(', ')}`,
+          UpdateExpression: `SET ${sets.join(', ')} REMOVE ${removes.join(', ')}${add}`,
           ConditionExpression: allOf(holdsLease, noNewEvent),
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
           ...x.attributes(),
@@ -670,6 +686,54 @@ export class DynamoDbSessionStore implements SessionStore {
       new GetCommand({ TableName: this.#table, Key: { pk: pkOf(key), sk }, ConsistentRead: true }),
     );
     return Item;
+  }
+
+  /**
+   * A page from the byTenant index, newest first. State and agent are filters on the projected
+   * attributes, so a rare filter may read several index pages: at most LIST_QUERY_ROUNDS, after
+   * which the page comes back short with a cursor to go on from.
+   */
+  async querySessions(query: SessionQuery): Promise<SessionPage> {
+    const { byTenant } = SESSION_TABLE.indexes;
+    const after = query.cursor === undefined ? undefined : decodeListCursor(query.cursor, query.tenant);
+    let startKey: Item | undefined =
+      after === undefined ? undefined : { tenant: query.tenant, createdAt: after.createdAt, pk: after.pk, sk: META_SK };
+    const filtered = query.agent !== undefined || query.state !== undefined;
+    const sessions: SessionSummary[] = [];
+    for (let round = 0; round < LIST_QUERY_ROUNDS; round++) {
+      const x = new Expression();
+      const created = x.name(byTenant.sortKey);
+      const from = query.createdFrom ?? 0;
+      const to = query.createdTo ?? Number.MAX_SAFE_INTEGER;
+      const page = await this.#db.send(
+        new QueryCommand({
+          TableName: this.#table,
+          IndexName: byTenant.name,
+          KeyConditionExpression: `${x.name(byTenant.partitionKey)} = ${x.value(query.tenant)} AND ${created} BETWEEN ${x.value(from)} AND ${x.value(to)}`,
+          FilterExpression:
+            allOf(
+              query.agent !== undefined && `${x.name('agent')} = ${x.value(query.agent)}`,
+              query.state !== undefined && `${x.name('state')} = ${x.value(query.state)}`,
+            ) || undefined,
+          ScanIndexForward: false,
+          Limit: filtered ? Math.max(query.limit, FILTERED_QUERY_LIMIT) : query.limit - sessions.length + 1,
+          ExclusiveStartKey: startKey,
+          ...x.attributes(),
+        }),
+      );
+      for (const item of page.Items ?? []) {
+        if (sessions.length === query.limit)
+          return { sessions, cursor: encodeListCursor(sessions.at(-1) as SessionSummary) };
+        sessions.push(decodeSummary(item));
+      }
+      startKey = page.LastEvaluatedKey;
+      if (startKey === undefined) return { sessions };
+    }
+    const last = sessions.at(-1);
+    if (last !== undefined) return { sessions, cursor: encodeListCursor(last) };
+    // Nothing matched in the rounds read: go on from where the index stopped.
+    const stop = startKey as Item;
+    return { sessions, cursor: encodeListCursor({ key: this.#keyOf(stop), createdAt: Number(stop.createdAt) }) };
   }
 
   /** Puts an item only where its key is free; on refusal, ALL_OLD tells whose item is there. */

@@ -20,6 +20,8 @@ import type {
   ReleaseRequest,
   ReleaseResult,
   RenewRequest,
+  SessionPage,
+  SessionQuery,
   SessionRecord,
   SessionStore,
   TakeInboxRequest,
@@ -31,10 +33,13 @@ import {
   decideEnqueue,
   decidePost,
   decodeEntry,
+  decodeListCursor,
   decodeSession,
   decodeSnapshot,
+  decodeSummary,
   decodeTurn,
   encodeEntry,
+  encodeListCursor,
   encodeOutcome,
   encodeSnapshot,
   encodeTurn,
@@ -369,7 +374,9 @@ export class MemorySessionStore implements SessionStore {
         sweepAt: request.until,
         sweepShard: sweepShardAttr(key.id),
         updatedAt: request.now,
-        ...(request.recovery ? { recoveries: Number(old.recoveries) + 1 } : {}),
+        ...(request.recovery
+          ? { recoveries: Number(old.recoveries) + 1, recovered: Number(old.recovered ?? 0) + 1 }
+          : {}),
       };
       this.#setMeta(key, next);
       return { ok: true, record: decodeSession(next, key) };
@@ -432,6 +439,7 @@ export class MemorySessionStore implements SessionStore {
         ...(request.sweepAt === undefined ? {} : { sweepAt: request.sweepAt, sweepShard: sweepShardAttr(key.id) }),
         ...(request.progressed ? { recoveries: 0 } : {}),
         ...(request.ttlSeconds === undefined ? {} : { ttl: request.ttlSeconds }),
+        ...(request.tokens ? { tokens: Number(old.tokens ?? 0) + request.tokens } : {}),
       };
       this.#setMeta(key, next);
       return { ok: true };
@@ -518,6 +526,29 @@ export class MemorySessionStore implements SessionStore {
       .map((item) => decodeSession(item))
       .sort((a, b) => b.createdAt - a.createdAt)
       .slice(0, options.limit ?? 100);
+  }
+
+  /** The same order and cursor as the byTenant index: createdAt, then pk, both descending. */
+  async querySessions(query: SessionQuery): Promise<SessionPage> {
+    const after = query.cursor === undefined ? undefined : decodeListCursor(query.cursor, query.tenant);
+    const before = (item: Item) =>
+      after === undefined ||
+      Number(item.createdAt) < after.createdAt ||
+      (Number(item.createdAt) === after.createdAt && String(item.pk) < after.pk);
+    const matching = this.#metaItems()
+      .filter(
+        (item) =>
+          item.tenant === query.tenant &&
+          (query.agent === undefined || item.agent === query.agent) &&
+          (query.state === undefined || item.state === query.state) &&
+          (query.createdFrom === undefined || Number(item.createdAt) >= query.createdFrom) &&
+          (query.createdTo === undefined || Number(item.createdAt) <= query.createdTo) &&
+          before(item),
+      )
+      .sort((a, b) => Number(b.createdAt) - Number(a.createdAt) || (String(a.pk) < String(b.pk) ? 1 : -1));
+    const sessions = matching.slice(0, query.limit).map((item) => decodeSummary(item));
+    const last = sessions.at(-1);
+    return { sessions, ...(matching.length > query.limit && last ? { cursor: encodeListCursor(last) } : {}) };
   }
 
   /** Runs one write: the hook, then the armed fault, then `apply` — synchronous, hence atomic. */

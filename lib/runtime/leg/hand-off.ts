@@ -202,6 +202,7 @@ export async function yieldForBudget(leg: LegContext, what: string): Promise<Kic
       seenVersion: leg.signals.record.pendingVersion,
       sweepAt: leg.deps.clock.now() + leg.deps.config.sweepGraceMs,
       progressed: leg.journal.progressed,
+      tokens: leg.journal.tokensThisLeg,
     })
     .catch(() => undefined);
   leg.deps.telemetry.metrics.count('Yields');
@@ -225,6 +226,7 @@ export async function release(leg: LegContext, state: SessionState, sweepAt: num
     sweepAt,
     progressed: leg.journal.progressed,
     ttlSeconds: ttlSeconds(leg.deps.config, leg.deps.clock.now()),
+    tokens: leg.journal.tokensThisLeg,
   });
   if (!result.ok) throw new LeaseLostError(`release of epoch ${leg.signals.epoch} refused`, result.current);
 }
@@ -247,6 +249,7 @@ async function releaseToWait(leg: LegContext, sweepAt: number | undefined): Prom
     sweepAt,
     progressed: leg.journal.progressed,
     ttlSeconds: ttlSeconds(leg.deps.config, leg.deps.clock.now()),
+    tokens: leg.journal.tokensThisLeg,
   });
   if (result.ok) return true;
   const current = result.current;

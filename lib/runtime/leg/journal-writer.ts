@@ -30,6 +30,7 @@ export class JournalWriter {
   #view: SessionView = EMPTY_VIEW;
   #stepsThisLeg = 0;
   #progressed = false;
+  #tokensThisLeg = 0;
 
   constructor(
     private readonly key: SessionKey,
@@ -51,6 +52,11 @@ export class JournalWriter {
   /** Steps this leg journaled (model calls, tool results, reconciliations). */
   get stepsThisLeg(): number {
     return this.#stepsThisLeg;
+  }
+
+  /** Model tokens (input + output) of the steps this leg journaled, added to the session's count when it releases. */
+  get tokensThisLeg(): number {
+    return this.#tokensThisLeg;
   }
 
   /** Whether this leg appended anything past its marker: it clears the crash-loop counter. */
@@ -130,6 +136,7 @@ export class JournalWriter {
       this.#stepsThisLeg++;
       this.deps.telemetry.metrics.count('Steps');
     }
+    if (entry.kind === 'model') this.#tokensThisLeg += entry.data.usage.inputTokens + entry.data.usage.outputTokens;
     if (kind !== 'leg' && !this.#progressed) {
       this.#progressed = true;
       // A recovered leg clears the crash-loop counter as soon as it progresses: one killed

@@ -9,7 +9,7 @@ import { provisionResources } from '../../../lib/local/provision.ts';
 const { endpoints, region, resources } = inject('baton');
 
 describe('provisionResources', () => {
-  it('creates the session table with both indexes and TTL on the ttl attribute', async () => {
+  it('creates the session table with its indexes and TTL on the ttl attribute', async () => {
     // Arrange
     const { dynamodb } = localClients(endpoints, region);
 
@@ -18,7 +18,15 @@ describe('provisionResources', () => {
     const ttl = await dynamodb.send(new DescribeTimeToLiveCommand({ TableName: resources.table }));
 
     // Assert
-    expect(Table?.GlobalSecondaryIndexes?.map((index) => index.IndexName).sort()).toEqual(['bySessionId', 'sweep']);
+    expect(Table?.GlobalSecondaryIndexes?.map((index) => index.IndexName).sort()).toEqual([
+      'bySessionId',
+      'byTenant',
+      'sweep',
+    ]);
+    const byTenant = Table?.GlobalSecondaryIndexes?.find((index) => index.IndexName === 'byTenant');
+    expect(byTenant?.Projection?.NonKeyAttributes?.sort()).toEqual(
+      [...SESSION_TABLE.indexes.byTenant.nonKeyAttributes].sort(),
+    );
     expect(ttl.TimeToLiveDescription?.AttributeName).toBe(SESSION_TABLE.ttlAttribute);
   });
 

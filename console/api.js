@@ -1,0 +1,46 @@
+/** The console's view of the HTTP API: JSON over fetch, errors as ApiError with the API's stable code. */
+
+export class ApiError extends Error {
+  constructor(status, code, message) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+let basePromise;
+
+/** The API's base address: config.json next to the page says where it is (`/api` under `baton dev`). */
+export function apiBase() {
+  basePromise ??= fetch('/config.json')
+    .then((r) => (r.ok ? r.json() : {}))
+    .then((c) => (c.apiBase ?? '/api').replace(/\/$/, ''))
+    .catch(() => '/api');
+  return basePromise;
+}
+
+async function call(method, path, body) {
+  const base = await apiBase();
+  const response = await fetch(`${base}${path}`, {
+    method,
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const payload = await response.json().catch(() => ({}));
+  if (!response.ok) {
+    const error = payload.error ?? { code: 'internal', message: `HTTP ${response.status}` };
+    throw new ApiError(response.status, error.code, error.message);
+  }
+  return payload;
+}
+
+export const listSessions = (query) => {
+  const params = new URLSearchParams(Object.entries(query).filter(([, v]) => v !== undefined && v !== ''));
+  return call('GET', `/sessions?${params}`);
+};
+export const getSession = (id) => call('GET', `/sessions/${encodeURIComponent(id)}`);
+export const submitTicket = (ticket) => call('POST', '/sessions', ticket);
+export const cancelSession = (id) => call('POST', `/sessions/${encodeURIComponent(id)}/cancel`);
+
+/** The event stream's address: EventSource resumes it with Last-Event-ID by itself. */
+export const eventsUrl = async (id) => `${await apiBase()}/sessions/${encodeURIComponent(id)}/events`;

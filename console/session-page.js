@@ -1,0 +1,175 @@
+import { cancelSession, eventsUrl, getSession } from './api.js';
+import { announce, h } from './dom.js';
+import { buildTimeline, formatAge, formatDuration } from './timeline.js';
+
+const TERMINAL = ['completed', 'failed', 'cancelled'];
+const RECONNECT_MS = 1_000;
+/** The counters (legs, recoveries, tokens) are re-read while the session runs. */
+const STATUS_POLL_MS = 3_000;
+const LEG_NOTES = {
+  recovery: 'Recovery: the previous owner died or stalled; this leg took over its expired lease',
+  retry: 'Retry: a retryable error backed off, then this leg resumed',
+  cancel: 'Cancel requested',
+};
+
+function renderTimeline(list, events) {
+  const { legs } = buildTimeline(events);
+  list.replaceChildren(
+    ...legs.map((leg, index) =>
+      h(
+        'li',
+        { class: `leg reason-${leg.reason}`, 'data-reason': leg.reason },
+        h(
+          'div',
+          { class: 'leg-head' },
+          h('strong', {}, leg.reason === 'intake' ? 'Intake' : `Leg ${index + (legs[0].reason === 'intake' ? 0 : 1)}`),
+          h('span', { class: `badge reason reason-${leg.reason}` }, leg.reason),
+          leg.reason !== 'intake' && h('span', { class: 'muted' }, `owner ${leg.owner} · epoch ${leg.epoch}`),
+          h('time', { datetime: leg.at, class: 'muted' }, new Date(leg.at).toLocaleTimeString()),
+        ),
+        LEG_NOTES[leg.reason] && h('p', { class: 'leg-note' }, LEG_NOTES[leg.reason]),
+        h(
+          'ol',
+          { class: 'steps' },
+          leg.steps.map((step) =>
+            h(
+              'li',
+              { class: `step kind-${step.kind}${step.highlight ? ` highlight-${step.highlight}` : ''}` },
+              h('span', { class: 'step-title' }, step.title),
+              h('span', { class: 'step-detail' }, step.detail),
+              h('span', { class: 'step-duration' }, formatDuration(step.durationMs)),
+            ),
+          ),
+        ),
+      ),
+    ),
+  );
+}
+
+/** One session: its status, the operations as buttons, and its timeline, live over SSE. */
+export function renderSessionPage(main, sessionId) {
+  const facts = h('dl', { class: 'facts' });
+  const error = h('p', { class: 'error', role: 'alert' });
+  const live = h('p', { class: 'muted', id: 'live-state' }, 'Connecting…');
+  const timeline = h('ol', { class: 'timeline', id: 'timeline', 'aria-label': 'Timeline' });
+  const cancel = h(
+    'button',
+    { type: 'button', id: 'cancel-button', class: 'danger', disabled: true },
+    'Cancel session',
+  );
+  const events = [];
+  let status;
+  let source;
+  let stopped = false;
+  let pendingRender = false;
+
+  let retry;
+  let poll;
+  const fact = (term, value, id) => [h('dt', {}, term), h('dd', id ? { id } : {}, value)];
+
+  async function refreshStatus() {
+    try {
+      status = await getSession(sessionId);
+    } catch (e) {
+      error.textContent = e.code === 'not_found' ? `Session ${sessionId} not found (yet).` : `${e.code}: ${e.message}`;
+      if (!stopped) poll = setTimeout(refreshStatus, STATUS_POLL_MS);
+      return;
+    }
+    if (stopped) return;
+    error.textContent = '';
+    const outcome = status.outcome
+      ? `${status.outcome.status}${status.outcome.error ? `: ${status.outcome.error}` : ''}`
+      : '—';
+    facts.replaceChildren(
+      ...fact('State', h('span', { class: `badge state-${status.status}` }, status.status), 'session-state'),
+      ...fact('Agent', status.agent),
+      ...fact('Tenant', status.tenant),
+      ...fact('Ticket', status.ticketId),
+      ...fact('Created', formatAge(status.createdAt)),
+      ...fact('Legs', String(status.legs)),
+      ...fact('Recoveries', String(status.recoveries), 'session-recoveries'),
+      ...fact('Tokens', String(status.tokens)),
+      ...fact('Outcome', outcome, 'session-outcome'),
+      ...fact('Trace', status.traceId),
+    );
+    cancel.disabled = TERMINAL.includes(status.status) || status.cancelRequested;
+    clearTimeout(poll);
+    if (!TERMINAL.includes(status.status)) poll = setTimeout(refreshStatus, STATUS_POLL_MS);
+    if (status.cancelRequested && !TERMINAL.includes(status.status)) cancel.textContent = 'Cancel requested';
+  }
+
+  const scheduleRender = () => {
+    if (pendingRender) return;
+    pendingRender = true;
+    requestAnimationFrame(() => {
+      pendingRender = false;
+      renderTimeline(timeline, events);
+    });
+  };
+
+  async function connect() {
+    if (stopped) return;
+    const after = events.length ? `?after=${events.at(-1).seq}` : '';
+    source = new EventSource(`${await eventsUrl(sessionId)}${after}`);
+    source.addEventListener('open', () => {
+      live.textContent = 'Live: following new events.';
+    });
+    source.addEventListener('entry', (message) => {
+      const event = JSON.parse(message.data);
+      if (events.length && event.seq <= events.at(-1).seq) return; // a resumed stream never repeats; be sure
+      events.push(event);
+      scheduleRender();
+      if (event.kind === 'leg' || event.kind === 'outcome') void refreshStatus();
+    });
+    source.addEventListener('end', () => {
+      source.close();
+      live.textContent = 'Finished: the timeline is complete.';
+      announce('Session finished');
+      void refreshStatus();
+    });
+    source.addEventListener('error', () => {
+      if (source.readyState !== EventSource.CLOSED) {
+        live.textContent = 'Reconnecting…';
+        return;
+      }
+      // A refused stream (the session does not exist yet: intake has not run) is tried again.
+      live.textContent = 'Waiting for the session…';
+      if (!stopped) retry = setTimeout(connect, RECONNECT_MS);
+    });
+  }
+
+  cancel.addEventListener('click', async () => {
+    cancel.disabled = true;
+    try {
+      await cancelSession(sessionId);
+      announce('Cancel requested');
+      cancel.textContent = 'Cancel requested';
+    } catch (e) {
+      error.textContent = `${e.code}: ${e.message}`;
+    }
+    void refreshStatus();
+  });
+
+  main.append(
+    h('p', {}, h('a', { href: '/', 'data-nav': true }, '← All sessions')),
+    h('h1', {}, 'Session ', h('code', {}, sessionId)),
+    error,
+    facts,
+    h('div', { class: 'actions', role: 'group', 'aria-label': 'Session operations' }, cancel),
+    h(
+      'section',
+      { 'aria-labelledby': 'timeline-heading' },
+      h('h2', { id: 'timeline-heading' }, 'Timeline'),
+      live,
+      timeline,
+    ),
+  );
+  void refreshStatus();
+  void connect();
+  return () => {
+    stopped = true;
+    clearTimeout(retry);
+    clearTimeout(poll);
+    source?.close();
+  };
+}

@@ -1,0 +1,39 @@
+/** The stable error codes of the HTTP API: clients branch on `code`, never on the message. */
+export const ApiErrorCode = {
+  invalidRequest: 'invalid_request',
+  tenantRequired: 'tenant_required',
+  unauthenticated: 'unauthenticated',
+  forbidden: 'forbidden',
+  notFound: 'not_found',
+  methodNotAllowed: 'method_not_allowed',
+  alreadyFinished: 'already_finished',
+  internal: 'internal',
+} as const;
+export type ApiErrorCode = (typeof ApiErrorCode)[keyof typeof ApiErrorCode];
+
+/** The HTTP status of each code. */
+export const API_ERROR_STATUS: Record<ApiErrorCode, number> = {
+  invalid_request: 400,
+  tenant_required: 400,
+  unauthenticated: 401,
+  forbidden: 403,
+  not_found: 404,
+  method_not_allowed: 405,
+  already_finished: 409,
+  internal: 500,
+};
+
+/** An error the API answers with `{ error: { code, message } }` and the code's status. */
+export class ApiError extends Error {
+  constructor(
+    readonly code: ApiErrorCode,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+
+  get status(): number {
+    return API_ERROR_STATUS[this.code];
+  }
+}

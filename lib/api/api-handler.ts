@@ -1,0 +1,118 @@
+import type { LambdaFunctionURLEvent, LambdaFunctionURLResult } from 'aws-lambda';
+import type { z } from 'zod';
+import { InvalidInputError } from '../core/errors.ts';
+import { describeIssues } from '../core/messages.ts';
+import { ApiError } from './api-errors.ts';
+import type { CallerResolver } from './caller.ts';
+import { openApiDocument } from './openapi.ts';
+import { type ApiServices, defineRoute, matchPath, type Route, type RouteResult } from './route.ts';
+import { SESSION_ROUTES } from './session-routes.ts';
+
+/** The API as a function URL handler; `signal` lets a local server stop a long poll whose client left. */
+export type ApiHandler = (
+  event: LambdaFunctionURLEvent,
+  options?: { signal?: AbortSignal | undefined },
+) => Promise<LambdaFunctionURLResult>;
+
+export interface ApiHandlerOptions {
+  readonly services: ApiServices;
+  readonly resolveCaller: CallerResolver;
+  /** Where problems are reported (unexpected errors: the caller sees only `internal`). */
+  readonly onError?: ((error: unknown, event: LambdaFunctionURLEvent) => void) | undefined;
+  readonly routes?: readonly Route[] | undefined;
+}
+
+const API_INFO = { title: 'Baton', version: '1' };
+
+/** Every route the API serves: the session operations and the OpenAPI document generated from them. */
+export function apiRoutes(operations: readonly Route[] = SESSION_ROUTES): Route[] {
+  const document = openApiDocument(operations, API_INFO);
+  return [
+    ...operations,
+    defineRoute({
+      method: 'GET',
+      path: '/openapi.json',
+      operationId: 'openApi',
+      summary: 'This API as OpenAPI 3.1',
+      public: true,
+      responses: { 200: { description: 'the OpenAPI document' } },
+      handle: async () => ({ status: 200, json: document }),
+    }),
+  ];
+}
+
+function parse<T>(schema: z.ZodType<T> | undefined, value: unknown, what: string): T {
+  if (schema === undefined) return value as T;
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) throw new ApiError('invalid_request', `${what}: ${describeIssues(parsed.error)}`);
+  return parsed.data;
+}
+
+function readBody(event: LambdaFunctionURLEvent): unknown {
+  if (event.body === undefined || event.body === '') return undefined;
+  const text = event.isBase64Encoded ? Buffer.from(event.body, 'base64').toString('utf8') : event.body;
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new ApiError('invalid_request', `body is not valid JSON: ${(error as Error).message}`);
+  }
+}
+
+const json = (status: number, body: unknown): LambdaFunctionURLResult => ({
+  statusCode: status,
+  headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' },
+  body: JSON.stringify(body),
+});
+
+const toResult = (result: RouteResult): LambdaFunctionURLResult =>
+  'json' in result
+    ? json(result.status, result.json)
+    : {
+        statusCode: result.status,
+        headers: { 'content-type': result.contentType, 'cache-control': 'no-store' },
+        body: result.text,
+      };
+
+/**
+ * The one API handler, shaped for a Lambda function URL and served as-is by `baton dev`:
+ * matches the route, resolves the caller, validates params, query and body with the route's
+ * schemas, and answers JSON errors `{ error: { code, message } }` with stable codes.
+ */
+export function createApiHandler(options: ApiHandlerOptions): ApiHandler {
+  const routes = options.routes ?? apiRoutes();
+  return async (event, { signal } = {}) => {
+    try {
+      const method = event.requestContext.http.method.toUpperCase();
+      const path = event.rawPath.length > 1 ? event.rawPath.replace(/\/+$/, '') : event.rawPath;
+      const matches = routes
+        .map((route) => ({ route, params: matchPath(route.path, path) }))
+        .filter((m): m is { route: Route; params: Record<string, string> } => m.params !== undefined);
+      if (matches.length === 0) throw new ApiError('not_found', `no route ${path}`);
+      const match = matches.find((m) => m.route.method === method);
+      if (match === undefined)
+        throw new ApiError(
+          'method_not_allowed',
+          `${method} ${path}: allowed ${matches.map((m) => m.route.method).join(', ')}`,
+        );
+      const { route } = match;
+      const caller = route.public ? { principal: 'anyone', tenants: [] } : options.resolveCaller(event);
+      const query = Object.fromEntries(new URLSearchParams(event.rawQueryString ?? ''));
+      const result = await route.handle({
+        params: parse(route.params, match.params, 'path'),
+        query: parse(route.query, route.query === undefined ? {} : query, 'query'),
+        body: parse(route.body, readBody(event), 'body'),
+        headers: event.headers ?? {},
+        caller,
+        services: options.services,
+        signal,
+      });
+      return toResult(result);
+    } catch (error) {
+      if (error instanceof ApiError) return json(error.status, { error: { code: error.code, message: error.message } });
+      if (error instanceof InvalidInputError)
+        return json(400, { error: { code: 'invalid_request', message: error.message } });
+      options.onError?.(error, event);
+      return json(500, { error: { code: 'internal', message: 'internal error; the operator has the details' } });
+    }
+  };
+}

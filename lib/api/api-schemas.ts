@@ -1,0 +1,127 @@
+import { z } from 'zod';
+import { NAME_PATTERN } from '../core/ids.ts';
+import { Ticket } from '../core/messages.ts';
+import { EntryKind, OutcomeStatus, SessionState } from '../core/vocabulary.ts';
+import { ApiErrorCode } from './api-errors.ts';
+
+/**
+ * The API's request and response contracts. Request bodies reuse the queue contracts
+ * (lib/core/messages.ts), so a ticket the API accepts is exactly a ticket the tickets queue accepts;
+ * the OpenAPI document is generated from these.
+ */
+
+const states = Object.values(SessionState) as [SessionState, ...SessionState[]];
+const name = (what: string) => z.string().regex(NAME_PATTERN, `${what} must match ${NAME_PATTERN}`);
+
+/** POST /sessions: the Ticket contract without its version; the ticket id defaults to a fresh UUID. */
+export const SubmitBody = Ticket.omit({ v: true })
+  .extend({ ticketId: Ticket.shape.ticketId.optional() })
+  .meta({ id: 'SubmitBody' });
+
+export const Submitted = z
+  .object({
+    ticketId: z.string(),
+    sessionId: z.string(),
+    tenant: z.string(),
+    agent: z.string(),
+    traceId: z.string(),
+  })
+  .meta({ id: 'Submitted' });
+
+export const SessionIdParams = z.object({ id: z.string().min(1).max(64) });
+
+const isoTime = (what: string) => z.iso.datetime({ offset: true, message: `${what} must be an ISO 8601 date-time` });
+
+/** GET /sessions query: filters and the page. */
+export const ListQuery = z
+  .object({
+    tenant: name('tenant').optional(),
+    agent: name('agent').optional(),
+    state: z.enum(states).optional(),
+    from: isoTime('from').optional(),
+    to: isoTime('to').optional(),
+    limit: z.coerce.number().int().min(1).max(100).default(50),
+    cursor: z.string().min(1).max(1024).optional(),
+  })
+  .strict();
+
+export const SessionSummary = z
+  .object({
+    sessionId: z.string(),
+    tenant: z.string(),
+    agent: z.string(),
+    ticketId: z.string(),
+    status: z.enum(states),
+    legs: z.number().int(),
+    recoveries: z.number().int(),
+    tokens: z.number().int(),
+    cancelRequested: z.boolean(),
+    createdAt: z.string(),
+  })
+  .meta({ id: 'SessionSummary' });
+
+export const SessionPage = z
+  .object({ sessions: z.array(SessionSummary), cursor: z.string().optional() })
+  .meta({ id: 'SessionPage' });
+
+export const TurnOutcomeView = z.object({
+  status: z.enum(Object.values(OutcomeStatus) as [OutcomeStatus, ...OutcomeStatus[]]),
+  output: z.unknown().optional(),
+  error: z.string().optional(),
+  at: z.number().int(),
+});
+
+export const SessionStatusView = z
+  .object({
+    sessionId: z.string(),
+    tenant: z.string(),
+    agent: z.string(),
+    ticketId: z.string(),
+    status: z.enum(states),
+    turnId: z.string().optional(),
+    outcome: TurnOutcomeView.optional(),
+    legs: z.number().int(),
+    epoch: z.number().int(),
+    recoveries: z.number().int(),
+    consecutiveRecoveries: z.number().int(),
+    tokens: z.number().int(),
+    cancelRequested: z.boolean(),
+    traceId: z.string(),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  })
+  .meta({ id: 'SessionStatus' });
+
+/** GET /sessions/{id}/events: `after` (or the Last-Event-ID header) and how long to wait for news. */
+export const EventsQuery = z
+  .object({
+    after: z.coerce.number().int().nonnegative().optional(),
+    waitMs: z.coerce.number().int().min(0).max(25_000).optional(),
+  })
+  .strict();
+
+/** One `data:` of the event stream: a journal entry; its `id:` is the cursor. */
+export const SessionEventView = z
+  .object({
+    cursor: z.number().int(),
+    kind: z.enum(Object.values(EntryKind) as [EntryKind, ...EntryKind[]]),
+    seq: z.number().int(),
+    epoch: z.number().int(),
+    at: z.string(),
+    turnId: z.string().optional(),
+    data: z.unknown(),
+  })
+  .meta({ id: 'SessionEvent' });
+
+export const CancelResponse = z
+  .object({ sessionId: z.string(), result: z.literal('requested') })
+  .meta({ id: 'CancelResponse' });
+
+export const ErrorBody = z
+  .object({
+    error: z.object({
+      code: z.enum(Object.values(ApiErrorCode) as [ApiErrorCode, ...ApiErrorCode[]]),
+      message: z.string(),
+    }),
+  })
+  .meta({ id: 'Error' });

@@ -1,0 +1,178 @@
+import { DEFAULT_TENANT } from '../core/ids.ts';
+import { TERMINAL_SESSION_STATES } from '../core/vocabulary.ts';
+import type { SessionRecord } from '../ports/session-store.ts';
+import { ApiError } from './api-errors.ts';
+import {
+  CancelResponse,
+  ErrorBody,
+  EventsQuery,
+  ListQuery,
+  SessionEventView,
+  SessionIdParams,
+  SessionPage,
+  SessionStatusView,
+  SubmitBody,
+  Submitted,
+} from './api-schemas.ts';
+import { type Caller, canSee } from './caller.ts';
+import { defineRoute, type Route, type RouteContext } from './route.ts';
+import { SSE_CONTENT_TYPE, sseEvent, sseRetry } from './sse.ts';
+
+/** Entries per events response; a longer journal streams over several rounds. */
+const EVENTS_PER_RESPONSE = 200;
+/** How soon an EventSource reconnects for the next round. */
+const EVENTS_RETRY_MS = 250;
+
+const errors = {
+  400: { description: 'invalid request', schema: ErrorBody },
+  401: { description: 'no caller', schema: ErrorBody },
+  403: { description: 'caller may not use this tenant', schema: ErrorBody },
+  404: { description: 'no such session (or not one of the caller’s tenants)', schema: ErrorBody },
+} as const;
+
+/** The tenant a request acts on: the one named (if the caller may), else the caller's only one. */
+function tenantFor(caller: Caller, named: string | undefined): string {
+  if (named !== undefined) {
+    if (!canSee(caller, named)) throw new ApiError('forbidden', `tenant ${named} is not one of the caller's tenants`);
+    return named;
+  }
+  if (caller.tenants === 'all') return DEFAULT_TENANT;
+  if (caller.tenants.length === 1) return caller.tenants[0] as string;
+  throw new ApiError('tenant_required', `the caller has several tenants (${caller.tenants.join(', ')}): name one`);
+}
+
+/** A session the caller may see; another tenant's session is reported as not found, not forbidden. */
+async function visibleSession(context: RouteContext<{ id: string }, unknown, unknown>): Promise<SessionRecord> {
+  const record = await context.services.store.findSession(context.params.id);
+  if (record === undefined || !canSee(context.caller, record.key.tenant))
+    throw new ApiError('not_found', `session ${context.params.id} not found`);
+  return record;
+}
+
+const isTerminal = (record: SessionRecord) => TERMINAL_SESSION_STATES.includes(record.state);
+
+/**
+ * Where an events request starts: the EventSource's Last-Event-ID (a reconnect repeats the first
+ * URL, so the header is the newer of the two), else `after`, else the beginning.
+ */
+function eventsCursor(after: number | undefined, lastEventId: string | undefined): number {
+  if (lastEventId === undefined || lastEventId === '') return after ?? 0;
+  const cursor = Number(lastEventId);
+  if (!Number.isInteger(cursor) || cursor < 0)
+    throw new ApiError(
+      'invalid_request',
+      `Last-Event-ID must be a journal cursor (a whole number), got '${lastEventId}'`,
+    );
+  return cursor;
+}
+
+/** The session operations. A new operation (send, approve, resolve, tasks, release) is one more entry. */
+export const SESSION_ROUTES: readonly Route[] = [
+  defineRoute({
+    method: 'POST',
+    path: '/sessions',
+    operationId: 'submitTicket',
+    summary: 'Submit a ticket: it goes to the tickets queue; the session id is known at once',
+    body: SubmitBody,
+    responses: { 202: { description: 'ticket accepted', schema: Submitted }, ...errors },
+    async handle({ body, caller, services }) {
+      const tenant = tenantFor(caller, body.tenant);
+      const submitted = await services.client.submit({
+        agent: body.agent,
+        input: body.input,
+        ticketId: body.ticketId,
+        tenant,
+      });
+      return { status: 202, json: submitted };
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/sessions',
+    operationId: 'listSessions',
+    summary: "A page of one tenant's sessions, newest first, filtered by agent, state and creation time",
+    query: ListQuery,
+    responses: { 200: { description: 'a page of sessions', schema: SessionPage }, ...errors },
+    async handle({ query, caller, services }) {
+      const tenant = tenantFor(caller, query.tenant);
+      const page = await services.client.sessions({
+        tenant,
+        agent: query.agent,
+        state: query.state,
+        from: query.from,
+        to: query.to,
+        limit: query.limit,
+        cursor: query.cursor,
+      });
+      return { status: 200, json: page };
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/sessions/{id}',
+    operationId: 'getSession',
+    summary: "A session's state, counters and outcome",
+    params: SessionIdParams,
+    responses: { 200: { description: 'the session', schema: SessionStatusView }, ...errors },
+    async handle(context) {
+      const record = await visibleSession(context);
+      return { status: 200, json: await context.services.client.statusOf(record) };
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/sessions/{id}/events',
+    operationId: 'sessionEvents',
+    summary:
+      "The session's journal from a cursor as Server-Sent Events. Each response carries what is new (waiting up to waitMs for something) and ends; an EventSource reconnects with Last-Event-ID. `event: end` follows the last entry of a finished session.",
+    params: SessionIdParams,
+    query: EventsQuery,
+    headers: { 'Last-Event-ID': 'resume after this cursor (set by EventSource on reconnect)' },
+    responses: {
+      200: {
+        description: 'events (`id` = cursor, `data` = SessionEvent)',
+        schema: SessionEventView,
+        contentType: SSE_CONTENT_TYPE,
+      },
+      ...errors,
+    },
+    async handle(context) {
+      const { services, query, signal } = context;
+      const after = eventsCursor(query.after, context.headers['last-event-id']);
+      const deadline = services.clock.now() + (query.waitMs ?? services.eventsWaitMs);
+      for (;;) {
+        // The record is read before the journal: if it was finished then, the journal read is complete.
+        const record = await visibleSession(context);
+        const events = await services.client.eventsAfter(record, after, EVENTS_PER_RESPONSE);
+        const finished = isTerminal(record) && events.length < EVENTS_PER_RESPONSE;
+        if (events.length > 0 || finished || services.clock.now() >= deadline || signal?.aborted) {
+          let text = sseRetry(EVENTS_RETRY_MS);
+          for (const event of events) text += sseEvent({ id: event.cursor, event: 'entry', data: event });
+          if (finished) text += sseEvent({ event: 'end', data: { status: record.state } });
+          return { status: 200, text, contentType: SSE_CONTENT_TYPE };
+        }
+        await services.clock.sleep(services.eventsPollMs, signal).catch(() => undefined);
+      }
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/sessions/{id}/cancel',
+    operationId: 'cancelSession',
+    summary: 'Ask a session to stop: a running leg aborts at its next renewal',
+    params: SessionIdParams,
+    responses: {
+      202: { description: 'cancel requested', schema: CancelResponse },
+      409: { description: 'the session has already finished', schema: ErrorBody },
+      ...errors,
+    },
+    async handle(context) {
+      const record = await visibleSession(context);
+      const result = await context.services.client.cancel(record.key.id);
+      if (result === 'already-finished')
+        throw new ApiError('already_finished', `session ${record.key.id} has already finished`);
+      if (result === 'not-found') throw new ApiError('not_found', `session ${record.key.id} not found`);
+      return { status: 202, json: { sessionId: record.key.id, result } };
+    },
+  }),
+];

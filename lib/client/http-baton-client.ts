@@ -1,0 +1,120 @@
+import { parseSse } from '../api/sse.ts';
+import type {
+  BatonTransport,
+  CancelResult,
+  SessionEvent,
+  SessionListPage,
+  SessionListQuery,
+  SessionStatus,
+  SubmitRequest,
+  Submitted,
+} from './baton-client.ts';
+import { functionUrlRegion, sigv4Fetch } from './sigv4-fetch.ts';
+
+export interface HttpBatonClientOptions {
+  /** The API's base address: a function URL, or `baton dev`'s (…/api). */
+  readonly baseUrl: string;
+  /** Defaults to fetch, signed with SigV4 when the address is a Lambda function URL. */
+  readonly fetch?: typeof fetch | undefined;
+  /** Extra headers on every request (locally: x-baton-tenants). */
+  readonly headers?: Readonly<Record<string, string>> | undefined;
+}
+
+/** An error answer of the API, with its stable code. */
+export class ApiCallError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(`${code}: ${message}`);
+    this.name = 'ApiCallError';
+  }
+}
+
+/** How long one events request may wait for news when following (the API caps it at 25 s). */
+const FOLLOW_WAIT_MS = 20_000;
+
+/** The typed client over the HTTP API: the same operations as the store-backed one, no table access needed. */
+export class HttpBatonClient implements BatonTransport {
+  readonly #base: string;
+  readonly #fetch: typeof fetch;
+  readonly #headers: Readonly<Record<string, string>>;
+
+  constructor(options: HttpBatonClientOptions) {
+    this.#base = options.baseUrl.replace(/\/+$/, '');
+    const region = functionUrlRegion(options.baseUrl);
+    this.#fetch = options.fetch ?? (region === undefined ? fetch : sigv4Fetch(region));
+    this.#headers = options.headers ?? {};
+  }
+
+  async submit(request: SubmitRequest): Promise<Submitted> {
+    return (await this.#call('POST', '/sessions', request)).json as Submitted;
+  }
+
+  async status(sessionId: string): Promise<SessionStatus | undefined> {
+    const answer = await this.#call('GET', `/sessions/${encodeURIComponent(sessionId)}`, undefined, [404]);
+    return answer.status === 404 ? undefined : (answer.json as SessionStatus);
+  }
+
+  async sessions(query: SessionListQuery = {}): Promise<SessionListPage> {
+    const params = new URLSearchParams();
+    for (const [name, value] of Object.entries(query)) if (value !== undefined) params.set(name, String(value));
+    return (await this.#call('GET', `/sessions?${params}`)).json as SessionListPage;
+  }
+
+  async *events(
+    sessionId: string,
+    options: { after?: number; follow?: boolean; signal?: AbortSignal } = {},
+  ): AsyncGenerator<SessionEvent> {
+    let cursor = options.after ?? 0;
+    const waitMs = options.follow ? FOLLOW_WAIT_MS : 0;
+    for (;;) {
+      if (options.signal?.aborted) return;
+      const path = `/sessions/${encodeURIComponent(sessionId)}/events?after=${cursor}&waitMs=${waitMs}`;
+      const answer = await this.#call('GET', path, undefined, [], options.signal);
+      const events = parseSse(answer.text);
+      const entries = events.filter((e) => e.event === 'entry');
+      for (const entry of entries) {
+        const event = JSON.parse(entry.data) as SessionEvent;
+        cursor = event.cursor;
+        yield event;
+      }
+      if (events.some((e) => e.event === 'end')) return;
+      if (!options.follow && entries.length === 0) return;
+    }
+  }
+
+  async cancel(sessionId: string): Promise<CancelResult> {
+    const answer = await this.#call('POST', `/sessions/${encodeURIComponent(sessionId)}/cancel`, undefined, [404, 409]);
+    if (answer.status === 404) return 'not-found';
+    if (answer.status === 409) return 'already-finished';
+    return 'requested';
+  }
+
+  async #call(method: string, path: string, body?: unknown, expected: number[] = [], signal?: AbortSignal) {
+    const response = await this.#fetch(`${this.#base}${path}`, {
+      method,
+      headers: { ...this.#headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      ...(signal === undefined ? {} : { signal }),
+    });
+    const text = await response.text();
+    const json = () => {
+      try {
+        return JSON.parse(text) as unknown;
+      } catch {
+        return undefined;
+      }
+    };
+    if (!response.ok && !expected.includes(response.status)) {
+      const error = (json() as { error?: { code?: string; message?: string } } | undefined)?.error;
+      throw new ApiCallError(response.status, error?.code ?? 'http_error', error?.message ?? `HTTP ${response.status}`);
+    }
+    return {
+      status: response.status,
+      text,
+      json: response.headers.get('content-type')?.includes('json') ? json() : undefined,
+    };
+  }
+}

@@ -1,0 +1,26 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+
+/** Where Debian's chromium package puts the browser. */
+export const CHROMIUM_PATH = process.env.BATON_CHROMIUM ?? '/usr/bin/chromium';
+
+/**
+ * The browser the console tests drive. Playwright cannot download its own build here, so the
+ * tests use Debian's `chromium` and install it when it is missing (CI runs as root, without a
+ * terminal). A machine where that fails fails the tests, naming why — nothing is skipped.
+ */
+export function ensureChromium(): string {
+  if (existsSync(CHROMIUM_PATH)) return CHROMIUM_PATH;
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  try {
+    execFileSync('apt-get', ['update', '-qq'], { stdio: 'inherit', env, timeout: 300_000 });
+    execFileSync('apt-get', ['install', '-y', '-qq', 'chromium'], { stdio: 'inherit', env, timeout: 600_000 });
+  } catch (error) {
+    throw new Error(
+      `chromium is not at ${CHROMIUM_PATH} and 'apt-get install -y chromium' failed (${(error as Error).message}); ` +
+        'install it, or point BATON_CHROMIUM at a Chromium binary',
+    );
+  }
+  if (!existsSync(CHROMIUM_PATH)) throw new Error(`apt-get installed chromium, but not at ${CHROMIUM_PATH}`);
+  return CHROMIUM_PATH;
+}

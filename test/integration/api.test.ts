@@ -1,0 +1,240 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseSse } from '../../lib/api/sse.ts';
+import { main } from '../../lib/cli/main.ts';
+import { ApiCallError, HttpBatonClient } from '../../lib/client/http-baton-client.ts';
+import { readProbes } from '../fixtures/agents/probe-log.ts';
+import { TEST_AGENTS_MODULE } from '../fixtures/agents/registry.ts';
+import { startTestStack, type TestStack } from '../fixtures/stack.ts';
+
+/** Polls `check` until it returns a value, or fails naming what it waited for. */
+async function waitFor<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+// Worker processes start cold on a busy 2-core machine: allow minutes, not seconds.
+describe('the HTTP API served by the local stack', { timeout: 180_000 }, () => {
+  let t: TestStack;
+  let api: string;
+
+  beforeAll(async () => {
+    t = await startTestStack({ console: { port: 0 }, handlerEnv: { BATON_AGENTS_MODULE: TEST_AGENTS_MODULE } });
+    api = t.stack.config.api as string;
+  });
+  afterAll(async () => {
+    await t?.stop();
+  });
+
+  const call = async (
+    method: string,
+    path: string,
+    options: { body?: unknown; headers?: Record<string, string> } = {},
+  ) => {
+    const response = await fetch(`${api}${path}`, {
+      method,
+      headers: { 'content-type': 'application/json', ...options.headers },
+      ...(options.body === undefined ? {} : { body: JSON.stringify(options.body) }),
+    });
+    const text = await response.text();
+    return {
+      status: response.status,
+      type: response.headers.get('content-type') ?? '',
+      text,
+      json: () => JSON.parse(text),
+    };
+  };
+  const settled = (sessionId: string, headers: Record<string, string> = {}) =>
+    waitFor(`session ${sessionId} to finish`, async () => {
+      const r = await call('GET', `/sessions/${sessionId}`, { headers });
+      const body = r.status === 200 ? r.json() : undefined;
+      return body && ['completed', 'failed', 'cancelled'].includes(body.status) ? body : undefined;
+    });
+
+  it('writes its address and the console’s to local.json, and serves the console page', async () => {
+    // Act
+    const page = await fetch(new URL('/sessions/anything', t.stack.config.console as string));
+
+    // Assert
+    expect(t.stack.config.api).toBe(`${t.stack.config.console?.replace(/\/$/, '')}/api`);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain('<script type="module" src="/app.js">');
+  });
+
+  it('submits a ticket, reports its status, lists it, and streams its events with Last-Event-ID resume', async () => {
+    // Arrange
+    const tenant = `api${Date.now().toString(36)}`;
+    const headers = { 'x-baton-tenants': tenant };
+
+    // Act
+    const submitted = await call('POST', '/sessions', {
+      body: { agent: 'echo', input: { text: 'hello' }, tenant },
+      headers,
+    });
+    const session = submitted.json();
+    const status = await settled(session.sessionId, headers);
+    const list = await call('GET', `/sessions?tenant=${tenant}&agent=echo&state=completed&limit=10`, { headers });
+    const all = await call('GET', '/sessions?limit=1', { headers });
+    const events = await call('GET', `/sessions/${session.sessionId}/events`, { headers });
+    const parsed = parseSse(events.text).filter((e) => e.event === 'entry');
+    const second = parsed[1]?.id as string;
+    const resumed = await call('GET', `/sessions/${session.sessionId}/events`, {
+      headers: { ...headers, 'last-event-id': second },
+    });
+
+    // Assert
+    expect(submitted.status).toBe(202);
+    expect(session).toMatchObject({ agent: 'echo', tenant });
+    expect(status).toMatchObject({ status: 'completed', tenant, outcome: { status: 'completed' } });
+    expect(list.json().sessions.map((s: { sessionId: string }) => s.sessionId)).toEqual([session.sessionId]);
+    expect(list.json().sessions[0]).toMatchObject({ agent: 'echo', status: 'completed', legs: 1, recoveries: 0 });
+    expect(all.json().sessions).toHaveLength(1);
+    expect(events.type).toContain('text/event-stream');
+    expect(parsed.map((e) => JSON.parse(e.data).kind)).toContain('outcome');
+    expect(parseSse(events.text).at(-1)).toMatchObject({ event: 'end' });
+    const resumedSeqs = parseSse(resumed.text)
+      .filter((e) => e.event === 'entry')
+      .map((e) => JSON.parse(e.data).seq);
+    expect(resumedSeqs[0]).toBe(Number(second) + 1);
+    expect(resumedSeqs).toEqual(parsed.slice(2).map((e) => JSON.parse(e.data).seq));
+  });
+
+  it('answers JSON errors with stable codes, naming what is wrong', async () => {
+    // Act
+    const badBody = await call('POST', '/sessions', { body: { agent: 'bad agent!', input: {} } });
+    const noInput = await call('POST', '/sessions', { body: { agent: 'echo' } });
+    const notJson = await fetch(`${api}/sessions`, { method: 'POST', body: '{nope' });
+    const missing = await call('GET', '/sessions/no-such-session');
+    const wrongMethod = await call('DELETE', '/sessions');
+    const badQuery = await call('GET', '/sessions?state=sleeping');
+    const badCursor = await call('GET', '/sessions?cursor=garbage');
+    const noRoute = await call('GET', '/nothing-here');
+
+    // Assert
+    expect([badBody.status, badBody.json().error.code]).toEqual([400, 'invalid_request']);
+    expect(badBody.json().error.message).toContain('agent');
+    expect(noInput.json().error).toMatchObject({ code: 'invalid_request', message: expect.stringContaining('input') });
+    expect([notJson.status, ((await notJson.json()) as { error: { code: string } }).error.code]).toEqual([
+      400,
+      'invalid_request',
+    ]);
+    expect([missing.status, missing.json().error.code]).toEqual([404, 'not_found']);
+    expect([wrongMethod.status, wrongMethod.json().error.code]).toEqual([405, 'method_not_allowed']);
+    expect([badQuery.status, badQuery.json().error.message]).toEqual([400, expect.stringContaining('state')]);
+    expect([badCursor.status, badCursor.json().error.message]).toEqual([400, expect.stringContaining('cursor')]);
+    expect([noRoute.status, noRoute.json().error.code]).toEqual([404, 'not_found']);
+  });
+
+  it('isolates tenants: a caller sees, lists, cancels and submits only for its own tenants', async () => {
+    // Arrange
+    const mine = `mine${Date.now().toString(36)}`;
+    const theirs = `theirs${Date.now().toString(36)}`;
+    const theirSession = (
+      await call('POST', '/sessions', { body: { agent: 'echo', input: { text: 'x' }, tenant: theirs } })
+    ).json();
+    await settled(theirSession.sessionId);
+    const asMine = { 'x-baton-tenants': mine };
+
+    // Act
+    const status = await call('GET', `/sessions/${theirSession.sessionId}`, { headers: asMine });
+    const events = await call('GET', `/sessions/${theirSession.sessionId}/events`, { headers: asMine });
+    const cancel = await call('POST', `/sessions/${theirSession.sessionId}/cancel`, { headers: asMine });
+    const list = await call('GET', `/sessions?tenant=${theirs}`, { headers: asMine });
+    const submit = await call('POST', '/sessions', {
+      body: { agent: 'echo', input: {}, tenant: theirs },
+      headers: asMine,
+    });
+    const ownList = await call('GET', '/sessions', { headers: asMine });
+    const twoTenants = await call('GET', '/sessions', { headers: { 'x-baton-tenants': `${mine},${theirs}` } });
+
+    // Assert
+    expect([status.status, events.status, cancel.status]).toEqual([404, 404, 404]);
+    expect([list.status, list.json().error.code]).toEqual([403, 'forbidden']);
+    expect([submit.status, submit.json().error.code]).toEqual([403, 'forbidden']);
+    expect(ownList.json().sessions).toEqual([]);
+    expect([twoTenants.status, twoTenants.json().error.code]).toEqual([400, 'tenant_required']);
+  });
+
+  it('cancels a running session, and a second cancel after the end is a conflict', async () => {
+    // Arrange
+    const dir = mkdtempSync(join(tmpdir(), 'baton-api-'));
+    const session = (
+      await call('POST', '/sessions', { body: { agent: 'slow-tool', input: { dir, ms: 4_000 } } })
+    ).json();
+    await waitFor('the slow tool to start', async () =>
+      readProbes(dir).some((p) => p.event === 'started') ? true : undefined,
+    );
+
+    // Act
+    const cancel = await call('POST', `/sessions/${session.sessionId}/cancel`);
+    const final = await settled(session.sessionId);
+    const again = await call('POST', `/sessions/${session.sessionId}/cancel`);
+
+    // Assert
+    expect([cancel.status, cancel.json()]).toEqual([202, { sessionId: session.sessionId, result: 'requested' }]);
+    expect(final).toMatchObject({ status: 'cancelled', cancelRequested: true });
+    expect([again.status, again.json().error.code]).toEqual([409, 'already_finished']);
+  });
+
+  it('gives the typed client over HTTP the same answers as the store-backed one, and the CLI takes --api', async () => {
+    // Arrange
+    const http = new HttpBatonClient({ baseUrl: api });
+    const tenant = `cli${Date.now().toString(36)}`;
+
+    // Act
+    const submitted = await http.submit({ agent: 'echo', input: { text: 'over http' }, tenant });
+    await waitFor('intake to create the session', () => http.status(submitted.sessionId));
+    const followed: string[] = [];
+    for await (const event of http.events(submitted.sessionId, { follow: true })) followed.push(event.kind);
+    const overHttp = await http.status(submitted.sessionId);
+    const direct = await t.client.status(submitted.sessionId);
+    const page = await http.sessions({ tenant });
+    const directPage = await t.client.sessions({ tenant });
+    const lines: string[] = [];
+    const code = await main(['--api', api, '--json', 'list', '--tenant', tenant], (line) => lines.push(line));
+    const missing = await http.status('no-such-session');
+    const cancelMissing = await http.cancel('no-such-session');
+    const refused = await http.submit({ agent: 'not a name', input: {} }).catch((error: unknown) => error);
+
+    // Assert
+    expect(followed.at(-1)).toBe('published');
+    expect(followed).toContain('outcome');
+    expect(overHttp).toEqual(direct);
+    expect(page).toEqual(directPage);
+    expect(code).toBe(0);
+    expect(lines.map((l) => JSON.parse(l).sessionId)).toEqual([submitted.sessionId]);
+    expect(missing).toBeUndefined();
+    expect(cancelMissing).toBe('not-found');
+    expect(refused).toBeInstanceOf(ApiCallError);
+    expect((refused as ApiCallError).code).toBe('invalid_request');
+  });
+
+  it('serves an OpenAPI 3.1 document generated from the same schemas as the queues', async () => {
+    // Act
+    const document = (await call('GET', '/openapi.json')).json();
+
+    // Assert
+    expect(document.openapi).toBe('3.1.0');
+    expect(Object.keys(document.paths)).toEqual(
+      expect.arrayContaining(['/sessions', '/sessions/{id}', '/sessions/{id}/events', '/sessions/{id}/cancel']),
+    );
+    const submit = document.paths['/sessions'].post;
+    const ref = submit.requestBody.content['application/json'].schema.$ref as string;
+    const body = document.components.schemas[ref.replace('#/components/schemas/', '')];
+    expect(body.required).toEqual(['agent', 'input']);
+    expect(body.properties.agent.pattern).toBeDefined();
+    expect(body.additionalProperties).toBe(false);
+    const list = document.paths['/sessions'].get.parameters.map((p: { name: string }) => p.name);
+    expect(list).toEqual(expect.arrayContaining(['tenant', 'agent', 'state', 'from', 'to', 'limit', 'cursor']));
+    expect(Object.keys(document.paths['/sessions/{id}/events'].get.responses['200'].content)).toEqual([
+      'text/event-stream; charset=utf-8',
+    ]);
+  });
+});

@@ -1,0 +1,58 @@
+import { describe, expect, it } from 'vitest';
+// The console's own module (plain JavaScript, served as is).
+import { buildTimeline, formatAge, formatDuration } from '../../../console/timeline.js';
+
+const at = (ms: number) => new Date(1_700_000_000_000 + ms).toISOString();
+const leg = (seq: number, ms: number, reason: string, owner: string) => ({
+  seq,
+  kind: 'leg',
+  epoch: seq,
+  at: at(ms),
+  data: { reason, owner, traceparent: 't' },
+});
+
+describe('the console timeline', () => {
+  it('groups steps under their legs, with model and tool durations, and counts recoveries and retries', () => {
+    // Arrange: leg 1 asks for a tool and dies; leg 2 (a recovery) reruns it, retries once, and finishes.
+    const usage = { inputTokens: 10, outputTokens: 5 };
+    const events = [
+      { seq: 1, kind: 'input', epoch: 1, at: at(0), data: { input: { order: 1 } } },
+      leg(2, 100, 'first', 'owner-a'),
+      {
+        seq: 3,
+        kind: 'model',
+        epoch: 1,
+        at: at(400),
+        data: { toolCalls: [{ id: 'c1', name: 'lookup', input: {} }], stopReason: 'tool_use', usage },
+      },
+      leg(4, 5_000, 'recovery', 'owner-b'),
+      { seq: 5, kind: 'tool', epoch: 2, at: at(5_750), data: { callId: 'c1', tool: 'lookup', ok: true, output: 'x' } },
+      { seq: 6, kind: 'error', epoch: 2, at: at(5_800), data: { source: 'model', message: 'throttled', attempt: 1 } },
+      leg(7, 6_000, 'retry', 'owner-c'),
+      { seq: 8, kind: 'outcome', epoch: 3, at: at(6_100), data: { status: 'completed', output: 'done' } },
+    ];
+
+    // Act
+    const timeline = buildTimeline(events);
+
+    // Assert
+    expect(timeline.legs.map((l) => l.reason)).toEqual(['intake', 'first', 'recovery', 'retry']);
+    expect(timeline.recoveries).toBe(1);
+    expect(timeline.retries).toBe(1);
+    const first = timeline.legs[1]!;
+    const recovery = timeline.legs[2]!;
+    expect(first.steps[0]).toMatchObject({ title: 'model', durationMs: 300 });
+    expect(first.steps[0]?.detail).toContain('calls lookup · 15 tokens');
+    // The rerun tool started no earlier than the recovery leg took over.
+    expect(recovery.owner).toBe('owner-b');
+    expect(recovery.steps[0]).toMatchObject({ title: 'tool lookup', durationMs: 750 });
+    expect(recovery.steps[1]).toMatchObject({ title: 'retry 1', highlight: 'retry' });
+  });
+
+  it('formats durations and ages for people', () => {
+    expect(formatDuration(850)).toBe('850 ms');
+    expect(formatDuration(3_240)).toBe('3.2 s');
+    expect(formatDuration(125_000)).toBe('2 min 5 s');
+    expect(formatAge(at(0), Date.parse(at(90_000)))).toBe('1 min ago');
+  });
+});
