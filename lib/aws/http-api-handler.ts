@@ -1,0 +1,66 @@
+import type { LambdaFunctionURLEvent } from 'aws-lambda';
+import { z } from 'zod';
+import { createApiHandler } from '../api/api-handler.ts';
+import { iamCallerResolver, TenantMap } from '../api/caller.ts';
+import { storeBackedClient } from '../client/store-backed-client.ts';
+import { ENV } from '../core/resources.ts';
+import { systemClock } from '../ports/clock.ts';
+import { createPowertoolsTelemetry } from '../telemetry/powertools-telemetry.ts';
+
+const Config = z.object({
+  [ENV.table]: z.string().min(1),
+  [ENV.ticketsQueueUrl]: z.string().url(),
+  [ENV.workQueueUrl]: z.string().url(),
+  [ENV.bucket]: z.string().min(1),
+  [ENV.apiTenants]: z
+    .string()
+    .default('{}')
+    .transform((text, context) => {
+      try {
+        return TenantMap.parse(JSON.parse(text));
+      } catch (error) {
+        context.addIssue({ code: 'custom', message: `not a principal → tenants map: ${(error as Error).message}` });
+        return z.NEVER;
+      }
+    }),
+  AWS_REGION: z.string().default('us-east-1'),
+});
+
+/**
+ * The HTTP API function behind a Lambda function URL (IAM auth): the same handler `baton dev`
+ * serves. It needs no agents — it reads the table and sends to the tickets and work queues.
+ * Configuration comes from the environment the BatonRuntime construct sets.
+ * @example export const handler = createHttpApiHandler();
+ */
+export function createHttpApiHandler(env: NodeJS.ProcessEnv = process.env) {
+  const parsed = Config.safeParse(env);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
+    throw new Error(`Baton API configuration is invalid: ${problems}`);
+  }
+  const config = parsed.data;
+  const telemetry = createPowertoolsTelemetry();
+
+  const { client, store } = storeBackedClient({
+    region: config.AWS_REGION,
+    local: false,
+    table: config[ENV.table],
+    bucket: config[ENV.bucket],
+    ticketsQueueUrl: config[ENV.ticketsQueueUrl],
+    workQueueUrl: config[ENV.workQueueUrl],
+  });
+
+  const api = createApiHandler({
+    // A function URL answers within the function's timeout: an events request waits up to 20 s.
+    services: { client, store, clock: systemClock, eventsWaitMs: 20_000, eventsPollMs: 1_000 },
+    resolveCaller: iamCallerResolver(config[ENV.apiTenants]),
+    onError: (error, event) =>
+      telemetry.logger.error('API request failed', {
+        method: event.requestContext.http.method,
+        path: event.rawPath,
+        error: error instanceof Error ? error.stack : String(error),
+      }),
+  });
+
+  return (event: LambdaFunctionURLEvent) => api(event);
+}
