@@ -187,7 +187,11 @@ describe('the published package, installed into a project outside the repository
       handlerFactory: 'function',
     });
 
-    const help = spawnSync(process.execPath, [join(installed, 'dist/lib/cli/main.js'), '--help'], { encoding: 'utf8' });
+    // The package's bin, with this Node first on PATH, as npm would link it into node_modules/.bin.
+    const help = spawnSync('sh', [join(installed, 'bin/baton'), '--help'], {
+      encoding: 'utf8',
+      env: { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ''}` },
+    });
     expect(help.status).toBe(0);
     expect(help.stdout).toContain('dev ');
   });
