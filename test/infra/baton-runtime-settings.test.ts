@@ -70,7 +70,8 @@ describe('BatonRuntime agentEnvironment', () => {
   });
 });
 
-describe('BatonRuntime producers', () => {
+// Template.fromStack synthesises the stack: on a loaded machine the first one takes a while.
+describe('BatonRuntime producers', { timeout: 180_000 }, () => {
   const intakeEnvironment = (props: BatonRuntimeProps) => {
     const stack = new Stack(new App({ context: NO_BUNDLING }), 'Producers');
     const baton = new BatonRuntime(stack, 'Baton', props);
