@@ -1,6 +1,30 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
+type Exports = Record<string, string | Record<string, string>>;
+const { name, exports } = JSON.parse(readFileSync(new URL('./package.json', import.meta.url), 'utf8')) as {
+  name: string;
+  exports: Exports;
+};
+/**
+ * `baton` and its subpaths (the examples import them by name, as a team does) resolve to the
+ * TypeScript sources, as the package's `baton-source` condition says; an alias rather than the
+ * condition, which would also change how Vite resolves every dependency.
+ */
+const sourceAliases = Object.entries(exports).flatMap(([subpath, target]) =>
+  typeof target === 'object' && target['baton-source']
+    ? [
+        {
+          find: new RegExp(`^${(name + subpath.slice(1)).replace(/[/.]/g, '\\$&')}$`),
+          replacement: fileURLToPath(new URL(target['baton-source'], import.meta.url)),
+        },
+      ]
+    : [],
+);
+
 export default defineConfig({
+  resolve: { alias: sourceAliases },
   test: {
     testTimeout: 60_000,
     hookTimeout: 120_000,

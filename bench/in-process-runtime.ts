@@ -11,27 +11,16 @@ import type { Result } from '../lib/core/messages.ts';
 import { LOCAL_CREDENTIALS } from '../lib/local/aws-clients.ts';
 import { systemClock } from '../lib/ports/clock.ts';
 import type { SessionStore } from '../lib/ports/session-store.ts';
-import type { RuntimeDeps, RuntimeLogger, RuntimeTelemetry } from '../lib/runtime/deps.ts';
+import type { RuntimeDeps } from '../lib/runtime/deps.ts';
 import { noFailpoints } from '../lib/runtime/failpoints.ts';
 import { acceptTicket } from '../lib/runtime/intake.ts';
 import { runKick } from '../lib/runtime/step-runner.ts';
 import { sweep } from '../lib/runtime/sweeper.ts';
+import { noopTelemetry } from '../lib/telemetry/telemetry.ts';
 import { RequestMeter } from './request-meter.ts';
 
-const silentLogger: RuntimeLogger = {
-  debug: () => {},
-  info: () => {},
-  warn: () => {},
-  error: () => {},
-  child: () => silentLogger,
-};
-
 /** Telemetry that records nothing: the bench measures DynamoDB, not the logger. */
-export const silentTelemetry: RuntimeTelemetry = {
-  logger: silentLogger,
-  metrics: { count: () => {}, duration: () => {}, bytes: () => {} },
-  tracer: { annotateLeg: () => {} },
-};
+export const silentTelemetry = noopTelemetry;
 
 export interface BenchDynamoDb {
   readonly region: string;

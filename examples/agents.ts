@@ -1,4 +1,4 @@
-import { agentRegistry } from '../lib/agent/define-agent.ts';
+import { agentRegistry } from 'baton';
 import { bedrockModelFromEnv } from './bedrock-model.ts';
 import { longHaul } from './long-haul/agent.ts';
 import { orderInvestigator } from './order-investigation/agent.ts';

@@ -1,11 +1,11 @@
-import { CfnOutput, Stack, type StackProps, Validations } from 'aws-cdk-lib';
-import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import { fileURLToPath } from 'node:url';
+import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
 import { type ITopic, Topic } from 'aws-cdk-lib/aws-sns';
 import type { Construct } from 'constructs';
-import { BatonRuntime, DEFAULT_AGENTS_ENTRY } from './constructs/baton-runtime.ts';
+import { BatonRuntime } from './constructs/baton-runtime.ts';
 
-/** Cross-region inference profile ids start with a geography: us., eu., apac., global. … */
-const INFERENCE_PROFILE_ID = /^(us|eu|apac|us-gov|global|jp|au|ca)\./;
+/** The demo agents this repository's stack hosts. */
+export const DEMO_AGENTS_ENTRY = fileURLToPath(new URL('../examples/agents.ts', import.meta.url));
 
 export interface BatonStackProps extends StackProps {
   /** An existing SNS topic for the alarms (context `alarmTopicArn`). */
@@ -27,11 +27,15 @@ export class BatonStack extends Stack {
       ? Topic.fromTopicArn(this, 'AlarmTopic', props.alarmTopicArn)
       : undefined;
     this.runtime = new BatonRuntime(this, 'Runtime', {
-      agentsEntry: DEFAULT_AGENTS_ENTRY,
+      agentsEntry: DEMO_AGENTS_ENTRY,
       ...(alarmTopic ? { alarmTopic } : {}),
-      ...(props.bedrockModelId ? { agentEnvironment: { BATON_BEDROCK_MODEL_ID: props.bedrockModelId } } : {}),
+      ...(props.bedrockModelId
+        ? {
+            agentEnvironment: { BATON_BEDROCK_MODEL_ID: props.bedrockModelId },
+            bedrockModels: [props.bedrockModelId],
+          }
+        : {}),
     });
-    if (props.bedrockModelId) this.#allowModel(props.bedrockModelId);
 
     const { runtime } = this;
     const output = (name: string, value: string, description: string) =>
@@ -53,35 +57,5 @@ export class BatonStack extends Stack {
     output('SweeperLogGroup', runtime.sweeperFunction.logGroup.logGroupName, 'Logs Insights: the sweeper');
     output('ApiUrl', runtime.apiUrl.url, 'The HTTP API (function URL, IAM auth; `baton --api URL`)');
     output('DashboardName', runtime.monitoring.dashboard.dashboardName, 'The CloudWatch dashboard');
-  }
-
-  /** Bedrock Converse for the step function, on this one model (or inference profile and its models). */
-  #allowModel(modelId: string): void {
-    const step = this.runtime.stepFunction;
-    const actions = ['bedrock:InvokeModel'];
-    if (!INFERENCE_PROFILE_ID.test(modelId)) {
-      step.role.addToPrincipalPolicy(
-        new PolicyStatement({
-          actions,
-          resources: [`arn:${this.partition}:bedrock:${this.region}::foundation-model/${modelId}`],
-        }),
-      );
-      return;
-    }
-    const baseModelId = modelId.replace(INFERENCE_PROFILE_ID, '');
-    step.role.addToPrincipalPolicy(
-      new PolicyStatement({
-        actions,
-        resources: [
-          `arn:${this.partition}:bedrock:${this.region}:${this.account}:inference-profile/${modelId}`,
-          `arn:${this.partition}:bedrock:*::foundation-model/${baseModelId}`,
-        ],
-      }),
-    );
-    Validations.of(step.role).acknowledge({
-      id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:bedrock:*::foundation-model/${baseModelId}]`,
-      reason:
-        'A cross-region inference profile routes to the model in any region of its geography; the profile ARN limits which.',
-    });
   }
 }

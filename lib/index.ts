@@ -1,6 +1,7 @@
 /**
  * `baton`: defining agents and tools, the models, the typed client, and the queue messages.
- * Handler factories are in `baton/aws`, the CDK construct in `baton/cdk`.
+ * Handler factories are in `baton/aws`, the CDK construct in `baton/cdk`, MCP tools in
+ * `baton/mcp`, AI SDK models in `baton/ai-sdk`.
  */
 export {
   BedrockModelClient,
@@ -23,7 +24,14 @@ export {
   type ToolDefinition,
 } from './agent/define-tool.ts';
 export type { RetryPolicy } from './agent/retry-policy.ts';
-export { type ScriptedModelOptions, type ScriptReply, scriptedModel, toolResults } from './agent/scripted-model.ts';
+export {
+  type ScriptedModelOptions,
+  type ScriptReply,
+  scriptedModel,
+  toolResults,
+  transcriptStats,
+} from './agent/scripted-model.ts';
+export { asText } from './agent/transcript.ts';
 export {
   BatonClient,
   type BatonClientDeps,
@@ -47,6 +55,8 @@ export {
   TicketId,
   Usage,
 } from './core/messages.ts';
+export { ToolEffect } from './core/vocabulary.ts';
+export { type Clock, systemClock } from './ports/clock.ts';
 export type {
   AssistantContent,
   ChatMessage,

@@ -1,8 +1,5 @@
+import { defineAgent, defineTool, scriptedModel, systemClock, transcriptStats } from 'baton';
 import { z } from 'zod';
-import { defineAgent } from '../../lib/agent/define-agent.ts';
-import { defineTool } from '../../lib/agent/define-tool.ts';
-import { scriptedModel, transcriptStats } from '../../lib/agent/scripted-model.ts';
-import { systemClock } from '../../lib/ports/clock.ts';
 
 /** `steps` tool calls returning about `payloadBytes` each, then done: the benchmark workload. */
 export const LongHaulInput = z.object({

@@ -1,9 +1,14 @@
+import {
+  asText,
+  type ChatMessage,
+  defineAgent,
+  defineTool,
+  type ModelClient,
+  type ScriptReply,
+  scriptedModel,
+  toolResults,
+} from 'baton';
 import { z } from 'zod';
-import { defineAgent } from '../../lib/agent/define-agent.ts';
-import { defineTool } from '../../lib/agent/define-tool.ts';
-import { type ScriptReply, scriptedModel, toolResults } from '../../lib/agent/scripted-model.ts';
-import { asText } from '../../lib/agent/transcript.ts';
-import type { ChatMessage, ModelClient } from '../../lib/ports/model-client.ts';
 import { ledgerPath } from '../simulated/ledger.ts';
 import { issueRefund, lookupOrder, reconcileRefund, scoreFraud, trackShipment } from '../simulated/services.ts';
 

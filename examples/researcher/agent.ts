@@ -1,9 +1,7 @@
 import { fileURLToPath } from 'node:url';
+import { defineAgent, type ModelClient } from 'baton';
+import { type McpServer, mcpTools } from 'baton/mcp';
 import { z } from 'zod';
-import type { McpServer } from '../../lib/adapters/mcp/mcp-server.ts';
-import { mcpTools } from '../../lib/adapters/mcp/mcp-tools.ts';
-import { defineAgent } from '../../lib/agent/define-agent.ts';
-import type { ModelClient } from '../../lib/ports/model-client.ts';
 import { researcherModel } from './model.ts';
 import { RESEARCH_TOOLS } from './tool-catalog.ts';
 

@@ -1,4 +1,4 @@
-import type { McpListedTool } from '../../lib/adapters/mcp/mcp-server.ts';
+import type { McpListedTool } from 'baton/mcp';
 
 /**
  * What research-server.ts answers to `tools/list`, pinned here so the agent module declares its

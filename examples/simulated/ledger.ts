@@ -1,7 +1,6 @@
-import { appendFileSync, mkdirSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import type { ToolEffect } from '../../lib/core/vocabulary.ts';
-import { readJsonLines } from '../../lib/local/json-lines.ts';
+import type { ToolEffect } from 'baton';
 
 /** One call a simulated downstream service received. */
 export interface LedgerLine {
@@ -27,7 +26,17 @@ export function recordCall(line: Omit<LedgerLine, 'at'>): void {
 
 /** Every call recorded so far (a line cut short by a SIGKILL mid-write is skipped). */
 export function readLedger(path = ledgerPath()): LedgerLine[] {
-  return readJsonLines<LedgerLine>(path);
+  if (path === undefined || !existsSync(path)) return [];
+  return readFileSync(path, 'utf8')
+    .split('\n')
+    .filter((line) => line.trim().length > 0)
+    .flatMap((line) => {
+      try {
+        return [JSON.parse(line) as LedgerLine];
+      } catch {
+        return [];
+      }
+    });
 }
 
 /** Once-only keys that were executed more than once: must always be empty. */

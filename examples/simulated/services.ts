@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
-import { StepError } from '../../lib/core/errors.ts';
-import { systemClock } from '../../lib/ports/clock.ts';
+import { StepError, systemClock } from 'baton';
 import { readLedger, recordCall } from './ledger.ts';
 
 /**

@@ -1,9 +1,13 @@
+import {
+  type ChatMessage,
+  defineAgent,
+  defineTool,
+  type ScriptReply,
+  scriptedModel,
+  systemClock,
+  toolResults,
+} from 'baton';
 import { z } from 'zod';
-import { defineAgent } from '../../lib/agent/define-agent.ts';
-import { defineTool } from '../../lib/agent/define-tool.ts';
-import { type ScriptReply, scriptedModel, toolResults } from '../../lib/agent/scripted-model.ts';
-import { systemClock } from '../../lib/ports/clock.ts';
-import type { ChatMessage } from '../../lib/ports/model-client.ts';
 import { ledgerPath } from '../simulated/ledger.ts';
 import { issueRefund, lookupOrder, reconcileRefund } from '../simulated/services.ts';
 

@@ -15,6 +15,9 @@ import { Construct } from 'constructs';
 /** AWS's policy for writing traces: X-Ray's write actions support no resource-level permissions. */
 const XRAY_WRITE_POLICY = 'AWSXRayDaemonWriteAccess';
 
+/** The export condition under which `baton` resolves to its TypeScript sources in a checkout (package.json). */
+export const SOURCE_CONDITION = 'baton-source';
+
 /** The module specifier the functions import their agents from; mapped at bundle time. */
 export const AGENTS_SPECIFIER = '#agents';
 
@@ -28,8 +31,13 @@ const ESM_REQUIRE_BANNER =
 export interface BatonFunctionProps {
   /** Absolute path of the handler file (it exports `handler`). */
   readonly entry: string;
-  /** Absolute path of the module that exports the deployment's `agents`. */
-  readonly agentsEntry: string;
+  /** Absolute path of the module `#agents` maps to; undefined for a handler that imports its agents itself. */
+  readonly agentsEntry: string | undefined;
+  /**
+   * True when bundling Baton's own TypeScript sources (a checkout): `baton` imports then resolve
+   * to lib/ through the package's `baton-source` export condition, as they do under tsx and vitest.
+   */
+  readonly fromSource: boolean;
   /** The folder holding package.json and package-lock.json. */
   readonly projectRoot: string;
   readonly timeout: Duration;
@@ -96,7 +104,10 @@ export class BatonFunction extends Construct {
         bundleAwsSDK: true,
         externalModules: [],
         forceDockerBundling: false,
-        esbuildArgs: { [`--alias:${AGENTS_SPECIFIER}`]: props.agentsEntry },
+        esbuildArgs: {
+          ...(props.agentsEntry === undefined ? {} : { [`--alias:${AGENTS_SPECIFIER}`]: props.agentsEntry }),
+          ...(props.fromSource ? { '--conditions': SOURCE_CONDITION } : {}),
+        },
       },
     });
 

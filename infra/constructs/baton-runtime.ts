@@ -1,11 +1,11 @@
 import { existsSync } from 'node:fs';
 import { dirname, extname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
+import { Duration, Lazy, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
 import type { Table } from 'aws-cdk-lib/aws-dynamodb';
 import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
-import { ArnPrincipal, type IGrantable, PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import { ArnPrincipal, type IGrantable, type IRole, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { type FunctionUrl, FunctionUrlAuthType } from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
@@ -13,19 +13,26 @@ import { BlockPublicAccess, Bucket, BucketEncryption, type IBucket, ObjectOwners
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import type { Queue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { ANY_TENANT, ENV, NAME_PATTERN, SESSION_TABLE, visibilityTimeoutSeconds } from '../../lib/core/resources.ts';
+import {
+  ANY_TENANT,
+  ENV,
+  NAME_PATTERN,
+  RUNTIME_DEFAULTS,
+  SESSION_TABLE,
+  visibilityTimeoutSeconds,
+} from '../../lib/core/resources.ts';
+import { SERVICE_NAME_ENV } from '../../lib/telemetry/metric-names.ts';
 import { BatonFunction } from './baton-function.ts';
 import { BatonQueues } from './baton-queues.ts';
+import { grantModelInvoke } from './model-grants.ts';
 import { BatonMonitoring } from './monitoring.ts';
 import { createSessionTable } from './session-table.ts';
 
-/** The repository root (or the package's dist/): functions/ and examples/ are found from here, wherever the app runs. */
+/** The repository root (or the package's dist/): Baton's own functions/ are found from here, wherever the app runs. */
 const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const FUNCTIONS_DIR = join(PROJECT_ROOT, 'functions');
 /** `.ts` in the repository, `.js` in the installed package. */
 const SOURCE_EXTENSION = extname(fileURLToPath(import.meta.url));
-/** The demo agents, used when a team passes none. */
-export const DEFAULT_AGENTS_ENTRY = join(PROJECT_ROOT, 'examples', 'agents.ts');
 
 /** Tickets per intake invocation: each is a few writes and a send, handled concurrently. */
 const INTAKE_BATCH_SIZE = 10;
@@ -66,15 +73,16 @@ export interface BatonProducer {
 /** What a team tunes; every field has a default. */
 export interface BatonRuntimeProps {
   /**
-   * Path of the team's module that exports `agents` (an agent registry); the functions import it
-   * as `#agents`, mapped at bundle time.
-   * @default the demo agents, examples/agents.ts
+   * Path of the team's module that exports `agents` (an agent registry) for Baton's own handler
+   * files, which import it as `#agents`, mapped at bundle time. There is no default: without
+   * `handlers`, a missing or absent module is an error at synth.
+   * @default none (required unless `handlers` are given)
    */
   readonly agentsEntry?: string;
   /**
    * The team's own handler files (each exports `handler`, made by `createIntakeHandler({ agents })`
-   * and its siblings from `baton/aws`); these are bundled instead of Baton's, and `agentsEntry`
-   * is then unused.
+   * and its siblings from `baton/aws`); these are bundled instead of Baton's, and import the agents
+   * themselves (so `agentsEntry` is refused alongside them). The way an installed package is used.
    * @default Baton's functions/, bundled with `agentsEntry`
    */
   readonly handlers?: {
@@ -91,28 +99,28 @@ export interface BatonRuntimeProps {
   readonly projectRoot?: string;
   /**
    * Timeout of the step function: the length of one leg. A leg yields `budgetReserve` before it.
-   * @default Duration.minutes(5)
+   * @default 5 minutes (RUNTIME_DEFAULTS.functionTimeoutMs)
    */
   readonly functionTimeout?: Duration;
   /**
    * Timeout of the intake function (a few writes per ticket).
-   * @default Duration.seconds(30)
+   * @default 30 seconds (RUNTIME_DEFAULTS.intakeTimeoutMs)
    */
   readonly intakeTimeout?: Duration;
   /**
    * Time kept back at the end of each leg to checkpoint and hand off.
-   * @default Duration.seconds(5)
+   * @default 5 seconds (RUNTIME_DEFAULTS.reserveMs)
    */
   readonly budgetReserve?: Duration;
   /**
    * Lease time to live: a crashed leg's session is recovered about this long (plus a sweep
    * interval) after its last renewal.
-   * @default Duration.seconds(30)
+   * @default 30 seconds (RUNTIME_DEFAULTS.leaseTtlMs)
    */
   readonly leaseTtl?: Duration;
   /**
    * How often the sweeper polls for expired leases within each scheduled invocation.
-   * @default Duration.seconds(5)
+   * @default 5 seconds (RUNTIME_DEFAULTS.sweepIntervalMs)
    */
   readonly sweepInterval?: Duration;
   /**
@@ -129,7 +137,7 @@ export interface BatonRuntimeProps {
   readonly batchSize?: number;
   /**
    * Days a finished session's items (and payload objects) are kept before they expire.
-   * @default 30
+   * @default 30 (RUNTIME_DEFAULTS.retentionDays)
    */
   readonly retentionDays?: number;
   /**
@@ -177,6 +185,18 @@ export interface BatonRuntimeProps {
    * @default {} (the API is deployed; nobody may call it)
    */
   readonly apiTenants?: Readonly<Record<string, readonly string[] | '*'>>;
+  /**
+   * Bedrock model or cross-region inference profile ids the agents call: the step function may
+   * invoke exactly these (see `grantModelInvoke`).
+   * @default none
+   */
+  readonly bedrockModels?: readonly string[];
+  /**
+   * The `service` of the functions' logs and the `service` dimension of their metrics, which the
+   * dashboard and alarms watch. Unique per deployment, so two stacks in one account never mix metrics.
+   * @default the stack's name and the construct's path in it, e.g. `MyStack/Baton`
+   */
+  readonly serviceName?: string;
 }
 
 /**
@@ -203,10 +223,16 @@ export class BatonRuntime extends Construct {
   /** The API's function URL, IAM-authenticated (SigV4, service `lambda`). */
   readonly apiUrl: FunctionUrl;
   readonly monitoring: BatonMonitoring;
+  /** The `service` dimension the functions' metrics carry (see `serviceName`). */
+  readonly serviceName: string;
+  /** Principal ARN → tenants, for the API; grows with `grantInvokeApi` until synth. */
+  readonly #apiTenants: Record<string, readonly string[] | '*'>;
 
   constructor(scope: Construct, id: string, props: BatonRuntimeProps = {}) {
     super(scope, id);
     const settings = resolveSettings(props);
+    this.serviceName = props.serviceName ?? defaultServiceName(this);
+    this.#apiTenants = { ...settings.apiTenants };
 
     this.table = createSessionTable(this, 'Sessions', { removalPolicy: settings.removalPolicy });
     this.bucket = this.#payloadBucket(settings, props.accessLogsBucket);
@@ -229,6 +255,7 @@ export class BatonRuntime extends Construct {
       [ENV.retentionDays]: String(settings.retentionDays),
       // The leg length, for the cold-start check that every agent's step fits a leg (all functions load the agents).
       [ENV.functionTimeoutMs]: String(settings.functionTimeout.toMilliseconds()),
+      [SERVICE_NAME_ENV]: this.serviceName,
     };
     const fn = (
       name: 'intake' | 'step' | 'sweeper' | 'api',
@@ -239,6 +266,7 @@ export class BatonRuntime extends Construct {
       new BatonFunction(this, `${name[0]!.toUpperCase()}${name.slice(1)}`, {
         entry: props.handlers ? resolve(props.handlers[name]) : join(FUNCTIONS_DIR, `${name}${SOURCE_EXTENSION}`),
         agentsEntry: settings.agentsEntry,
+        fromSource: SOURCE_EXTENSION === '.ts',
         projectRoot: props.projectRoot ?? (props.handlers ? process.cwd() : PROJECT_ROOT),
         timeout,
         memorySize,
@@ -263,7 +291,8 @@ export class BatonRuntime extends Construct {
     this.apiFunction = fn('api', API_TIMEOUT, API_MEMORY_MB, {
       [ENV.ticketsQueueUrl]: this.ticketsQueue.queueUrl,
       [ENV.bucket]: this.bucket.bucketName,
-      [ENV.apiTenants]: JSON.stringify(settings.apiTenants),
+      // Lazy: grantInvokeApi adds principals after construction.
+      [ENV.apiTenants]: Lazy.string({ produce: () => JSON.stringify(this.#apiTenants) }),
     });
     this.apiUrl = this.#exposeApi(settings.apiTenants);
 
@@ -271,6 +300,7 @@ export class BatonRuntime extends Construct {
     this.#consume(this.stepFunction, this.workQueue, settings.batchSize, settings);
     this.#grantLeastPrivilege();
     this.#scheduleSweeper();
+    for (const modelId of props.bedrockModels ?? []) this.grantModelInvoke(modelId);
 
     this.monitoring = new BatonMonitoring(this, 'Monitoring', {
       functions: {
@@ -287,6 +317,85 @@ export class BatonRuntime extends Construct {
       stalledMinutes: 5,
       stepErrorRatePercent: 5,
       alarmTopic: props.alarmTopic,
+      serviceName: this.serviceName,
+    });
+  }
+
+  /**
+   * Lets a producer submit tickets: send to the tickets queue, and put a large input in the
+   * payload bucket (under `tickets/`, as the client offloads it). Which tenants it may use is
+   * the `producers` prop's business.
+   */
+  grantSubmitTickets(grantee: IGrantable): void {
+    this.ticketsQueue.grantSendMessages(grantee);
+    allow(grantee, ['s3:PutObject'], [this.bucket.arnForObjects('tickets/*')]);
+    this.#acknowledgePayloadKeys(grantee, 'tickets/*', 'PutObject under tickets/');
+  }
+
+  /** Lets a consumer read results: receive and delete from the results queue, and read offloaded answers. */
+  grantReadResults(grantee: IGrantable): void {
+    this.resultsQueue.grantConsumeMessages(grantee);
+    this.#grantReadPayloads(grantee);
+  }
+
+  /** Lets a reader see sessions: their records, turns and journals, by id or by tenant, with offloaded payloads. */
+  grantReadSessions(grantee: IGrantable): void {
+    const tableArn = this.table.tableArn;
+    const { bySessionId, byTenant } = SESSION_TABLE.indexes;
+    allow(grantee, ['dynamodb:GetItem', 'dynamodb:Query'], [tableArn]);
+    allow(grantee, ['dynamodb:Query'], [`${tableArn}/index/${bySessionId.name}`, `${tableArn}/index/${byTenant.name}`]);
+    this.#grantReadPayloads(grantee);
+  }
+
+  /**
+   * What the `baton` CLI needs against this stack (`baton --stack NAME …`) for every tenant: read
+   * the stack's outputs, read sessions, submit tickets and read results, and cancel, message,
+   * approve and resolve (a write to the session record and a kick). Give it to operators, not
+   * to applications: those get the narrower grants or the API.
+   */
+  grantOperate(grantee: IGrantable): void {
+    const stack = Stack.of(this);
+    allow(grantee, ['cloudformation:DescribeStacks'], [stack.stackId]);
+    this.grantReadSessions(grantee);
+    this.grantSubmitTickets(grantee);
+    this.grantReadResults(grantee);
+    allow(grantee, ['dynamodb:PutItem', 'dynamodb:UpdateItem'], [this.table.tableArn]);
+    this.workQueue.grantSendMessages(grantee);
+  }
+
+  /**
+   * Lets a role call the HTTP API (SigV4 on the function URL) and see `tenants` (`'*'` for all):
+   * the principal is granted `lambda:InvokeFunctionUrl` and added to the API's tenant map.
+   */
+  grantInvokeApi(role: IRole, tenants: readonly string[] | '*'): void {
+    checkApiTenants(role.roleArn, tenants);
+    this.#apiTenants[role.roleArn] = tenants;
+    this.apiFunction.function.grantInvokeUrl(role);
+  }
+
+  /**
+   * Lets the step function (where the agents run) call a Bedrock model: `bedrock:InvokeModel` on
+   * the foundation model, or, for a cross-region inference profile id (`us.…`, `eu.…`, `global.…`),
+   * on the profile and the model it routes to in the regions of its geography.
+   */
+  grantModelInvoke(modelId: string): void {
+    grantModelInvoke(this.stepFunction.role, modelId);
+  }
+
+  /** Payload objects (large inputs, entries and answers), and ListBucket so a missing one reads as NoSuchKey. */
+  #grantReadPayloads(grantee: IGrantable): void {
+    allow(grantee, ['s3:GetObject'], [this.bucket.arnForObjects('*')]);
+    allow(grantee, ['s3:ListBucket'], [this.bucket.bucketArn]);
+    this.#acknowledgePayloadKeys(grantee, '*', 'GetObject');
+  }
+
+  /** A grantee of this app gets the payload-key wildcard acknowledged for the policy checks, with the reason. */
+  #acknowledgePayloadKeys(grantee: IGrantable, keys: string, granted: string): void {
+    const principal = grantee.grantPrincipal;
+    if (!(principal instanceof Construct)) return;
+    Validations.of(principal).acknowledge({
+      id: `AwsSolutions-IAM5[Resource::<${logicalIdOf(this.bucket)}.Arn>/${keys}]`,
+      reason: `Payload objects are keyed by tenant, session and content digest at run time; only ${granted} on the Baton payload bucket is granted.`,
     });
   }
 
@@ -309,8 +418,6 @@ export class BatonRuntime extends Construct {
   #grantLeastPrivilege(): void {
     const tableArn = this.table.tableArn;
     const sweepIndexArn = `${tableArn}/index/${SESSION_TABLE.indexes.sweep.name}`;
-    const allow = (grantee: IGrantable, actions: string[], resources: string[]) =>
-      grantee.grantPrincipal.addToPrincipalPolicy(new PolicyStatement({ actions, resources }));
     const sendTo = (queues: Queue[]) => queues.map((q) => q.queueArn);
     // ListBucket makes S3 answer NoSuchKey instead of AccessDenied for a missing payload.
     const payloads = (grantee: IGrantable) => {
@@ -405,7 +512,8 @@ export class BatonRuntime extends Construct {
 }
 
 interface Settings {
-  readonly agentsEntry: string;
+  /** Absent when the team's own handlers import their agents. */
+  readonly agentsEntry: string | undefined;
   readonly functionTimeout: Duration;
   readonly intakeTimeout: Duration;
   readonly budgetReserve: Duration;
@@ -424,20 +532,21 @@ interface Settings {
 /** Defaults applied and the combinations that cannot work refused, naming the prop. */
 function resolveSettings(props: BatonRuntimeProps): Settings {
   const settings: Settings = {
-    agentsEntry: props.agentsEntry
-      ? isAbsolute(props.agentsEntry)
-        ? props.agentsEntry
-        : resolve(props.agentsEntry)
-      : DEFAULT_AGENTS_ENTRY,
-    functionTimeout: props.functionTimeout ?? Duration.minutes(5),
-    intakeTimeout: props.intakeTimeout ?? Duration.seconds(30),
-    budgetReserve: props.budgetReserve ?? Duration.seconds(5),
-    leaseTtl: props.leaseTtl ?? Duration.seconds(30),
-    sweepInterval: props.sweepInterval ?? Duration.seconds(5),
+    agentsEntry:
+      props.agentsEntry === undefined
+        ? undefined
+        : isAbsolute(props.agentsEntry)
+          ? props.agentsEntry
+          : resolve(props.agentsEntry),
+    functionTimeout: props.functionTimeout ?? Duration.millis(RUNTIME_DEFAULTS.functionTimeoutMs),
+    intakeTimeout: props.intakeTimeout ?? Duration.millis(RUNTIME_DEFAULTS.intakeTimeoutMs),
+    budgetReserve: props.budgetReserve ?? Duration.millis(RUNTIME_DEFAULTS.reserveMs),
+    leaseTtl: props.leaseTtl ?? Duration.millis(RUNTIME_DEFAULTS.leaseTtlMs),
+    sweepInterval: props.sweepInterval ?? Duration.millis(RUNTIME_DEFAULTS.sweepIntervalMs),
     sweepWindow: SWEEP_WINDOW,
     maxConcurrency: props.maxConcurrency ?? 10,
     batchSize: props.batchSize ?? 1,
-    retentionDays: props.retentionDays ?? 30,
+    retentionDays: props.retentionDays ?? RUNTIME_DEFAULTS.retentionDays,
     memorySize: props.memorySize ?? 1024,
     logRetention: props.logRetention ?? RetentionDays.ONE_MONTH,
     removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
@@ -454,6 +563,15 @@ function resolveSettings(props: BatonRuntimeProps): Settings {
     );
   for (const [name, file] of Object.entries(props.handlers ?? {}))
     if (!existsSync(resolve(file))) refuse(`handlers.${name}: ${resolve(file)} does not exist`);
+  // No silent default agents: a deployment runs exactly the agents its team names.
+  if (props.handlers === undefined && settings.agentsEntry === undefined)
+    refuse('pass agentsEntry (your module exporting `agents`), or handlers that import your agents');
+  if (props.handlers !== undefined && settings.agentsEntry !== undefined)
+    refuse('agentsEntry is unused when handlers are given: your handler files import your agents');
+  if (settings.agentsEntry !== undefined && !existsSync(settings.agentsEntry))
+    refuse(`agentsEntry: ${settings.agentsEntry} does not exist`);
+  if (props.serviceName !== undefined && !SERVICE_NAME_PATTERN.test(props.serviceName))
+    refuse(`serviceName '${props.serviceName}' must be 1 to 255 printable characters`);
   if (ms(settings.functionTimeout) > ms(LAMBDA_MAX_TIMEOUT)) refuse('functionTimeout exceeds Lambda’s 15 minutes');
   if (ms(settings.intakeTimeout) > ms(LAMBDA_MAX_TIMEOUT)) refuse('intakeTimeout exceeds Lambda’s 15 minutes');
   if (ms(settings.budgetReserve) >= ms(settings.functionTimeout))
@@ -470,12 +588,7 @@ function resolveSettings(props: BatonRuntimeProps): Settings {
     refuse('batchSize must be an integer from 1 to 10 (more needs a batching window)');
   if (!Number.isInteger(settings.retentionDays) || settings.retentionDays < 1)
     refuse('retentionDays must be a positive integer');
-  for (const [principal, tenants] of Object.entries(settings.apiTenants)) {
-    if (!/^arn:aws[\w-]*:(iam|sts)::\d{12}:/.test(principal))
-      refuse(`apiTenants: '${principal}' is not an IAM principal ARN (arn:aws:iam::ACCOUNT:role/NAME)`);
-    if (tenants !== '*' && (tenants.length === 0 || tenants.some((t) => !NAME_PATTERN.test(t))))
-      refuse(`apiTenants: the tenants of ${principal} must be '*' or a non-empty list of tenant names`);
-  }
+  for (const [principal, tenants] of Object.entries(settings.apiTenants)) checkApiTenants(principal, tenants);
   const senders = new Set<string>();
   for (const { sender, tenants } of props.producers ?? []) {
     if (senders.has(sender)) refuse(`producers: sender ${sender} is listed twice; list all its tenants in one entry`);
@@ -491,6 +604,32 @@ function resolveSettings(props: BatonRuntimeProps): Settings {
         `agentEnvironment may not set ${name}: ${RESERVED_ENV_PREFIX}* variables are reserved for Baton's own configuration`,
       );
   return settings;
+}
+
+/** An API principal must be an IAM ARN (or a token that becomes one), its tenants '*' or names. */
+function checkApiTenants(principal: string, tenants: readonly string[] | '*'): void {
+  if (!Token.isUnresolved(principal) && !/^arn:aws[\w-]*:(iam|sts)::\d{12}:/.test(principal))
+    throw new Error(
+      `BatonRuntime: apiTenants: '${principal}' is not an IAM principal ARN (arn:aws:iam::ACCOUNT:role/NAME)`,
+    );
+  if (tenants !== '*' && (tenants.length === 0 || tenants.some((t) => !NAME_PATTERN.test(t))))
+    throw new Error(
+      `BatonRuntime: apiTenants: the tenants of ${principal} must be '*' or a non-empty list of tenant names`,
+    );
+}
+
+/** A `service` dimension value: printable, within CloudWatch's limits. */
+const SERVICE_NAME_PATTERN = /^[\x21-\x7e][\x20-\x7e]{0,254}$/;
+
+/** The stack's name and the construct's path below the stack: unique per deployment in an account and region. */
+function defaultServiceName(runtime: Construct): string {
+  const stack = Stack.of(runtime);
+  const below = runtime.node.scopes.slice(stack.node.scopes.length).map((scope) => scope.node.id);
+  return [stack.stackName, ...below].join('/');
+}
+
+function allow(grantee: IGrantable, actions: string[], resources: string[]): void {
+  grantee.grantPrincipal.addToPrincipalPolicy(new PolicyStatement({ actions, resources }));
 }
 
 /**

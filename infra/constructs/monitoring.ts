@@ -17,29 +17,7 @@ import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-
-/** The EMF namespace and `service` dimension the functions publish under (lib/telemetry, tested equal). */
-export const METRICS_NAMESPACE = 'Baton';
-export const SERVICE_NAME = 'baton';
-
-/** The runtime's metric names (lib/telemetry METRIC; a test keeps the two equal). */
-export const BATON_METRIC = {
-  steps: 'Steps',
-  stepDuration: 'StepDuration',
-  legs: 'Legs',
-  yields: 'Yields',
-  recoveries: 'Recoveries',
-  leaseConflicts: 'LeaseConflicts',
-  duplicateKicksDropped: 'DuplicateKicksDropped',
-  bytesJournaled: 'BytesJournaled',
-  inputTokens: 'InputTokens',
-  outputTokens: 'OutputTokens',
-  outcomes: 'Outcomes',
-  stalledSessions: 'StalledSessions',
-} as const;
-
-/** Values of the `status` dimension on `Outcomes` (lib/core OutcomeStatus; tested equal). */
-export const OUTCOME_STATUSES = ['completed', 'failed', 'cancelled', 'superseded'] as const;
+import { METRIC, METRICS_NAMESPACE, OUTCOME_STATUSES } from '../../lib/telemetry/metric-names.ts';
 
 const PERIOD = Duration.minutes(1);
 
@@ -60,6 +38,8 @@ export interface BatonMonitoringProps {
   readonly stepErrorRatePercent: number;
   /** Where alarms (and their recoveries) are published; none when undefined. */
   readonly alarmTopic?: ITopic | undefined;
+  /** The `service` dimension the functions publish their metrics under (their POWERTOOLS_SERVICE_NAME). */
+  readonly serviceName: string;
   /** The dashboard's name; CloudFormation generates one when undefined. */
   readonly dashboardName?: string | undefined;
 }
@@ -84,6 +64,33 @@ export class BatonMonitoring extends Construct {
   constructor(scope: Construct, id: string, props: BatonMonitoringProps) {
     super(scope, id);
     const { functions, queues } = props;
+    const batonMetric = (metricName: string, statistic: string = Stats.SUM) =>
+      new Metric({
+        namespace: METRICS_NAMESPACE,
+        metricName,
+        dimensionsMap: { service: props.serviceName },
+        statistic,
+        period: PERIOD,
+      });
+    const outcomes = (status: string) =>
+      new Metric({
+        namespace: METRICS_NAMESPACE,
+        metricName: METRIC.outcomes,
+        dimensionsMap: { service: props.serviceName, status },
+        statistic: Stats.SUM,
+        period: PERIOD,
+        label: status,
+      });
+    const outcomesTotal = (label: string) => {
+      const usingMetrics: Record<string, IMetric> = {};
+      for (const status of OUTCOME_STATUSES) usingMetrics[status] = outcomes(status);
+      return new MathExpression({
+        expression: OUTCOME_STATUSES.map((status) => `FILL(${status}, 0)`).join(' + '),
+        usingMetrics,
+        label,
+        period: PERIOD,
+      });
+    };
 
     const dlqNotEmpty = (alarmId: string, dlq: IQueue, what: string) =>
       new Alarm(this, alarmId, {
@@ -104,7 +111,7 @@ export class BatonMonitoring extends Construct {
         treatMissingData: TreatMissingData.NOT_BREACHING,
       });
 
-    const stalled = batonMetric(BATON_METRIC.stalledSessions, Stats.MAXIMUM);
+    const stalled = batonMetric(METRIC.stalledSessions, Stats.MAXIMUM);
     const stepErrors = functions.step.metricErrors({ period: Duration.minutes(5), statistic: Stats.SUM });
     const stepInvocations = functions.step.metricInvocations({ period: Duration.minutes(5), statistic: Stats.SUM });
     const stepErrorRate = new MathExpression({
@@ -174,15 +181,15 @@ export class BatonMonitoring extends Construct {
     );
     this.dashboard.addWidgets(
       graph('Throughput (per minute)', [
-        batonMetric(BATON_METRIC.steps),
-        batonMetric(BATON_METRIC.legs),
-        batonMetric(BATON_METRIC.yields),
+        batonMetric(METRIC.steps),
+        batonMetric(METRIC.legs),
+        batonMetric(METRIC.yields),
         outcomesTotal('turns finished'),
       ]),
       graph('Legs per finished turn', [
         new MathExpression({
           expression: 'IF(turns > 0, legs / turns, 0)',
-          usingMetrics: { legs: batonMetric(BATON_METRIC.legs), turns: outcomesTotal('turns') },
+          usingMetrics: { legs: batonMetric(METRIC.legs), turns: outcomesTotal('turns') },
           label: 'legs per turn',
           period: PERIOD,
         }),
@@ -194,19 +201,19 @@ export class BatonMonitoring extends Construct {
     );
     this.dashboard.addWidgets(
       graph('Recoveries and lease conflicts', [
-        batonMetric(BATON_METRIC.recoveries),
-        batonMetric(BATON_METRIC.leaseConflicts),
-        batonMetric(BATON_METRIC.duplicateKicksDropped),
+        batonMetric(METRIC.recoveries),
+        batonMetric(METRIC.leaseConflicts),
+        batonMetric(METRIC.duplicateKicksDropped),
       ]),
       graph('Stalled sessions (max)', [stalled]),
       graph('Step duration (ms)', [
-        batonMetric(BATON_METRIC.stepDuration, Stats.percentile(50)),
-        batonMetric(BATON_METRIC.stepDuration, Stats.percentile(99)),
+        batonMetric(METRIC.stepDuration, Stats.percentile(50)),
+        batonMetric(METRIC.stepDuration, Stats.percentile(99)),
       ]),
     );
     this.dashboard.addWidgets(
-      graph('Tokens', [batonMetric(BATON_METRIC.inputTokens), batonMetric(BATON_METRIC.outputTokens)]),
-      graph('Bytes journaled', [batonMetric(BATON_METRIC.bytesJournaled)]),
+      graph('Tokens', [batonMetric(METRIC.inputTokens), batonMetric(METRIC.outputTokens)]),
+      graph('Bytes journaled', [batonMetric(METRIC.bytesJournaled)]),
       new SingleValueWidget({
         title: 'DLQ depth',
         metrics: [
@@ -232,38 +239,6 @@ export class BatonMonitoring extends Construct {
       graph('Step error rate (%)', [stepErrorRate]),
     );
   }
-}
-
-function batonMetric(metricName: string, statistic: string = Stats.SUM): Metric {
-  return new Metric({
-    namespace: METRICS_NAMESPACE,
-    metricName,
-    dimensionsMap: { service: SERVICE_NAME },
-    statistic,
-    period: PERIOD,
-  });
-}
-
-function outcomes(status: (typeof OUTCOME_STATUSES)[number]): Metric {
-  return new Metric({
-    namespace: METRICS_NAMESPACE,
-    metricName: BATON_METRIC.outcomes,
-    dimensionsMap: { service: SERVICE_NAME, status },
-    statistic: Stats.SUM,
-    period: PERIOD,
-    label: status,
-  });
-}
-
-function outcomesTotal(label: string): MathExpression {
-  const usingMetrics: Record<string, IMetric> = {};
-  for (const status of OUTCOME_STATUSES) usingMetrics[status] = outcomes(status);
-  return new MathExpression({
-    expression: OUTCOME_STATUSES.map((status) => `FILL(${status}, 0)`).join(' + '),
-    usingMetrics,
-    label,
-    period: PERIOD,
-  });
 }
 
 function graph(title: string, left: IMetric[]): GraphWidget {

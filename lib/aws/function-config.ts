@@ -1,6 +1,7 @@
 import { z } from 'zod';
-import { ENV } from '../core/resources.ts';
+import { RUNTIME_DEFAULTS as D, ENV } from '../core/resources.ts';
 import { type ProducerMap, parseProducers } from '../core/tenancy.ts';
+import { DEFAULT_SERVICE_NAME, SERVICE_NAME_ENV } from '../telemetry/metric-names.ts';
 
 /** The functions' configuration, parsed once per cold start. A bad value fails loudly, naming it. */
 const Config = z.object({
@@ -10,13 +11,14 @@ const Config = z.object({
   [ENV.ticketsQueueUrl]: z.string().url().optional(),
   [ENV.bucket]: z.string().min(1).optional(),
   [ENV.functionTimeoutMs]: z.coerce.number().int().positive().optional(),
-  [ENV.leaseTtlMs]: z.coerce.number().int().positive().default(30_000),
-  [ENV.reserveMs]: z.coerce.number().int().nonnegative().default(5_000),
-  [ENV.sweepIntervalMs]: z.coerce.number().int().positive().default(5_000),
-  [ENV.sweepWindowMs]: z.coerce.number().int().positive().default(55_000),
-  [ENV.retentionDays]: z.coerce.number().int().positive().default(30),
+  [ENV.leaseTtlMs]: z.coerce.number().int().positive().default(D.leaseTtlMs),
+  [ENV.reserveMs]: z.coerce.number().int().nonnegative().default(D.reserveMs),
+  [ENV.sweepIntervalMs]: z.coerce.number().int().positive().default(D.sweepIntervalMs),
+  [ENV.sweepWindowMs]: z.coerce.number().int().positive().default(D.sweepWindowMs),
+  [ENV.retentionDays]: z.coerce.number().int().positive().default(D.retentionDays),
   [ENV.producers]: z.string().min(1).optional(),
   [ENV.tracing]: z.enum(['xray', 'otel']).default('xray'),
+  [SERVICE_NAME_ENV]: z.string().min(1).default(DEFAULT_SERVICE_NAME),
   AWS_REGION: z.string().default('us-east-1'),
 });
 
@@ -37,6 +39,8 @@ export interface FunctionConfig {
   readonly producers?: ProducerMap | undefined;
   /** Which tracer: X-Ray through Powertools, or OpenTelemetry over OTLP. */
   readonly tracing: 'xray' | 'otel';
+  /** The `service` of its logs and the metrics' `service` dimension: one per stack, so stacks never mix. */
+  readonly serviceName: string;
   readonly region: string;
 }
 
@@ -62,6 +66,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): FunctionConfig {
     retentionDays: c[ENV.retentionDays],
     producers: producersOf(c[ENV.producers]),
     tracing: c[ENV.tracing],
+    serviceName: c[SERVICE_NAME_ENV],
     region: c.AWS_REGION,
   };
 }

@@ -9,6 +9,7 @@ import { iamCallerResolver, TenantMap } from '../api/caller.ts';
 import { BatonClient } from '../client/baton-client.ts';
 import { ENV } from '../core/resources.ts';
 import { systemClock } from '../ports/clock.ts';
+import { DEFAULT_SERVICE_NAME, SERVICE_NAME_ENV } from '../telemetry/metric-names.ts';
 import { createPowertoolsTelemetry } from '../telemetry/powertools-telemetry.ts';
 
 const Config = z.object({
@@ -27,6 +28,7 @@ const Config = z.object({
         return z.NEVER;
       }
     }),
+  [SERVICE_NAME_ENV]: z.string().min(1).default(DEFAULT_SERVICE_NAME),
   AWS_REGION: z.string().default('us-east-1'),
 });
 
@@ -43,7 +45,7 @@ export function createHttpApiHandler(env: NodeJS.ProcessEnv = process.env) {
     throw new Error(`Baton API configuration is invalid: ${problems}`);
   }
   const config = parsed.data;
-  const telemetry = createPowertoolsTelemetry();
+  const telemetry = createPowertoolsTelemetry({ serviceName: config[SERVICE_NAME_ENV] });
 
   // Production adapters only: this module is what a Lambda bundle of baton/aws pulls in.
   const aws = { region: config.AWS_REGION };

@@ -61,7 +61,7 @@ export function createRuntimeDeps(config: FunctionConfig, overrides: RuntimeDeps
         leaseTtlMs: config.leaseTtlMs,
       });
   }
-  const telemetry = overrides.telemetry ?? createPowertoolsTelemetry();
+  const telemetry = overrides.telemetry ?? createPowertoolsTelemetry({ serviceName: config.serviceName });
   const aws = { region: config.region };
   const sqs = createSqsClient(aws);
   const s3 = config.bucket ? createS3Client(aws) : undefined;
@@ -97,7 +97,8 @@ export function createRuntimeDeps(config: FunctionConfig, overrides: RuntimeDeps
  * @example export const handler = createStepHandler({ agents, telemetry: await telemetryFor(loadConfig(process.env)) });
  */
 export async function telemetryFor(config: FunctionConfig): Promise<PowertoolsTelemetry> {
-  if (config.tracing !== 'otel') return createPowertoolsTelemetry();
+  const { serviceName } = config;
+  if (config.tracing !== 'otel') return createPowertoolsTelemetry({ serviceName });
   const { withOtelTracing } = await import('../telemetry/otel-telemetry.ts');
-  return withOtelTracing(createPowertoolsTelemetry({ tracingEnabled: false }));
+  return withOtelTracing(createPowertoolsTelemetry({ serviceName, tracingEnabled: false }));
 }

@@ -10,7 +10,7 @@ import { S3BlobStore } from '../adapters/s3/s3-blob-store.ts';
 import { SqsTicketQueue, SqsWorkQueue } from '../adapters/sqs/sqs-queues.ts';
 import { BatonClient } from '../client/baton-client.ts';
 import { DEFAULT_TENANT, deriveSessionId } from '../core/ids.ts';
-import { ENV } from '../core/resources.ts';
+import { ENV, RUNTIME_DEFAULTS } from '../core/resources.ts';
 import { LOCAL_CREDENTIALS } from '../local/aws-clients.ts';
 import { addAwsTraceHeaderShim } from '../local/aws-trace-header-shim.ts';
 import type { Endpoints } from '../local/emulators.ts';
@@ -28,7 +28,7 @@ const ORDER_AGENT = 'order-investigator';
 const LONG_HAUL_AGENT = 'long-haul';
 /** As deployed: a schedule fires the sweeper every minute; it polls every sweepIntervalMs within its window. */
 const SWEEP_EVERY_MS = 60_000;
-const SWEEP_WINDOW_MS = 55_000;
+const SWEEP_WINDOW_MS = RUNTIME_DEFAULTS.sweepWindowMs;
 const PROGRESS_EVERY_MS = 10_000;
 const RESULTS_POLL_MS = 500;
 const SUBMIT_CONCURRENCY = 16;

@@ -7,6 +7,7 @@ import { DEFAULT_TENANT, deriveSessionId, hashJson } from '../core/ids.ts';
 import type { InboxItem } from '../core/inbox.ts';
 import type { JournalEntry } from '../core/journal.ts';
 import { INLINE_PAYLOAD_LIMIT_BYTES } from '../core/messages.ts';
+import { RUNTIME_DEFAULTS } from '../core/resources.ts';
 import { childContext, newTraceId } from '../core/trace-context.ts';
 import { DEFAULT_MAX_PENDING_INPUTS, reportedState, type SessionState } from '../core/vocabulary.ts';
 import type { BlobStore } from '../ports/blob-store.ts';
@@ -30,7 +31,7 @@ export interface BatonClientDeps {
   readonly sweepGraceMs?: number | undefined;
 }
 
-const DEFAULT_SWEEP_GRACE_MS = 30_000;
+const DEFAULT_SWEEP_GRACE_MS = RUNTIME_DEFAULTS.leaseTtlMs;
 
 /** A message's text: `{ text }` as the CLI's --text sends it, anything else as its JSON. */
 const messageText = (input: unknown): string =>

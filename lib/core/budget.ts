@@ -3,8 +3,10 @@
  * Temporal's lambda worker does the same: work time = remaining − reserve, refuse below a minimum.
  */
 
+import { RUNTIME_DEFAULTS } from './resources.ts';
+
 /** Time kept back at the end of an invocation to append, send the continuation and release. */
-export const DEFAULT_RESERVE_MS = 5_000;
+export const DEFAULT_RESERVE_MS = RUNTIME_DEFAULTS.reserveMs;
 
 /** Fixed cost of a leg (acquire, read, marker, release) the definition check accounts for. */
 export const LEG_OVERHEAD_MS = 1_000;

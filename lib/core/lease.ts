@@ -1,10 +1,11 @@
 import type { Kick } from './messages.ts';
+import { RUNTIME_DEFAULTS } from './resources.ts';
 import type { SessionState } from './vocabulary.ts';
 import { TERMINAL_SESSION_STATES } from './vocabulary.ts';
 
 /** Lease math. The store enforces the conditions; this decides which acquire to attempt. */
 
-export const DEFAULT_LEASE_TTL_MS = 30_000;
+export const DEFAULT_LEASE_TTL_MS = RUNTIME_DEFAULTS.leaseTtlMs;
 
 /** Renew three times per TTL, so one lost renewal never loses the lease. */
 export const renewIntervalMs = (ttlMs: number): number => Math.floor(ttlMs / 3);

@@ -76,6 +76,27 @@ export const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 /** A producer's tenant list entry meaning every tenant. */
 export const ANY_TENANT = '*';
 
+/**
+ * The runtime's tunables when a deployment sets none, defined once: the CDK construct's props,
+ * the functions' configuration parser, the runtime's config and the local stack default to these.
+ */
+export const RUNTIME_DEFAULTS = {
+  /** A crashed leg's session is recovered about this long (plus a sweep interval) after its last renewal. */
+  leaseTtlMs: 30_000,
+  /** Kept back at the end of each leg to checkpoint and hand off. */
+  reserveMs: 5_000,
+  /** Days a finished session's items are kept. */
+  retentionDays: 30,
+  /** How often the sweeper polls for expired leases within its window. */
+  sweepIntervalMs: 5_000,
+  /** How long one scheduled sweeper run polls (the schedule fires every minute). */
+  sweepWindowMs: 55_000,
+  /** The step function's timeout: the length of one leg. */
+  functionTimeoutMs: 300_000,
+  /** The intake function's timeout (a few writes per ticket). */
+  intakeTimeoutMs: 30_000,
+} as const;
+
 /** Environment variable names the functions read (set by CDK in the cloud, by `baton dev` locally). */
 export const ENV = {
   table: 'BATON_TABLE',

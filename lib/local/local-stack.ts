@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { extname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ENV } from '../core/resources.ts';
+import { ENV, RUNTIME_DEFAULTS } from '../core/resources.ts';
 import { localAwsEnv } from './aws-clients.ts';
 import { type ConsoleServer, startConsoleServer } from './console-server.ts';
 import { type Emulators, type Endpoints, startEmulators } from './emulators.ts';
@@ -20,7 +20,6 @@ export const DEFAULT_STATE_DIR = '.baton';
 /** EventBridge schedules fire at most once a minute; the sweeper then polls within its window. */
 export const DEFAULT_SWEEP_EVERY_MS = 60_000;
 /** The sweeper's default window (lib/aws/function-config.ts); its invocation timeout must exceed it. */
-const DEFAULT_SWEEP_WINDOW_MS = 55_000;
 const SWEEPER_TIMEOUT_MARGIN_S = 10;
 
 /** A handler: a module path (its `handler` export) or a module and an export name. */
@@ -149,7 +148,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     }
     const schedules: ScheduleConfig[] = [];
     if (functions.sweeper !== undefined) {
-      const windowMs = Number(options.handlerEnv?.[ENV.sweepWindowMs] ?? DEFAULT_SWEEP_WINDOW_MS);
+      const windowMs = Number(options.handlerEnv?.[ENV.sweepWindowMs] ?? RUNTIME_DEFAULTS.sweepWindowMs);
       schedules.push({
         ...functions.sweeper,
         everyMs: options.sweepEveryMs ?? DEFAULT_SWEEP_EVERY_MS,

@@ -293,10 +293,11 @@ async function stopChild(child: ChildProcess): Promise<void> {
 }
 
 /**
- * In the repository the workers load TypeScript through tsx; an installed package runs its
- * compiled JavaScript, and Node 24 strips the types of a user's own `.ts` agents module itself.
+ * In the repository the workers load TypeScript through tsx, and `baton` imports (the examples')
+ * resolve to the sources; an installed package runs its compiled JavaScript, and Node 24 strips
+ * the types of a user's own `.ts` agents module itself.
  */
 function typeScriptLoaderArgs(): string[] {
   if (extname(WORKER_PATH) !== '.ts') return [];
-  return ['--import', import.meta.resolve('tsx')];
+  return ['--conditions=baton-source', '--import', import.meta.resolve('tsx')];
 }

@@ -1,48 +1,17 @@
 import type { AgentRegistry } from '../agent/define-agent.ts';
 import type { IdSource } from '../core/ids.ts';
+import { RUNTIME_DEFAULTS } from '../core/resources.ts';
 import type { ProducerMap } from '../core/tenancy.ts';
 import type { BlobStore } from '../ports/blob-store.ts';
 import type { Clock } from '../ports/clock.ts';
 import type { LiveEvents } from '../ports/live-events.ts';
 import type { ResultPublisher, TicketQueue, WorkQueue } from '../ports/queues.ts';
 import type { SessionStore } from '../ports/session-store.ts';
-import type { LegSpan, LegTraceStart } from '../telemetry/telemetry.ts';
+import type { Telemetry, TelemetryLogger } from '../telemetry/telemetry.ts';
 import type { FailpointHook } from './failpoints.ts';
 
-/** The structured logger the runtime writes through (Powertools in Lambda, memory in tests). */
-export interface RuntimeLogger {
-  debug(message: string, fields?: Record<string, unknown>): void;
-  info(message: string, fields?: Record<string, unknown>): void;
-  warn(message: string, fields?: Record<string, unknown>): void;
-  error(message: string, fields?: Record<string, unknown>): void;
-  child(fields: Record<string, unknown>): RuntimeLogger;
-}
-
-export interface RuntimeMetrics {
-  count(name: string, value?: number, dimensions?: Record<string, string>): void;
-  duration(name: string, ms: number): void;
-  bytes(name: string, n: number): void;
-}
-
-export interface RuntimeTracer {
-  annotateLeg(annotations: {
-    session: string;
-    turn?: string | undefined;
-    tenant: string;
-    agent: string;
-    traceId: string;
-    epoch: number;
-  }): void;
-  /** Opens the leg's span, parent of its model and tool spans (OpenTelemetry); optional. */
-  startLeg?(leg: LegTraceStart): LegSpan;
-}
-
-/** The slice of lib/telemetry the runtime needs. */
-export interface RuntimeTelemetry {
-  readonly logger: RuntimeLogger;
-  readonly metrics: RuntimeMetrics;
-  readonly tracer: RuntimeTracer;
-}
+/** The logger the runtime writes through: lib/telemetry's, under the name the leg modules use. */
+export type RuntimeLogger = TelemetryLogger;
 
 /** Tunables, every one a duration or count that tests shorten. */
 export interface RuntimeConfig {
@@ -59,10 +28,10 @@ export interface RuntimeConfig {
 }
 
 export const DEFAULT_RUNTIME_CONFIG: RuntimeConfig = {
-  leaseTtlMs: 30_000,
-  reserveMs: 5_000,
-  retentionDays: 30,
-  sweepGraceMs: 30_000,
+  leaseTtlMs: RUNTIME_DEFAULTS.leaseTtlMs,
+  reserveMs: RUNTIME_DEFAULTS.reserveMs,
+  retentionDays: RUNTIME_DEFAULTS.retentionDays,
+  sweepGraceMs: RUNTIME_DEFAULTS.leaseTtlMs,
 };
 
 /** Everything the runtime talks to, injected (Temporal's WorkerDeps pattern). */
@@ -76,7 +45,7 @@ export interface RuntimeDeps {
   readonly live?: LiveEvents | undefined;
   readonly clock: Clock;
   readonly agents: AgentRegistry;
-  readonly telemetry: RuntimeTelemetry;
+  readonly telemetry: Telemetry;
   readonly failpoint: FailpointHook;
   readonly config: RuntimeConfig;
   /** In [0, 1): jitter for retry backoff. */

@@ -1,15 +1,14 @@
 import type { JournalEntry } from '../core/journal.ts';
 import { parseTraceparent } from '../core/trace-context.ts';
 import type { ModelResponse } from '../ports/model-client.ts';
-import type { LegSpan, LegTraceStart, SpanHandle } from '../telemetry/telemetry.ts';
-import type { RuntimeTracer } from './deps.ts';
+import type { LegSpan, LegTraceStart, SpanHandle, TelemetryTracer } from '../telemetry/telemetry.ts';
 
 const NOOP_HANDLE: SpanHandle = { setAttributes: () => {} };
 export const NOOP_LEG_SPAN: LegSpan = { span: (_name, _attributes, fn) => fn(NOOP_HANDLE), end: () => {} };
 
 /** Opens the leg's span when the tracer has leg spans; a no-op span otherwise. */
 export function startLegSpan(
-  tracer: RuntimeTracer,
+  tracer: TelemetryTracer,
   leg: Omit<LegTraceStart, 'previous'>,
   entries: readonly JournalEntry[],
 ): LegSpan {

@@ -12,9 +12,9 @@ import {
 import { type IdGenerator, RandomIdGenerator, type SpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
 import { errorMessage } from '../core/errors.ts';
 import {
+  DEFAULT_SERVICE_NAME,
   type LegSpan,
   type LegTraceStart,
-  SERVICE_NAME,
   type SpanAttributes,
   type TelemetryTracer,
 } from './telemetry.ts';
@@ -57,7 +57,7 @@ class PresetIdGenerator implements IdGenerator {
 export function createOtelTracer(options: OtelTracerOptions): OtelTracer {
   const ids = new PresetIdGenerator();
   const provider = new TracerProvider({ idGenerator: ids, spanProcessors: [...options.spanProcessors] });
-  const tracer = provider.getTracer(options.serviceName ?? SERVICE_NAME);
+  const tracer = provider.getTracer(options.serviceName ?? DEFAULT_SERVICE_NAME);
 
   const startLegSpan = (leg: LegTraceStart): Span => {
     const flags = leg.sampled ? TraceFlags.SAMPLED : TraceFlags.NONE;

@@ -2,10 +2,10 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { Tracer } from '@aws-lambda-powertools/tracer';
 import {
+  DEFAULT_SERVICE_NAME,
   type LegAnnotations,
   type LogFields,
   METRICS_NAMESPACE,
-  SERVICE_NAME,
   type Telemetry,
   type TelemetryLogger,
   type TelemetryTracer,
@@ -34,7 +34,7 @@ export interface PowertoolsTelemetryOptions {
  * @example export const telemetry = createPowertoolsTelemetry();
  */
 export function createPowertoolsTelemetry(options: PowertoolsTelemetryOptions = {}): PowertoolsTelemetry {
-  const serviceName = options.serviceName ?? SERVICE_NAME;
+  const serviceName = options.serviceName ?? DEFAULT_SERVICE_NAME;
   const logger = new Logger({ serviceName });
   const metrics = new Metrics({ namespace: options.namespace ?? METRICS_NAMESPACE, serviceName, logger });
   const tracingEnabled = options.tracingEnabled ?? process.env.BATON_LOCAL !== '1';

@@ -1,3 +1,14 @@
+import type { MetricName } from './metric-names.ts';
+
+export {
+  DEFAULT_SERVICE_NAME,
+  METRIC,
+  METRICS_NAMESPACE,
+  type MetricName,
+  OUTCOME_STATUSES,
+  SERVICE_NAME_ENV,
+} from './metric-names.ts';
+
 /** Structured fields of a log line; values must serialise to JSON. */
 export type LogFields = Record<string, unknown>;
 
@@ -11,11 +22,14 @@ export interface TelemetryLogger {
   child(fields: LogFields): TelemetryLogger;
 }
 
-/** Metrics, buffered until `flush` (the Lambda middleware flushes at the end of each invocation). */
+/**
+ * Metrics, buffered until `flush` (the Lambda middleware flushes at the end of each invocation).
+ * Names come from the one list the dashboard also charts (metric-names.ts).
+ */
 export interface TelemetryMetrics {
-  count(name: string, value?: number, dimensions?: Record<string, string>): void;
-  duration(name: string, ms: number): void;
-  bytes(name: string, n: number): void;
+  count(name: MetricName, value?: number, dimensions?: Record<string, string>): void;
+  duration(name: MetricName, ms: number): void;
+  bytes(name: MetricName, n: number): void;
   flush(): void;
 }
 
@@ -73,27 +87,6 @@ export interface Telemetry {
   readonly metrics: TelemetryMetrics;
   readonly tracer: TelemetryTracer;
 }
-
-/** Metric names, one place (the dashboard and alarms use the same). */
-export const METRIC = {
-  steps: 'Steps',
-  stepDuration: 'StepDuration',
-  legs: 'Legs',
-  yields: 'Yields',
-  recoveries: 'Recoveries',
-  leaseConflicts: 'LeaseConflicts',
-  duplicateKicksDropped: 'DuplicateKicksDropped',
-  bytesJournaled: 'BytesJournaled',
-  inputTokens: 'InputTokens',
-  outputTokens: 'OutputTokens',
-  /** Counted with the dimension `status` (completed · failed · cancelled · superseded). */
-  outcomes: 'Outcomes',
-  stalledSessions: 'StalledSessions',
-} as const;
-export type MetricName = (typeof METRIC)[keyof typeof METRIC];
-
-export const METRICS_NAMESPACE = 'Baton';
-export const SERVICE_NAME = 'baton';
 
 const noopLogger: TelemetryLogger = {
   debug: () => {},

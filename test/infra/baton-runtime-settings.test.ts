@@ -5,12 +5,17 @@ import type { CfnFunction } from 'aws-cdk-lib/aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { BatonRuntime, type BatonRuntimeProps } from '../../infra/constructs/baton-runtime.ts';
 import { parseProducers } from '../../lib/core/tenancy.ts';
+import { FIXTURE_AGENTS_ENTRY } from './synth-baton.ts';
 
 // Settings are checked before anything is built; bundling is skipped so an accepted one costs no esbuild run.
 const NO_BUNDLING = { 'aws:cdk:bundling-stacks': [] };
 
+/** A team's agents unless the props bring their own handlers (which import theirs). */
+const withAgents = (props: BatonRuntimeProps): BatonRuntimeProps =>
+  props.handlers ? props : { agentsEntry: FIXTURE_AGENTS_ENTRY, ...props };
+
 const build = (props: BatonRuntimeProps) => () =>
-  new BatonRuntime(new Stack(new App({ context: NO_BUNDLING }), 'Settings'), 'Baton', props);
+  new BatonRuntime(new Stack(new App({ context: NO_BUNDLING }), 'Settings'), 'Baton', withAgents(props));
 
 describe('BatonRuntime settings checked at synth time', () => {
   it('refuses a lease TTL shorter than three renewals of one second', () => {
@@ -74,7 +79,7 @@ describe('BatonRuntime agentEnvironment', () => {
 describe('BatonRuntime producers', { timeout: 180_000 }, () => {
   const intakeEnvironment = (props: BatonRuntimeProps) => {
     const stack = new Stack(new App({ context: NO_BUNDLING }), 'Producers');
-    const baton = new BatonRuntime(stack, 'Baton', props);
+    const baton = new BatonRuntime(stack, 'Baton', withAgents(props));
     const template = Template.fromStack(stack);
     const intake = stack.getLogicalId(baton.intakeFunction.function.node.defaultChild as CfnFunction);
     const step = stack.getLogicalId(baton.stepFunction.function.node.defaultChild as CfnFunction);
@@ -103,7 +108,10 @@ describe('BatonRuntime producers', { timeout: 180_000 }, () => {
   it('takes a role of the same app as a sender, by its unique id', () => {
     const stack = new Stack(new App({ context: NO_BUNDLING }), 'Roles');
     const producer = new Role(stack, 'Producer', { assumedBy: new AccountRootPrincipal() });
-    const baton = new BatonRuntime(stack, 'Baton', { producers: [{ sender: producer.roleId, tenants: ['acme'] }] });
+    const baton = new BatonRuntime(stack, 'Baton', {
+      agentsEntry: FIXTURE_AGENTS_ENTRY,
+      producers: [{ sender: producer.roleId, tenants: ['acme'] }],
+    });
     const intake = stack.getLogicalId(baton.intakeFunction.function.node.defaultChild as CfnFunction);
     const value = Template.fromStack(stack).toJSON().Resources[intake].Properties.Environment.Variables.BATON_PRODUCERS;
 

@@ -379,7 +379,7 @@ describe('BatonRuntime with its defaults (the Baton stack)', () => {
     defaults.hasResourceProperties('AWS::CloudWatch::Alarm', {
       Namespace: 'Baton',
       MetricName: 'StalledSessions',
-      Dimensions: [{ Name: 'service', Value: 'baton' }],
+      Dimensions: [{ Name: 'service', Value: 'Baton/Runtime' }],
       Statistic: 'Maximum',
       Threshold: 0,
       ComparisonOperator: 'GreaterThanThreshold',

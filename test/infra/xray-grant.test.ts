@@ -7,7 +7,7 @@ import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { describe, expect, it } from 'vitest';
 import { BatonRuntime } from '../../infra/constructs/baton-runtime.ts';
 import { addPolicyChecks } from '../../infra/policy-checks.ts';
-import { cdkContext } from './synth-baton.ts';
+import { cdkContext, FIXTURE_AGENTS_ENTRY } from './synth-baton.ts';
 
 // The policy checks look at the roles only: bundling is skipped, so each synth costs no esbuild run.
 const NO_BUNDLING = { 'aws:cdk:bundling-stacks': [] };
@@ -18,7 +18,7 @@ function build(addGrant?: (baton: BatonRuntime) => void) {
     context: { ...cdkContext(), ...NO_BUNDLING },
   });
   const stack = new Stack(app, 'XRay');
-  const baton = new BatonRuntime(stack, 'Baton');
+  const baton = new BatonRuntime(stack, 'Baton', { agentsEntry: FIXTURE_AGENTS_ENTRY });
   addGrant?.(baton);
   addPolicyChecks(app);
   return { synthesize: () => app.synth(), stack };

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { RuntimeTelemetry } from '../../../lib/runtime/deps.ts';
 import { createMemoryTelemetry } from '../../../lib/telemetry/memory-telemetry.ts';
-import { METRIC, noopTelemetry } from '../../../lib/telemetry/telemetry.ts';
+import { METRIC, noopTelemetry, type Telemetry } from '../../../lib/telemetry/telemetry.ts';
 
 describe('createMemoryTelemetry', () => {
   it('records the persistent fields of nested children on every line, the call’s own fields last', () => {
@@ -85,7 +84,7 @@ describe('createMemoryTelemetry', () => {
 
   it('fits where the runtime expects its telemetry, as the no-op telemetry does', async () => {
     // Arrange
-    const candidates: RuntimeTelemetry[] = [createMemoryTelemetry(), noopTelemetry];
+    const candidates: Telemetry[] = [createMemoryTelemetry(), noopTelemetry];
 
     // Act
     const outputs = await Promise.all(

@@ -1,0 +1,42 @@
+/**
+ * The one list of what Baton's functions publish to CloudWatch: the runtime emits only these
+ * names (the metrics interface takes a `MetricName`), and the CDK dashboard and alarms chart the
+ * same. Pure data (it imports only the core vocabulary), so infra/ reads it without pulling in
+ * the runtime.
+ */
+import { OutcomeStatus } from '../core/vocabulary.ts';
+
+/** The EMF namespace every Baton function publishes under. */
+export const METRICS_NAMESPACE = 'Baton';
+
+/**
+ * The `service` dimension when a function's configuration names none (the local stack, tests).
+ * A deployed stack sets its own (BatonRuntime's `serviceName`), so two stacks never mix metrics.
+ */
+export const DEFAULT_SERVICE_NAME = 'baton';
+
+/** The environment variable a function reads its service name from (Powertools' own). */
+export const SERVICE_NAME_ENV = 'POWERTOOLS_SERVICE_NAME';
+
+/** Metric names. */
+export const METRIC = {
+  steps: 'Steps',
+  stepDuration: 'StepDuration',
+  legs: 'Legs',
+  yields: 'Yields',
+  recoveries: 'Recoveries',
+  leaseConflicts: 'LeaseConflicts',
+  duplicateKicksDropped: 'DuplicateKicksDropped',
+  bytesJournaled: 'BytesJournaled',
+  inputTokens: 'InputTokens',
+  outputTokens: 'OutputTokens',
+  /** Counted with the dimension `status` (one of OUTCOME_STATUSES). */
+  outcomes: 'Outcomes',
+  stalledSessions: 'StalledSessions',
+  /** Conversation messages journaled into a running turn. */
+  messagesDelivered: 'MessagesDelivered',
+} as const;
+export type MetricName = (typeof METRIC)[keyof typeof METRIC];
+
+/** Values of the `status` dimension on `Outcomes`. */
+export const OUTCOME_STATUSES: readonly OutcomeStatus[] = Object.values(OutcomeStatus);
