@@ -1,7 +1,8 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { readLocalStackConfig } from '../local/local-config.ts';
+import { waitForOutcome } from '../local/local-baton.ts';
+import { type LocalStackConfig, readLocalStackConfig } from '../local/local-config.ts';
 import {
   DEFAULT_FUNCTION_TIMEOUT_S,
   DEFAULT_STATE_DIR,
@@ -9,6 +10,7 @@ import {
   startLocalStack,
 } from '../local/local-stack.ts';
 import { AGENTS_MODULE_ENV } from '../local/worker-protocol.ts';
+import { clientFor } from './connect.ts';
 import type { CommandIo } from './session-commands.ts';
 
 const positiveNumber = (flag: string, value: string | undefined): number | undefined => {
@@ -18,11 +20,14 @@ const positiveNumber = (flag: string, value: string | undefined): number | undef
   return number;
 };
 
+/** How long `--submit` waits for its sample ticket's outcome. */
+const SAMPLE_TIMEOUT_MS = 120_000;
+
 /**
- * `baton dev [--agents FILE] [--workers N] [--timeout-s S] [--visibility-s S] [--data DIR] [--port P]`:
+ * `baton dev [--agents FILE] [--submit TICKET.json] [--workers N] [--timeout-s S] [--visibility-s S] [--data DIR] [--port P] [--prefix P]`:
  * starts DynamoDB Local, fauxqs, the resources, the worker processes hosting the agents of FILE
- * (the repository's examples without it), and the web console with the HTTP API; runs until
- * Ctrl-C, then stops all it started.
+ * (the repository's examples without it), and the web console with the HTTP API; submits the
+ * sample ticket of `--submit` and prints its outcome; runs until Ctrl-C, then stops all it started.
  */
 export async function dev(args: string[], io: CommandIo): Promise<number> {
   const { values } = parseArgs({
@@ -34,8 +39,11 @@ export async function dev(args: string[], io: CommandIo): Promise<number> {
       data: { type: 'string' },
       agents: { type: 'string' },
       port: { type: 'string' },
+      submit: { type: 'string' },
+      prefix: { type: 'string' },
     },
   });
+  const sample = values.submit === undefined ? undefined : readSample(values.submit);
   const agentsModule = values.agents === undefined ? undefined : resolve(values.agents);
   if (agentsModule !== undefined && !existsSync(agentsModule))
     throw new Error(`--agents: ${agentsModule} does not exist (a module exporting agents = agentRegistry([...]))`);
@@ -57,6 +65,7 @@ export async function dev(args: string[], io: CommandIo): Promise<number> {
     visibilityTimeoutS: positiveNumber('--visibility-s', values['visibility-s']),
     dataDir: values.data,
     stateDir,
+    prefix: values.prefix,
     signal: io.signal,
     ...(agentsModule === undefined ? {} : { handlerEnv: { [AGENTS_MODULE_ENV]: agentsModule } }),
     console: { port: positiveNumber('--port', values.port) },
@@ -90,6 +99,7 @@ export async function dev(args: string[], io: CommandIo): Promise<number> {
     io.out(`  state      ${stateDir}/local.json — other baton commands find the stack there`);
     io.out('Ctrl-C stops everything this command started.');
   }
+  if (sample !== undefined) await submitSample(config, sample, io);
 
   await new Promise<void>((resolve) => {
     if (io.signal === undefined) return; // no way to be stopped: run until the process is killed
@@ -100,6 +110,52 @@ export async function dev(args: string[], io: CommandIo): Promise<number> {
   await stack.stop();
   if (!io.json) io.out('baton dev: stopped');
   return 0;
+}
+
+interface SampleTicket {
+  readonly agent: string;
+  readonly input: unknown;
+  readonly tenant?: string;
+}
+
+/** The `--submit` file: `{ "agent": NAME, "input": ANY, "tenant"?: T }`, checked before the stack starts. */
+function readSample(file: string): SampleTicket {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(resolve(file), 'utf8'));
+  } catch (error) {
+    throw new Error(`--submit: cannot read ${resolve(file)} as JSON: ${(error as Error).message}`);
+  }
+  const sample = parsed as Partial<SampleTicket> | null;
+  if (typeof sample?.agent !== 'string' || !('input' in sample))
+    throw new Error(`--submit: ${resolve(file)} must be { "agent": NAME, "input": ... }`);
+  return sample as SampleTicket;
+}
+
+/** Submits the sample ticket and prints its outcome; a failure is reported, and the stack keeps running. */
+async function submitSample(config: LocalStackConfig, sample: SampleTicket, io: CommandIo): Promise<void> {
+  const { resources } = config;
+  const client = clientFor({
+    region: config.region,
+    endpoints: config.endpoints,
+    local: true,
+    table: resources.table,
+    bucket: resources.bucket,
+    ticketsQueueUrl: resources.queues.tickets.url,
+    workQueueUrl: resources.queues.work.url,
+    resultsQueueUrl: resources.queues.results.url,
+  });
+  try {
+    const submitted = await client.submit(sample);
+    io.out(`sample ticket ${submitted.ticketId} → ${sample.agent}, session ${submitted.sessionId}`);
+    const status = await waitForOutcome(client, submitted.sessionId, SAMPLE_TIMEOUT_MS);
+    const outcome = status.outcome;
+    io.out(
+      `sample session ${submitted.sessionId} ${outcome?.status ?? status.status}: ${JSON.stringify(outcome?.output ?? outcome?.error ?? null)}`,
+    );
+  } catch (error) {
+    io.out(`sample ticket failed: ${(error as Error).message}`);
+  }
 }
 
 function isAlive(pid: number): boolean {

@@ -6,6 +6,7 @@
 import { extname } from 'node:path';
 import { CHAOS_USAGE } from '../chaos/chaos-options.ts';
 import { dev } from './dev.ts';
+import { init } from './init.ts';
 import { schemas } from './schemas.ts';
 import { approve, type CommandIo, cancel, events, list, resolve, send, status, submit } from './session-commands.ts';
 
@@ -40,7 +41,13 @@ const COMMANDS: Record<string, CommandEntry> = {
   dev: {
     run: dev,
     summary: 'start the embedded local AWS stack, the functions, the web console and the HTTP API',
-    usage: 'baton dev [--agents FILE] [--workers N] [--timeout-s S] [--visibility-s S] [--data DIR] [--port P]',
+    usage:
+      'baton dev [--agents FILE] [--submit TICKET.json] [--workers N] [--timeout-s S] [--visibility-s S] [--data DIR] [--port P] [--prefix P]',
+  },
+  init: {
+    run: init,
+    summary: 'write a new project: agents, handlers, a CDK app, a local test and a README',
+    usage: 'baton init DIR',
   },
   demo: {
     run: fromCheckout('demo'),

