@@ -1,4 +1,4 @@
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import {
   existsSync,
   mkdirSync,
@@ -9,10 +9,11 @@ import {
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
+import { readdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const TSC = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
@@ -31,7 +32,7 @@ const USER_FILES: Record<string, string> = {
       allowImportingTsExtensions: true,
       skipLibCheck: true,
     },
-    include: ['src'],
+    include: ['src', 'infra'],
   }),
   'src/agents.ts': `import { agentRegistry, defineAgent, defineTool, scriptedModel, type Result, Ticket, toolResults } from 'baton';
 import { z } from 'zod';
@@ -73,6 +74,26 @@ export const handler = createStepHandler({ agents });
   'src/sweeper.ts': `import { createSweeperHandler } from 'baton/aws';
 export const handler = createSweeperHandler();
 `,
+  'src/api.ts': `import { createHttpApiHandler } from 'baton/aws';
+export const handler = createHttpApiHandler();
+`,
+  // The team's CDK app: its own handlers, the construct from baton/cdk, cdk-nag's packs over it all.
+  'infra/app.ts': `import { App, Stack, Validations } from 'aws-cdk-lib';
+import { AccountRootPrincipal, Role } from 'aws-cdk-lib/aws-iam';
+import { AwsSolutionsChecks, ServerlessChecks } from 'cdk-nag';
+import { BatonRuntime } from 'baton/cdk';
+
+const app = new App();
+Validations.of(app).addPlugins(new AwsSolutionsChecks(app), new ServerlessChecks(app));
+const stack = new Stack(app, 'TeamAgents');
+const baton = new BatonRuntime(stack, 'Baton', {
+  handlers: { intake: 'src/intake.ts', step: 'src/step.ts', sweeper: 'src/sweeper.ts', api: 'src/api.ts' },
+  projectRoot: import.meta.dirname + '/..',
+});
+baton.grantSubmitTickets(new Role(stack, 'Producer', { assumedBy: new AccountRootPrincipal() }));
+`,
+  // NodejsFunction builds from a lockfile; a team's is npm's.
+  'package-lock.json': JSON.stringify({ name: 'team-agents', lockfileVersion: 3, packages: {} }),
   // Proves the declarations carry real types (with \`any\` the expected errors would not happen).
   'src/misuse.ts': `import { createStepHandler } from 'baton/aws';
 import { defineAgent } from 'baton';
@@ -92,6 +113,80 @@ const DEV_ONLY = [
   /\/bench\//,
   /\/examples\//,
 ];
+
+/** What only the local stack and the tests may switch on: none of it may be in a Lambda bundle. */
+const TEST_HOOKS = {
+  'the agents-module import': 'BATON_AGENTS_MODULE',
+  'the fault middleware': 'BATON_FAULTS',
+  'the file failpoints': 'SIGKILL',
+  'the local trace-header shim': 'batonAwsTraceHeaderShim',
+};
+
+/**
+ * Synthesizes the CDK app in `cwd` offline (no credentials, no cdk CLI) into `outdir`; returns
+ * each bundle's code. Without `bundle`, esbuild is skipped (most of a synth's time).
+ */
+async function synthBundles(cwd: string, outdir: string, bundle = true): Promise<string[]> {
+  const context = bundle ? {} : { CDK_CONTEXT_JSON: JSON.stringify({ 'aws:cdk:bundling-stacks': [] }) };
+  const run = spawnSync(process.execPath, ['infra/app.ts'], {
+    cwd,
+    encoding: 'utf8',
+    env: { ...process.env, ...context, CDK_OUTDIR: outdir, CDK_DISABLE_CLI_TELEMETRY: 'true' },
+  });
+  expect(run.status, run.stderr).toBe(0);
+  const report = join(outdir, 'validation-report.json');
+  if (existsSync(report)) {
+    const { pluginReports } = JSON.parse(readFileSync(report, 'utf8')) as {
+      pluginReports: { pluginName: string; conclusion: string; violations: { ruleName: string }[] }[];
+    };
+    for (const plugin of pluginReports)
+      expect({ [plugin.pluginName]: plugin.violations.map((v) => v.ruleName) }).toEqual({ [plugin.pluginName]: [] });
+  }
+  const assets = (await readdir(outdir)).filter((name) => name.startsWith('asset.'));
+  return assets
+    .map((asset) => join(outdir, asset, 'index.mjs'))
+    .filter((file) => existsSync(file))
+    .map((file) => readFileSync(file, 'utf8'));
+}
+
+/** The hooks found in a bundle, by what they are. */
+const hooksIn = (bundle: string): string[] =>
+  Object.entries(TEST_HOOKS)
+    .filter(([, marker]) => bundle.includes(marker))
+    .map(([hook]) => hook);
+
+/**
+ * Runs a `baton dev` command (`npm start` or the bin) until it prints the sample ticket's outcome,
+ * then stops it with SIGINT as Ctrl-C would; returns everything it printed.
+ */
+function runUntilSampleFinished(command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv) {
+  return new Promise<string>((resolvePromise, reject) => {
+    const child = spawn(command, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    let output = '';
+    let stopping = false;
+    const deadline = setTimeout(() => {
+      stopping = true;
+      process.kill(-child.pid!, 'SIGKILL');
+      reject(new Error(`no sample outcome within ${DEV_DEADLINE_MS} ms; output:\n${output.slice(-4_000)}`));
+    }, DEV_DEADLINE_MS);
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      if (!stopping && /sample session \S+ \w+: /.test(output)) {
+        stopping = true;
+        process.kill(-child.pid!, 'SIGINT');
+      }
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
+    child.on('exit', () => {
+      clearTimeout(deadline);
+      resolvePromise(output);
+    });
+  });
+}
+
+/** A local stack boots DynamoDB Local's JVM unless it finds the suite's; a busy machine is slow at both. */
+const DEV_DEADLINE_MS = 180_000;
 
 /** The relative imports of compiled ESM, followed from `entry`: the files a bundle of it could pull in. */
 function importGraph(entry: string): Set<string> {
@@ -128,6 +223,12 @@ describe('the published package, installed into a project outside the repository
     execFileSync('tar', ['-xzf', join(dir, tarball), '-C', installed, '--strip-components=1']);
     for (const name of readdirSync(join(ROOT, 'node_modules')))
       if (!name.startsWith('.')) symlinkSync(join(ROOT, 'node_modules', name), join(project, 'node_modules', name));
+    // npm links each package's bins into node_modules/.bin: baton's own, and the tools a project runs.
+    const bin = join(project, 'node_modules', '.bin');
+    mkdirSync(bin);
+    symlinkSync(join(installed, 'bin', 'baton'), join(bin, 'baton'));
+    for (const tool of ['esbuild', 'tsc', 'cdk'])
+      symlinkSync(join(ROOT, 'node_modules', '.bin', tool), join(bin, tool));
     for (const [file, text] of Object.entries(USER_FILES)) {
       mkdirSync(dirname(join(project, file)), { recursive: true });
       writeFileSync(join(project, file), text);
@@ -195,4 +296,93 @@ describe('the published package, installed into a project outside the repository
     expect(help.status).toBe(0);
     expect(help.stdout).toContain('dev ');
   });
+
+  it("synthesizes a CDK app with the team's handlers offline, cdk-nag clean: bundles of its agents, none of the test hooks", async () => {
+    const bundles = await synthBundles(project, join(dir, 'team.out'));
+
+    expect(bundles).toHaveLength(4);
+    expect(bundles.filter((bundle) => bundle.includes('greeter')).length, 'bundles with the agents').toBe(2);
+    expect(bundles.map(hooksIn)).toEqual([[], [], [], []]);
+  });
+
+  it("hosts the team's agents with `baton dev --agents` and completes a ticket", async () => {
+    writeFileSync(join(project, 'sample.json'), JSON.stringify({ agent: 'greeter', input: 'hi' }));
+
+    const output = await runUntilSampleFinished(
+      join(project, 'node_modules', '.bin', 'baton'),
+      ['dev', '--agents', 'src/agents.ts', '--submit', 'sample.json', '--prefix', `pkg${process.pid}a`],
+      project,
+      devEnv(),
+    );
+
+    expect(output).toMatch(/sample session \S+ completed: "greeted"/);
+  });
+
+  describe('a project made by `baton init`', () => {
+    let app: string;
+    beforeAll(() => {
+      const run = spawnSync(join(project, 'node_modules', '.bin', 'baton'), ['init', 'greeter-app'], {
+        cwd: dir,
+        encoding: 'utf8',
+        env: devEnv(),
+      });
+      expect(run.status, run.stderr).toBe(0);
+      app = join(dir, 'greeter-app');
+      // What `npm install` would give it: the same packages as the team's project.
+      symlinkSync(join(project, 'node_modules'), join(app, 'node_modules'));
+      writeFileSync(
+        join(app, 'package-lock.json'),
+        JSON.stringify({ name: 'greeter-app', lockfileVersion: 3, packages: {} }),
+      );
+    });
+
+    // Its handler files are the team's pattern, whose bundles the test above reads: here the app itself.
+    it('synthesizes its CDK app: the construct over its four handler files', async () => {
+      const outdir = join(dir, 'init.out');
+      await synthBundles(app, outdir, false);
+      const [template] = (await readdir(outdir)).filter((name) => name.endsWith('.template.json'));
+      const { Resources } = JSON.parse(readFileSync(join(outdir, template!), 'utf8')) as {
+        Resources: Record<
+          string,
+          { Type: string; Properties: { Environment?: { Variables: Record<string, string> } } }
+        >;
+      };
+      const functions = Object.values(Resources).filter((r) => r.Type === 'AWS::Lambda::Function');
+
+      expect(functions.map((f) => f.Properties.Environment?.Variables.POWERTOOLS_SERVICE_NAME)).toEqual(
+        Array(4).fill('GreeterApp/Baton'),
+      );
+    });
+
+    it('starts with `npm start`: the local stack with its agents completes the sample ticket', async () => {
+      const output = await runUntilSampleFinished(
+        'npm',
+        ['start', '--', '--prefix', `pkg${process.pid}b`],
+        app,
+        devEnv(),
+      );
+
+      expect(output).toMatch(/sample session \S+ completed: "Hello, Ada!"/);
+    });
+
+    it('passes `npm test`: its sample agent on the local stack', () => {
+      const run = spawnSync('npm', ['test'], { cwd: app, encoding: 'utf8', env: devEnv(), timeout: DEV_DEADLINE_MS });
+
+      expect(run.status, run.stdout + run.stderr).toBe(0);
+      expect(run.stdout).toMatch(/pass 1/);
+    });
+  });
 });
+
+/** The environment of a local stack in the test: this Node first on PATH, the suite's emulators (no second JVM). */
+function devEnv(): NodeJS.ProcessEnv {
+  const { region, endpoints } = inject('baton');
+  return {
+    ...process.env,
+    PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ''}`,
+    AWS_REGION: region,
+    AWS_ENDPOINT_URL_DYNAMODB: endpoints.dynamodb,
+    AWS_ENDPOINT_URL_SQS: endpoints.sqs,
+    AWS_ENDPOINT_URL_S3: endpoints.s3,
+  };
+}
