@@ -47,6 +47,8 @@ export async function measureStepBundle(entry = join(REPO_ROOT, 'functions', 'st
       format: 'esm',
       logLevel: 'error',
       external: variant === 'aws-sdk-external' ? ['@aws-sdk/*'] : [],
+      // The examples import `baton` by name: in a checkout that is the sources (package.json exports).
+      conditions: ['baton-source'],
       // CommonJS dependencies bundled into ESM still call require() for Node built-ins.
       banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
     });
