@@ -97,6 +97,8 @@ export const EventsQuery = z
   .object({
     after: z.coerce.number().int().nonnegative().optional(),
     waitMs: z.coerce.number().int().min(0).max(25_000).optional(),
+    /** `true`: a running session's partial model text comes as `model-text` events between entries. */
+    live: z.enum(['true', 'false']).optional(),
   })
   .strict();
 
@@ -112,6 +114,17 @@ export const SessionEventView = z
     data: z.unknown(),
   })
   .meta({ id: 'SessionEvent' });
+
+/** One `data:` of a `model-text` event: partial model text, never journaled; its `id:` is `cursor.chunk`. */
+export const ModelTextView = z
+  .object({
+    kind: z.literal('model-text'),
+    seq: z.number().int(),
+    turnId: z.string(),
+    chunk: z.number().int(),
+    text: z.string(),
+  })
+  .meta({ id: 'ModelTextEvent' });
 
 export const CancelResponse = z
   .object({ sessionId: z.string(), result: z.literal('requested') })

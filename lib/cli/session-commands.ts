@@ -143,7 +143,10 @@ export async function list(args: string[], io: CommandIo): Promise<number> {
   return 0;
 }
 
-/** `baton events SESSION [--turn TURN_ID] [--after CURSOR] [--follow]`: one JSON line per journal entry. */
+/**
+ * `baton events SESSION [--turn TURN_ID] [--after CURSOR] [--follow]`: one JSON line per journal
+ * entry; following, also one per chunk of partial model text (`"kind":"model-text"`) while it streams.
+ */
 export async function events(args: string[], io: CommandIo): Promise<number> {
   const { values, positionals } = parseArgs({
     args,
@@ -155,6 +158,7 @@ export async function events(args: string[], io: CommandIo): Promise<number> {
   const options = {
     after: values.after ? Number(values.after) : 0,
     follow: values.follow ?? false,
+    live: values.follow ?? false,
     ...(values.turn ? { turnId: values.turn } : {}),
     ...(io.signal ? { signal: io.signal } : {}),
   };

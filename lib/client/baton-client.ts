@@ -11,6 +11,7 @@ import { childContext, newTraceId } from '../core/trace-context.ts';
 import { DEFAULT_MAX_PENDING_INPUTS, reportedState, type SessionState } from '../core/vocabulary.ts';
 import type { BlobStore } from '../ports/blob-store.ts';
 import type { Clock } from '../ports/clock.ts';
+import type { LiveTextChunk, LiveTextStore } from '../ports/live-text.ts';
 import type { TicketQueue, WorkQueue } from '../ports/queues.ts';
 import type { SessionRecord, SessionStore, TurnOutcome } from '../ports/session-store.ts';
 import { acceptTurn } from '../runtime/turn-intake.ts';
@@ -23,6 +24,8 @@ export interface BatonClientDeps {
   readonly tickets: TicketQueue;
   readonly workQueue: WorkQueue;
   readonly blobs?: BlobStore | undefined;
+  /** Partial model text of running sessions, for followers that ask for it; without it they see entries only. */
+  readonly live?: LiveTextStore | undefined;
   readonly clock: Clock;
   /** Inputs that may wait for a session (default 9). */
   readonly maxPendingInputs?: number | undefined;
@@ -91,6 +94,33 @@ export interface SessionEvent {
   readonly data: unknown;
 }
 
+/**
+ * Partial model text while the response streams (a follower asked with `live`): never journaled,
+ * in chunks to append in order; the model entry at `seq`, when it comes, is the whole response.
+ */
+export interface ModelTextEvent {
+  readonly kind: 'model-text';
+  /** The seq the model entry will take. */
+  readonly seq: number;
+  readonly turnId: string;
+  /** 0, 1, 2 … : the chunks of one response, each following the one before. */
+  readonly chunk: number;
+  /** The text added since the previous chunk. */
+  readonly text: string;
+}
+
+/** What a live follower sees: journal entries, and partial model text between them. */
+export type FollowEvent = SessionEvent | ModelTextEvent;
+
+/** Where and how an events stream runs. */
+export interface EventsOptions {
+  readonly after?: number | undefined;
+  readonly follow?: boolean | undefined;
+  /** With `follow`: partial model text of a streaming response as `model-text` events. */
+  readonly live?: boolean | undefined;
+  readonly signal?: AbortSignal | undefined;
+}
+
 export type CancelResult = 'requested' | 'already-finished' | 'not-found';
 
 /** How a sent input reaches the session: a new turn behind the active one, or a message into it. */
@@ -157,10 +187,8 @@ export interface BatonTransport {
   submit(request: SubmitRequest): Promise<Submitted>;
   status(sessionId: string): Promise<SessionStatus | undefined>;
   sessions(query?: SessionListQuery): Promise<SessionListPage>;
-  events(
-    sessionId: string,
-    options?: { after?: number; follow?: boolean; signal?: AbortSignal },
-  ): AsyncGenerator<SessionEvent>;
+  events(sessionId: string, options: EventsOptions & { live: true }): AsyncGenerator<FollowEvent>;
+  events(sessionId: string, options?: EventsOptions): AsyncGenerator<SessionEvent>;
   cancel(sessionId: string): Promise<CancelResult>;
 }
 
@@ -252,40 +280,71 @@ export class BatonClient implements BatonTransport {
     };
   }
 
-  /** The journal as a stream from a cursor; with `follow`, polls until the session finishes or the signal aborts. */
+  /**
+   * The journal as a stream from a cursor; with `follow`, polls until the session finishes or the
+   * signal aborts, and with `live` too, shows a running session's partial model text between entries.
+   */
+  events(
+    sessionId: string,
+    options: EventsOptions & { live: true; pollMs?: number; turnId?: string },
+  ): AsyncGenerator<FollowEvent>;
+  events(
+    sessionId: string,
+    options?: EventsOptions & { pollMs?: number; turnId?: string },
+  ): AsyncGenerator<SessionEvent>;
   async *events(
     sessionId: string,
-    options: { after?: number; follow?: boolean; pollMs?: number; signal?: AbortSignal; turnId?: string } = {},
-  ): AsyncGenerator<SessionEvent> {
+    options: EventsOptions & { pollMs?: number; turnId?: string } = {},
+  ): AsyncGenerator<FollowEvent> {
     const record = await this.deps.store.findSession(sessionId);
     if (!record) throw new InvalidInputError(`session ${sessionId} not found`);
     const { turnId } = options;
     if (turnId !== undefined && !(await this.deps.store.getTurn(record.key, turnId)))
       throw new InvalidInputError(`session ${sessionId} has no turn ${turnId}`);
     let cursor = options.after ?? 0;
+    let follow = options.follow ?? false;
+    let running = record.state === 'running';
+    let shown: LivePosition = { seq: cursor + 1, chunk: -1 };
     for (;;) {
+      // Live text before the journal: a partial is never shown after its entry was read.
+      const chunks = follow && options.live && running ? await this.liveTextAfter(record, cursor, shown) : [];
       const entries = await this.deps.store.readJournal(record.key, cursor);
       for (const entry of entries) {
         cursor = entry.seq;
         if (turnId !== undefined && entry.turnId !== turnId) continue;
         // A turn's stream ends with its published result.
-        if (turnId !== undefined && entry.kind === 'published') options = { ...options, follow: false };
-        yield {
-          cursor,
-          kind: entry.kind,
-          seq: entry.seq,
-          epoch: entry.epoch,
-          at: new Date(entry.at).toISOString(),
-          turnId: entry.turnId,
-          data: entry.data,
-        };
+        if (turnId !== undefined && entry.kind === 'published') follow = false;
         yield toEvent(entry);
       }
-      if (!options.follow || options.signal?.aborted) return;
+      if (entries.length === 0)
+        for (const chunk of chunks) {
+          shown = { seq: chunk.seq, chunk: chunk.index };
+          if (turnId === undefined || chunk.turnId === turnId) yield toModelText(chunk);
+        }
+      if (!follow || options.signal?.aborted) return;
       const fresh = await this.deps.store.getSession(record.key);
       if (fresh && ['completed', 'failed', 'cancelled'].includes(fresh.state) && entries.length === 0) return;
+      running = fresh?.state === 'running';
       await this.deps.clock.sleep(options.pollMs ?? 500, options.signal).catch(() => undefined);
     }
+  }
+
+  /**
+   * The partial text of the response after the journal's `cursor` that a follower at `shown` has
+   * not seen: the next chunks in order, stopping at a gap (a chunk not yet readable). Empty without
+   * a live text store.
+   */
+  async liveTextAfter(record: SessionRecord, cursor: number, shown: LivePosition): Promise<LiveTextChunk[]> {
+    if (!this.deps.live) return [];
+    const seq = cursor + 1;
+    const after = shown.seq === seq ? shown.chunk : -1;
+    const chunks = await this.deps.live.read(record.key, seq, { after, now: this.deps.clock.now() });
+    const next: LiveTextChunk[] = [];
+    for (const chunk of chunks) {
+      if (chunk.index !== after + 1 + next.length) break;
+      next.push(chunk);
+    }
+    return next;
   }
 
   /** One update (cancelRequested, version bump) plus a cancel kick. Idempotent. */
@@ -473,6 +532,21 @@ export class BatonClient implements BatonTransport {
     };
   }
 }
+
+/** How far a follower has seen a streaming response: chunks up to `chunk` of the one at `seq`. */
+export interface LivePosition {
+  readonly seq: number;
+  readonly chunk: number;
+}
+
+/** A live text chunk as a follower's event. */
+export const toModelText = (chunk: LiveTextChunk): ModelTextEvent => ({
+  kind: 'model-text',
+  seq: chunk.seq,
+  turnId: chunk.turnId,
+  chunk: chunk.index,
+  text: chunk.text,
+});
 
 const toEvent = (entry: JournalEntry): SessionEvent => ({
   cursor: entry.seq,

@@ -4,7 +4,7 @@ import { buildTranscript } from '../../agent/transcript.ts';
 import type { ToolCall } from '../../core/journal.ts';
 import type { ModelResponse } from '../../ports/model-client.ts';
 import { traceModelCall } from '../leg-tracing.ts';
-import { liveModelText } from '../live-model-text.ts';
+import { type LiveTextWriter, liveTextWriter } from '../live-text-writer.ts';
 import { fitsInBudget, waitForRetry, yieldForBudget } from './hand-off.ts';
 import type { KickOutcome, LegContext } from './leg-context.ts';
 import { runStep } from './retry.ts';
@@ -24,12 +24,18 @@ async function callModel(leg: LegContext, agent: AgentDefinition): Promise<void>
     messages: buildTranscript(leg.journal.entries),
     tools: agent.tools.map((t) => ({ name: t.name, description: t.description, inputSchema: toolInputSchema(t) })),
   };
-  const stream = liveModelText(deps.live, leg.key, leg.journal.view.lastSeq + 1);
-  const pending = traceModelCall(leg.span, agent.model.id, () =>
-    agent.model.converse(request, leg.signals.stepSignal, stream),
-  );
-  await deps.failpoint('mid-step');
-  const response: ModelResponse = await pending;
+  const stream = streamSink(leg);
+  let response: ModelResponse;
+  try {
+    const pending = traceModelCall(leg.span, agent.model.id, () =>
+      agent.model.converse(request, leg.signals.stepSignal, stream),
+    );
+    await deps.failpoint('mid-step');
+    response = await pending;
+  } finally {
+    // Before the entry is journaled: no partial is written after its response is whole.
+    await stream?.close();
+  }
   leg.signals.throwIfAborted();
   deps.telemetry.metrics.duration('StepDuration', deps.clock.now() - started);
   deps.telemetry.metrics.count('InputTokens', response.usage.inputTokens);
@@ -39,6 +45,29 @@ async function callModel(leg: LegContext, agent: AgentDefinition): Promise<void>
     toolCalls: withDistinctIds(response.toolCalls),
     stopReason: response.stopReason,
     usage: response.usage,
+  });
+}
+
+/**
+ * Where a streaming model's partial text goes: coalesced chunks in the live text store, keyed by
+ * the seq the model entry will take. None without a store; a model that does not stream never
+ * writes to it, so streaming costs nothing unless the agent's model streams.
+ */
+function streamSink(leg: LegContext): LiveTextWriter | undefined {
+  const { deps } = leg;
+  const turnId = leg.journal.view.turnId;
+  if (!deps.live || turnId === undefined) return undefined;
+  return liveTextWriter({
+    store: deps.live,
+    clock: deps.clock,
+    session: leg.key,
+    seq: leg.journal.view.lastSeq + 1,
+    turnId,
+    policy: deps.config.liveText,
+    onWrite: ({ ok, error }) => {
+      deps.telemetry.metrics.count(ok ? 'LiveTextWrites' : 'LiveTextWriteFailures');
+      if (!ok) leg.log.debug('live text write failed (the journal is unaffected)', { error: String(error) });
+    },
   });
 }
 
