@@ -75,6 +75,8 @@ describe('streaming model output', () => {
     await follow;
 
     const journal = await store.readJournal(key);
+    // The follower saw each entry once, in order.
+    expect(seen.filter((e) => e.kind !== 'model-text').map((e) => e.seq)).toEqual(journal.map((e) => e.seq));
     const models = journal.filter((e) => e.kind === 'model');
     expect(models).toHaveLength(1);
     expect(models[0]).toMatchObject({ data: { text: 'Every id was found.', stopReason: 'end_turn' } });
