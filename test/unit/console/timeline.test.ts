@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 // The console's own module (plain JavaScript, served as is).
-import { addModelText, buildTimeline, formatAge, formatDuration, liveTextAfterEntry } from '../../../console/timeline.js';
+import {
+  addModelText,
+  buildTimeline,
+  formatAge,
+  formatDuration,
+  liveTextAfterEntry,
+} from '../../../console/timeline.js';
 
 const at = (ms: number) => new Date(1_700_000_000_000 + ms).toISOString();
 const leg = (seq: number, ms: number, reason: string, owner: string) => ({
