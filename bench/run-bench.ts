@@ -6,6 +6,7 @@ import { type BundleFigures, measureStepBundle } from './bundle.ts';
 import type { DurableReplayFigures } from './durable-replay.ts';
 import { measureFullRewrite } from './full-rewrite-baseline.ts';
 import { measureResumeCost, measureSessionCost, type ResumeCost, type SessionCost } from './journal-cost.ts';
+import { LIVE_TEXT_POLICY, type LiveTextCost, measureLiveTextCost } from './live-text-cost.ts';
 import { measureRecovery, type RecoveryFigures } from './recovery.ts';
 import {
   measureRawConditionalWrites,
@@ -14,7 +15,7 @@ import {
   type ThroughputFigures,
 } from './throughput.ts';
 
-export const BENCH_SECTIONS = ['journal', 'resume', 'durable', 'throughput', 'recovery', 'bundle'] as const;
+export const BENCH_SECTIONS = ['journal', 'resume', 'stream', 'durable', 'throughput', 'recovery', 'bundle'] as const;
 export type BenchSection = (typeof BENCH_SECTIONS)[number];
 
 /** The workload: a long-haul session of 250 tool calls = 501 steps (a model call and a tool result per call, and the answer). */
@@ -30,6 +31,9 @@ export const BENCH_WORKLOAD = {
   throughputToolCalls: 50,
   rawWriteMs: 5_000,
   recoverySamples: 5,
+  /** Streamed responses (output tokens) whose live text cost is measured, at a typical 50 tokens/s (40,000: near a 15-minute invocation). */
+  streamTokens: [100, 1_000, 10_000, 40_000],
+  streamTokensPerSecond: 50,
   /** A durable function's invocation ends at a wait (or a timeout); one every 50 steps stands for a leg. */
   durableStepsPerInvocation: 50,
 } as const;
@@ -41,6 +45,7 @@ export interface BenchReport {
   readonly workload: typeof BENCH_WORKLOAD;
   readonly journal?: { baton: SessionCost; fullRewrite: SessionCost; bytesRatio: number } | undefined;
   readonly resume?: ResumeCost[] | undefined;
+  readonly stream?: LiveTextCost[] | undefined;
   readonly durable?: DurableReplayFigures | { unavailable: string } | undefined;
   readonly throughput?: { baton: ThroughputFigures; raw: RawWriteFigures; ratio: number } | undefined;
   readonly recovery?: RecoveryFigures | { unavailable: string } | undefined;
@@ -67,7 +72,7 @@ export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
     workload: w,
     seconds: 0,
   };
-  const needsDb = (['journal', 'resume', 'throughput', 'recovery'] as const).some(want);
+  const needsDb = (['journal', 'resume', 'stream', 'throughput', 'recovery'] as const).some(want);
   const db = needsDb ? await startBenchDatabase() : undefined;
   try {
     if (db && want('journal')) {
@@ -91,6 +96,14 @@ export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
           }),
         );
       }
+    }
+    if (db && want('stream')) {
+      options.progress(`stream: live text writes of streamed responses of ${w.streamTokens.join(', ')} tokens`);
+      report.stream = await measureLiveTextCost({
+        db,
+        tokens: w.streamTokens,
+        tokensPerSecond: w.streamTokensPerSecond,
+      });
     }
     if (want('durable')) {
       options.progress('durable: the same loop on the durable execution SDK local runner (real-time waits, ~15 s)');
@@ -190,7 +203,7 @@ const dec = (n: number, digits = 2) => n.toFixed(digits);
 export function formatBenchReport(report: BenchReport): string[] {
   const rows: Array<[string, string, string]> = [];
   const section = (title: string) => rows.push([`— ${title}`, '', '']);
-  const { journal, resume, durable, throughput, recovery, bundle } = report;
+  const { journal, resume, stream, durable, throughput, recovery, bundle } = report;
   if (journal) {
     section('journal cost (DynamoDB Local, counted at the client)');
     for (const [i, window] of journal.baton.windows.entries()) {
@@ -237,6 +250,23 @@ export function formatBenchReport(report: BenchReport): string[] {
         `${r.journalEntries} entries, 0 re-executed`,
       ]);
     }
+  }
+  if (stream) {
+    const p = LIVE_TEXT_POLICY;
+    section(
+      `live text of a streamed response (${report.workload.streamTokensPerSecond} tokens/s; gap ${p.minIntervalMs} ms doubling every ${p.writesPerDoubling} writes, cap ${p.maxWrites})`,
+    );
+    for (const s of stream)
+      rows.push([
+        `${int(s.tokens)} tokens (${dec(s.streamSeconds, 0)} s, ${int(s.chars)} chars)`,
+        `${s.writes} writes, ${dec(s.wcu, 0)} WCU`,
+        `${int(s.writeBytes)} B written; ${int(s.liveChars)} chars live; late joiner reads ${dec(s.fullReadRcu, 1)} RCU`,
+      ]);
+    rows.push([
+      'with streaming off',
+      '0 writes',
+      'the journal figures above are a non-streaming agent with the store wired',
+    ]);
   }
   if (durable) {
     section('AWS Lambda durable function, SDK local runner, same loop');
