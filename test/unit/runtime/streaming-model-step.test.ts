@@ -6,8 +6,13 @@ import { MemoryLiveText } from '../../../lib/adapters/memory/memory-live-text.ts
 import { MemoryTicketQueue } from '../../../lib/adapters/memory/memory-queues.ts';
 import { BatonClient, type FollowEvent } from '../../../lib/client/baton-client.ts';
 import { deriveSessionId } from '../../../lib/core/ids.ts';
+import type { ModelClient } from '../../../lib/ports/model-client.ts';
+import { FailpointCrash } from '../../../lib/runtime/failpoints.ts';
 import { acceptTicket } from '../../../lib/runtime/intake.ts';
-import { drain, lookupAgent, makeTestDeps, ticketBody } from '../../fixtures/runtime.ts';
+import { DEFAULT_LIVE_TEXT_POLICY } from '../../../lib/runtime/live-text-writer.ts';
+import { runKick } from '../../../lib/runtime/step-runner.ts';
+import { drain, invocation, lookupAgent, makeTestDeps, ticketBody } from '../../fixtures/runtime.ts';
+import { waitFor } from '../../fixtures/wait-for.ts';
 
 const usage = {
   inputTokens: { total: 8, noCache: 8, cacheRead: undefined, cacheWrite: undefined },
@@ -89,6 +94,52 @@ describe('streaming model output', () => {
       'Every id was found.'.startsWith(partials.map((p) => (p.kind === 'model-text' ? p.text : '')).join('')),
     ).toBe(true);
     expect(results.bodies).toEqual([expect.objectContaining({ status: 'completed', output: 'Every id was found.' })]);
+  });
+
+  it('leaves nothing of a crash mid-stream that a follower shows or the journal keeps', async () => {
+    const live = new MemoryLiveText();
+    const key = { tenant: 'default', agent: 'lookup-agent', id: deriveSessionId('default', 'lookup-agent', 'S-3') };
+    let calls = 0;
+    const model: ModelClient = {
+      id: 'crashing-stream',
+      maxDurationMs: 1_000,
+      async converse(_request, _signal, sink) {
+        calls++;
+        if (calls === 1) {
+          // The first leg streams part of an answer, then its process dies.
+          sink?.text('half an ans');
+          await waitFor(async () => (await live.read(key, 3, { now: deps.clock.now() })).length > 0, {
+            what: 'the first partial to be stored',
+          });
+          throw new FailpointCrash('mid-step');
+        }
+        sink?.text('the whole ');
+        sink?.text('answer');
+        return {
+          text: 'the whole answer',
+          toolCalls: [],
+          stopReason: 'end_turn',
+          usage: { inputTokens: 1, outputTokens: 3 },
+        };
+      },
+    };
+    const { deps, store, results, clock } = makeTestDeps([{ ...lookupAgent(), model }], { live });
+    await acceptTicket(ticketBody('lookup-agent', 'S-3', {}), undefined, deps);
+    await expect(drain(deps)).rejects.toThrow(FailpointCrash);
+    clock.advance(deps.config.leaseTtlMs + 50);
+    await runKick({ v: 1, session: key, reason: 'recovery' }, invocation(60_000, deps.clock), deps);
+    await drain(deps);
+
+    const journal = await store.readJournal(key);
+    // The dead leg's partial sits under seq 3, which the recovery's leg marker took: followers read
+    // only the seq after the journal's last, so they never show it; and it expires.
+    expect(journal.find((e) => e.seq === 3)).toMatchObject({ kind: 'leg', data: { reason: 'recovery' } });
+    expect((await live.read(key, 3, { now: deps.clock.now() })).map((c) => c.text)).toEqual(['half an ans']);
+    expect(await live.read(key, 3, { now: deps.clock.now() + DEFAULT_LIVE_TEXT_POLICY.ttlMs })).toEqual([]);
+    expect(journal.filter((e) => e.kind === 'model').map((e) => e.data)).toEqual([
+      expect.objectContaining({ text: 'the whole answer' }),
+    ]);
+    expect(results.bodies).toEqual([expect.objectContaining({ status: 'completed', output: 'the whole answer' })]);
   });
 
   it('writes no live text for a model that does not stream', async () => {
