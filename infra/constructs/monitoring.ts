@@ -36,6 +36,9 @@ export const BATON_METRIC = {
   outputTokens: 'OutputTokens',
   outcomes: 'Outcomes',
   stalledSessions: 'StalledSessions',
+  /** Chunks of streamed model text written for live followers (never journaled), and the writes that failed. */
+  liveTextWrites: 'LiveTextWrites',
+  liveTextWriteFailures: 'LiveTextWriteFailures',
 } as const;
 
 /** Values of the `status` dimension on `Outcomes` (lib/core OutcomeStatus; tested equal). */

@@ -89,6 +89,9 @@ export const METRIC = {
   /** Counted with the dimension `status` (completed · failed · cancelled · superseded). */
   outcomes: 'Outcomes',
   stalledSessions: 'StalledSessions',
+  /** Chunks of streamed model text written for live followers (never journaled), and the writes that failed. */
+  liveTextWrites: 'LiveTextWrites',
+  liveTextWriteFailures: 'LiveTextWriteFailures',
 } as const;
 export type MetricName = (typeof METRIC)[keyof typeof METRIC];
 
