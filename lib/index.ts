@@ -28,6 +28,9 @@ export {
   BatonClient,
   type BatonClientDeps,
   type CancelResult,
+  type EventsOptions,
+  type FollowEvent,
+  type ModelTextEvent,
   type SessionEvent,
   type SessionStatus,
   type SubmitRequest,
@@ -53,6 +56,7 @@ export type {
   ModelClient,
   ModelRequest,
   ModelResponse,
+  ModelStreamSink,
   ToolSpec,
   UserContent,
 } from './ports/model-client.ts';
