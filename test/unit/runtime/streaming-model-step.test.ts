@@ -84,7 +84,10 @@ describe('streaming model output', () => {
     expect(seen.filter((e) => e.kind !== 'model-text').map((e) => e.seq)).toEqual(journal.map((e) => e.seq));
     const models = journal.filter((e) => e.kind === 'model');
     expect(models).toHaveLength(1);
-    expect(models[0]).toMatchObject({ data: { text: 'Every id was found.', stopReason: 'end_turn' } });
+    // The entry is the whole response: every delta the model streamed, concatenated.
+    expect(models[0]).toMatchObject({
+      data: { text: ['Every ', 'id ', 'was ', 'found.'].join(''), stopReason: 'end_turn' },
+    });
     const partials = seen.filter((e) => e.kind === 'model-text');
     expect(partials[0]).toEqual({ kind: 'model-text', seq: models[0]?.seq, turnId: 'S-1', chunk: 0, text: 'Every ' });
     // Every partial came before the model entry, and together they are a beginning of it.
