@@ -66,7 +66,7 @@ const COMMANDS: Record<string, CommandEntry> = {
   },
   events: {
     run: events,
-    summary: "print a session's journal as JSON lines",
+    summary: "print a session's journal as JSON lines (following: with streaming model text)",
     usage: 'baton events SESSION [--turn TURN_ID] [--after CURSOR] [--follow]',
   },
   send: {
