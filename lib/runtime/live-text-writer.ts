@@ -101,7 +101,14 @@ export function liveTextWriter(options: LiveTextWriterOptions): LiveTextWriter {
     writes++;
     const now = clock.now();
     lastWriteAt = now;
-    inFlight = store.put(session, { seq, turnId, index, text }, now + policy.ttlMs).then(
+    let put: Promise<void>;
+    try {
+      put = store.put(session, { seq, turnId, index, text }, now + policy.ttlMs);
+    } catch (error) {
+      // A store that throws instead of rejecting must not throw into the model's stream either.
+      put = Promise.reject(error);
+    }
+    inFlight = put.then(
       () => {
         index++;
         report({ ok: true, chars: text.length });
