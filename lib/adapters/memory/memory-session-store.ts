@@ -461,6 +461,9 @@ export class MemorySessionStore implements SessionStore {
         sweepShard: sweepShardAttr(key.id),
         updatedAt: request.now,
         ...(request.cancel ? { cancelRequested: true } : {}),
+        ...(request.release && old.releaseAt === undefined
+          ? { releaseAt: request.now, releaseTimeoutMs: request.release.timeoutMs }
+          : {}),
       };
       this.#setMeta(key, next);
       return { ok: true, record: decodeSession(next, key) };
