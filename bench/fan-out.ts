@@ -120,7 +120,8 @@ async function measureRelease(
   });
   const tasks = Array.from({ length: options.children }, (_, i) => ({
     agent: 'long-haul',
-    input: { steps: 10_000, stepMs: 50, payloadBytes: 16 },
+    // Long enough to outlast the measurement, short of the 200-step cap of a turn.
+    input: { steps: 90, stepMs: 1_500, payloadBytes: 16 },
     description: `long ${i}`,
   }));
   const parent = await runtime.submit('dispatcher', { tasks });
@@ -130,13 +131,15 @@ async function measureRelease(
     const running = await Promise.all(
       listed.map((t) => runtime.deps.store.getSession({ tenant: parent.tenant, agent: t.agent, id: t.taskId })),
     );
-    if (listed.length === options.children && running.every((r) => r?.owner !== undefined)) break;
+    const allRunning = listed.every((t) => t.status === 'running') && running.every((r) => r?.owner !== undefined);
+    if (listed.length === options.children && allRunning) break;
     if (Date.now() > deadline) throw new Error('the fan-out children did not all start within 2 minutes');
     await systemClock.sleep(200);
   }
   const begun = performance.now();
   const released = await client.release(parent.id, { timeoutS: 60 });
   const ms = performance.now() - begun;
+  if (!released.released) throw new Error('the fan-out release was not carried out');
   await drained;
   return { ms, cancelled: released.cancelled.length, stragglers: released.stragglers.length };
 }
