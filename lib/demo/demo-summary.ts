@@ -101,7 +101,7 @@ export function summarize(input: SummaryInput): DemoSummary {
       });
       continue;
     }
-        const verdict = (result.output as { verdict?: string } | undefined)?.verdict;
+    const verdict = (result.output as { verdict?: string } | undefined)?.verdict;
     const refunds = refundsBySession.get(t.key.id) ?? 0;
     if (verdict === 'refund' && refunds !== 1) {
       failed++;

@@ -92,6 +92,9 @@ describe('background tasks on the local stack with two workers', { timeout: 180_
     // Assert
     expect(child?.parent).toEqual(key);
     expect(child?.state).not.toBe('idle');
+    // Longer than the 3 s lease and over several legs: renewals kept it alive, no recovery needed.
+    const childAfter = await t.store.getSession({ tenant: 'default', agent: 'long-haul', id: longTaskId });
+    expect(childAfter?.recovered).toBe(0);
     expect(answer.output).toMatchObject({
       long: { status: 'completed', output: 'fetched 8 chunks' },
       quick: { status: 'completed', output: 'turn 1: hello' },

@@ -364,4 +364,58 @@ describe('background tasks', () => {
     expect(task?.status).toBe('cancelled');
     expect((await store.getSession(key))?.state).toBe('cancelled');
   });
+
+  it('never lets a cancelled task poison a later task of the same agent and description', async () => {
+    // Arrange: turn 1's task is cancelled.
+    const { deps, client, results } = setup();
+    const key = parentKey('D10');
+    await acceptTicket(ticketBody('dispatcher', 'D10', dispatch([{ job: 'x', ms: 600_000 }])), undefined, deps);
+    await drain(deps, { maxKicks: 2 });
+    const [first] = await client.tasks(key.id);
+    await client.cancel(first!.taskId);
+    await drain(deps);
+
+    // Act
+    await client.send(key.id, dispatch([{ job: 'x', ms: 10 }]), { id: 'D10-2' });
+    await drain(deps);
+
+    // Assert
+    expect(results.bodies.find((r) => r.turnId === 'D10')?.output).toMatchObject({ 'job x': { status: 'cancelled' } });
+    const second = results.bodies.find((r) => r.turnId === 'D10-2')?.output as Record<string, { taskId: string }>;
+    expect(second).toMatchObject({ 'job x': { status: 'completed', output: 'did x' } });
+    expect(second['job x']?.taskId).not.toBe(first!.taskId);
+  });
+
+  it('changes no task’s status on a store error: the step retries and reads the truth', async () => {
+    // Arrange: reads of a finished child's turn (the parent learning the outcome) fail twice,
+    // within the default retry budget of three attempts.
+    const { deps, results } = setup();
+    let failures = 2;
+    const store = new Proxy(deps.store, {
+      get(target, property, receiver) {
+        const value = Reflect.get(target, property, receiver);
+        if (property === 'getTurn')
+          return async (key: SessionKey, turnId: string) => {
+            const turn = await target.getTurn(key, turnId);
+            if (key.agent === 'worker' && turn?.outcome && failures-- > 0)
+              throw new Error('ThrottlingException: slow down');
+            return turn;
+          };
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const flaky = { ...deps, store };
+
+    // Act
+    await acceptTicket(ticketBody('dispatcher', 'D11', dispatch([{ job: 'a', ms: 10 }])), undefined, flaky);
+    await drain(flaky);
+
+    // Assert
+    const answer = results.bodies.find((r) => r.sessionId === parentKey('D11').id);
+    expect(answer?.output).toMatchObject({ 'job a': { status: 'completed', output: 'did a' } });
+    const journal = await deps.store.readJournal(parentKey('D11'));
+    expect(journal.some((e) => e.kind === 'error' && /ThrottlingException/.test(e.data.message))).toBe(true);
+    const waits = journal.filter((e) => e.kind === 'tool' && e.data.tool === TaskTool.wait);
+    expect(JSON.stringify(waits)).not.toContain('lost');
+  });
 });
