@@ -141,6 +141,12 @@ export interface BumpRequest {
   readonly release?: { readonly timeoutMs: number } | undefined;
   /** When the sweeper should look if no kick arrives (kept if already earlier). */
   readonly sweepAt: number;
+  /**
+   * Set `sweepAt` to this one even when one is set: for a session waiting on a far timer (a task
+   * wait), so a lost wake-up kick costs a sweep, not the rest of the wait. An early look is
+   * harmless: it finds the new version, or the timer not yet due, and waits again.
+   */
+  readonly sweepSoon?: boolean | undefined;
 }
 
 export type BumpResult =

@@ -927,6 +927,20 @@ export function describeSessionStoreContract(name: string, makeHarness: MakeHarn
         expect((await store.getSession(key))?.turnQueue).toEqual([]);
       });
 
+      it('brings a waiting session’s sweep forward when a bump asks for it', async () => {
+        // Arrange
+        const { store, key, now } = await idleConversation();
+        await store.bump(key, { now, sweepAt: now + 60_000 });
+
+        // Act
+        const kept = await store.bump(key, { now, sweepAt: now + 90_000 });
+        const forward = await store.bump(key, { now, sweepAt: now + 1_000, sweepSoon: true });
+
+        // Assert
+        expect(kept.ok && kept.record.sweepAt).toBe(now + 60_000);
+        expect(forward.ok && forward.record.sweepAt).toBe(now + 1_000);
+      });
+
       it('records the parent of a task’s session', async () => {
         // Arrange
         const { store, now } = await idleConversation();

@@ -551,7 +551,10 @@ export class DynamoDbSessionStore implements SessionStore {
     const sweepAt = x.name('sweepAt');
     const sets = [
       `${x.name('pendingVersion')} = ${x.name('pendingVersion')} + ${x.value(1)}`,
-      `${sweepAt} = if_not_exists(${sweepAt}, ${x.value(request.sweepAt)})`,
+      // Brought forward (a later timer is only a backstop; an early look finds the new version).
+      request.sweepSoon
+        ? `${sweepAt} = ${x.value(request.sweepAt)}`
+        : `${sweepAt} = if_not_exists(${sweepAt}, ${x.value(request.sweepAt)})`,
       `${x.name('sweepShard')} = ${x.value(sweepShardAttr(key.id))}`,
       `${x.name('updatedAt')} = ${x.value(request.now)}`,
     ];

@@ -457,7 +457,7 @@ export class MemorySessionStore implements SessionStore {
       const next: Item = {
         ...old,
         pendingVersion: Number(old.pendingVersion) + 1,
-        sweepAt: old.sweepAt ?? request.sweepAt,
+        sweepAt: request.sweepSoon ? request.sweepAt : (old.sweepAt ?? request.sweepAt),
         sweepShard: sweepShardAttr(key.id),
         updatedAt: request.now,
         ...(request.cancel ? { cancelRequested: true } : {}),

@@ -86,7 +86,13 @@ async function notifyParent(leg: LegContext): Promise<void> {
   const parent = await deps.store.getSession(parentKey);
   if (!parent || parent.state === 'idle' || TERMINAL_SESSION_STATES.includes(parent.state)) return;
   const now = deps.clock.now();
-  const bumped = await deps.store.bump(parentKey, { now, sweepAt: now + deps.config.sweepGraceMs });
+  // A parent waiting on its tasks has its wait's deadline as sweepAt: bring it forward, so a
+  // lost wake-up kick costs a sweep, not the rest of the wait.
+  const bumped = await deps.store.bump(parentKey, {
+    now,
+    sweepAt: now + deps.config.sweepGraceMs,
+    sweepSoon: parent.state === 'waiting',
+  });
   if (bumped.ok)
     await deps.workQueue.sendKick(
       { v: 1, session: parentKey, reason: 'wake' },
