@@ -82,6 +82,8 @@ export interface InProcessRuntimeOptions {
   readonly reserveMs?: number | undefined;
   readonly leaseTtlMs?: number | undefined;
   readonly onAppend?: AppendListener | undefined;
+  /** Wraps the store the runtime uses (to count what one session writes). */
+  readonly wrapStore?: ((store: SessionStore) => SessionStore) | undefined;
 }
 
 /**
@@ -103,7 +105,7 @@ export class InProcessRuntime {
     const store = new DynamoDbSessionStore({ client: documents, table: options.db.table });
     const leaseTtlMs = options.leaseTtlMs ?? 30_000;
     this.deps = {
-      store: observedStore(store, options.onAppend),
+      store: (options.wrapStore ?? ((s) => s))(observedStore(store, options.onAppend)),
       workQueue: this.work,
       results: this.results,
       // As deployed: the live text store is wired, and a model that does not stream never writes to it.
