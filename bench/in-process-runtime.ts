@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { createDocumentClient } from '../lib/adapters/aws-clients.ts';
+import { DynamoDbLiveText } from '../lib/adapters/dynamodb/dynamodb-live-text.ts';
 import { DynamoDbSessionStore } from '../lib/adapters/dynamodb/dynamodb-session-store.ts';
 import { MemoryResultPublisher, MemoryWorkQueue } from '../lib/adapters/memory/memory-queues.ts';
 import { type AgentDefinition, agentRegistry } from '../lib/agent/define-agent.ts';
@@ -70,6 +71,8 @@ export interface InProcessRuntimeOptions {
   readonly reserveMs?: number | undefined;
   readonly leaseTtlMs?: number | undefined;
   readonly onAppend?: AppendListener | undefined;
+  /** Wraps the store the runtime uses (to count what one session writes). */
+  readonly wrapStore?: ((store: SessionStore) => SessionStore) | undefined;
 }
 
 /**
@@ -87,15 +90,15 @@ export class InProcessRuntime {
     const { client, meter } = meteredClient(options.db);
     this.meter = meter;
     this.#timeoutMs = options.functionTimeoutMs;
-    const store = new DynamoDbSessionStore({
-      client: createDocumentClient({ region: options.db.region }, client),
-      table: options.db.table,
-    });
+    const documents = createDocumentClient({ region: options.db.region }, client);
+    const store = new DynamoDbSessionStore({ client: documents, table: options.db.table });
     const leaseTtlMs = options.leaseTtlMs ?? 30_000;
     this.deps = {
-      store: observedStore(store, options.onAppend),
+      store: (options.wrapStore ?? ((s) => s))(observedStore(store, options.onAppend)),
       workQueue: this.work,
       results: this.results,
+      // As deployed: the live text store is wired, and a model that does not stream never writes to it.
+      live: new DynamoDbLiveText({ client: documents, table: options.db.table }),
       clock: systemClock,
       agents: agentRegistry(options.agents),
       telemetry: silentTelemetry,

@@ -4,8 +4,10 @@ import { fileURLToPath } from 'node:url';
 import { startBenchDatabase } from './bench-database.ts';
 import { type BundleFigures, measureStepBundle } from './bundle.ts';
 import type { DurableReplayFigures } from './durable-replay.ts';
+import { type FanOutFigures, measureFanOut } from './fan-out.ts';
 import { measureFullRewrite } from './full-rewrite-baseline.ts';
 import { measureResumeCost, measureSessionCost, type ResumeCost, type SessionCost } from './journal-cost.ts';
+import { LIVE_TEXT_POLICY, type LiveTextCost, measureLiveTextCost } from './live-text-cost.ts';
 import { measureRecovery, type RecoveryFigures } from './recovery.ts';
 import {
   measureRawConditionalWrites,
@@ -14,7 +16,16 @@ import {
   type ThroughputFigures,
 } from './throughput.ts';
 
-export const BENCH_SECTIONS = ['journal', 'resume', 'durable', 'throughput', 'recovery', 'bundle'] as const;
+export const BENCH_SECTIONS = [
+  'journal',
+  'resume',
+  'stream',
+  'durable',
+  'throughput',
+  'fanout',
+  'recovery',
+  'bundle',
+] as const;
 export type BenchSection = (typeof BENCH_SECTIONS)[number];
 
 /** The workload: a long-haul session of 250 tool calls = 501 steps (a model call and a tool result per call, and the answer). */
@@ -30,6 +41,11 @@ export const BENCH_WORKLOAD = {
   throughputToolCalls: 50,
   rawWriteMs: 5_000,
   recoverySamples: 5,
+  /** Streamed responses (output tokens) whose live text cost is measured, at a typical 50 tokens/s (40,000: near a 15-minute invocation). */
+  streamTokens: [100, 1_000, 10_000, 40_000],
+  streamTokensPerSecond: 50,
+  /** Background tasks of one dispatcher in the fan-out section. */
+  fanOutChildren: 100,
   /** A durable function's invocation ends at a wait (or a timeout); one every 50 steps stands for a leg. */
   durableStepsPerInvocation: 50,
 } as const;
@@ -41,8 +57,10 @@ export interface BenchReport {
   readonly workload: typeof BENCH_WORKLOAD;
   readonly journal?: { baton: SessionCost; fullRewrite: SessionCost; bytesRatio: number } | undefined;
   readonly resume?: ResumeCost[] | undefined;
+  readonly stream?: LiveTextCost[] | undefined;
   readonly durable?: DurableReplayFigures | { unavailable: string } | undefined;
   readonly throughput?: { baton: ThroughputFigures; raw: RawWriteFigures; ratio: number } | undefined;
+  readonly fanout?: FanOutFigures | undefined;
   readonly recovery?: RecoveryFigures | { unavailable: string } | undefined;
   readonly bundle?: BundleFigures[] | { unavailable: string } | undefined;
   readonly seconds: number;
@@ -67,7 +85,7 @@ export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
     workload: w,
     seconds: 0,
   };
-  const needsDb = (['journal', 'resume', 'throughput', 'recovery'] as const).some(want);
+  const needsDb = (['journal', 'resume', 'stream', 'throughput', 'fanout', 'recovery'] as const).some(want);
   const db = needsDb ? await startBenchDatabase() : undefined;
   try {
     if (db && want('journal')) {
@@ -91,6 +109,14 @@ export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
           }),
         );
       }
+    }
+    if (db && want('stream')) {
+      options.progress(`stream: live text writes of streamed responses of ${w.streamTokens.join(', ')} tokens`);
+      report.stream = await measureLiveTextCost({
+        db,
+        tokens: w.streamTokens,
+        tokensPerSecond: w.streamTokensPerSecond,
+      });
     }
     if (want('durable')) {
       options.progress('durable: the same loop on the durable execution SDK local runner (real-time waits, ~15 s)');
@@ -125,6 +151,12 @@ export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
         writesPerSecond: (before.writes + after.writes) / (before.seconds + after.seconds),
       };
       report.throughput = { baton, raw, ratio: baton.stepsPerSecond / raw.writesPerSecond };
+    }
+    if (db && want('fanout')) {
+      options.progress(
+        `fanout: a dispatcher with ${w.fanOutChildren} background tasks, then a release of as many running`,
+      );
+      report.fanout = await measureFanOut({ db, children: w.fanOutChildren });
     }
     if (db && want('recovery')) {
       options.progress(`recovery: kill -9 of the owner mid-step, ${w.recoverySamples} times, on the local stack`);
@@ -190,7 +222,7 @@ const dec = (n: number, digits = 2) => n.toFixed(digits);
 export function formatBenchReport(report: BenchReport): string[] {
   const rows: Array<[string, string, string]> = [];
   const section = (title: string) => rows.push([`— ${title}`, '', '']);
-  const { journal, resume, durable, throughput, recovery, bundle } = report;
+  const { journal, resume, stream, durable, throughput, fanout, recovery, bundle } = report;
   if (journal) {
     section('journal cost (DynamoDB Local, counted at the client)');
     for (const [i, window] of journal.baton.windows.entries()) {
@@ -238,6 +270,23 @@ export function formatBenchReport(report: BenchReport): string[] {
       ]);
     }
   }
+  if (stream) {
+    const p = LIVE_TEXT_POLICY;
+    section(
+      `live text of a streamed response (${report.workload.streamTokensPerSecond} tokens/s; gap ${p.minIntervalMs} ms doubling every ${p.writesPerDoubling} writes, cap ${p.maxWrites})`,
+    );
+    for (const s of stream)
+      rows.push([
+        `${int(s.tokens)} tokens (${dec(s.streamSeconds, 0)} s, ${int(s.chars)} chars)`,
+        `${s.writes} writes, ${dec(s.wcu, 0)} WCU`,
+        `${int(s.writeBytes)} B written; ${int(s.liveChars)} chars live; late joiner reads ${dec(s.fullReadRcu, 1)} RCU`,
+      ]);
+    rows.push([
+      'with streaming off',
+      '0 writes',
+      'the journal figures above are a non-streaming agent with the store wired',
+    ]);
+  }
   if (durable) {
     section('AWS Lambda durable function, SDK local runner, same loop');
     if ('unavailable' in durable) rows.push(['durable runner', 'unavailable', durable.unavailable]);
@@ -274,6 +323,20 @@ export function formatBenchReport(report: BenchReport): string[] {
       `same DynamoDB Local, concurrency ${throughput.raw.concurrency}`,
     ]);
     rows.push(['ratio', dec(throughput.ratio), 'target ≥ 0.5']);
+  }
+  if (fanout) {
+    section(`fan-out: one parent, ${fanout.children} background tasks (in process, DynamoDB Local)`);
+    rows.push([
+      'parent writes per child outcome',
+      dec(fanout.parentWritesPerChildOutcome),
+      `${dec(fanout.parentWritesPerChild)} per child over the whole run; target O(1)`,
+    ]);
+    rows.push(['last child outcome → parent’s next step', `${int(fanout.lastOutcomeToParentStepMs)} ms`, '']);
+    rows.push([
+      `release of ${fanout.children} running tasks`,
+      `${int(fanout.releaseMs)} ms`,
+      `${fanout.releaseCancelled} cancelled, ${fanout.releaseStragglers} stragglers; lease TTL 3 s`,
+    ]);
   }
   if (recovery) {
     section('recovery: kill -9 of the owner mid-step → next journal append by another worker');

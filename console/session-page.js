@@ -1,6 +1,6 @@
 import { cancelSession, eventsUrl, getSession } from './api.js';
 import { announce, h } from './dom.js';
-import { buildTimeline, formatAge, formatDuration } from './timeline.js';
+import { addModelText, buildTimeline, formatAge, formatDuration, liveTextAfterEntry } from './timeline.js';
 
 const TERMINAL = ['completed', 'failed', 'cancelled'];
 const RECONNECT_MS = 1_000;
@@ -52,6 +52,13 @@ export function renderSessionPage(main, sessionId) {
   const error = h('p', { class: 'error', role: 'alert' });
   const live = h('p', { class: 'muted', id: 'live-state' }, 'Connecting…');
   const timeline = h('ol', { class: 'timeline', id: 'timeline', 'aria-label': 'Timeline' });
+  // Partial model text while a response streams: never journaled, replaced by its model entry.
+  const modelText = h('pre', { class: 'model-text', id: 'model-text', hidden: true, 'aria-label': 'Model writing' });
+  let liveText;
+  const showLiveText = () => {
+    modelText.hidden = liveText === undefined;
+    modelText.textContent = liveText?.text ?? '';
+  };
   const cancel = h(
     'button',
     { type: 'button', id: 'cancel-button', class: 'danger', disabled: true },
@@ -109,8 +116,8 @@ export function renderSessionPage(main, sessionId) {
 
   async function connect() {
     if (stopped) return;
-    const after = events.length ? `?after=${events.at(-1).seq}` : '';
-    source = new EventSource(`${await eventsUrl(sessionId)}${after}`);
+    const after = events.length ? `&after=${events.at(-1).seq}` : '';
+    source = new EventSource(`${await eventsUrl(sessionId)}?live=true${after}`);
     source.addEventListener('open', () => {
       live.textContent = 'Live: following new events.';
     });
@@ -118,8 +125,16 @@ export function renderSessionPage(main, sessionId) {
       const event = JSON.parse(message.data);
       if (events.length && event.seq <= events.at(-1).seq) return; // a resumed stream never repeats; be sure
       events.push(event);
+      liveText = liveTextAfterEntry(liveText, event);
+      showLiveText();
       scheduleRender();
       if (event.kind === 'leg' || event.kind === 'outcome') void refreshStatus();
+    });
+    source.addEventListener('model-text', (message) => {
+      const event = JSON.parse(message.data);
+      if (events.length && event.seq <= events.at(-1).seq) return; // its entry is already here
+      liveText = addModelText(liveText, event);
+      showLiveText();
     });
     source.addEventListener('end', () => {
       source.close();
@@ -162,6 +177,7 @@ export function renderSessionPage(main, sessionId) {
       h('h2', { id: 'timeline-heading' }, 'Timeline'),
       live,
       timeline,
+      modelText,
     ),
   );
   void refreshStatus();

@@ -22,3 +22,14 @@ export function buildTimeline(
 export function brief(value: unknown, max?: number): string;
 export function formatDuration(durationMs: number | undefined): string;
 export function formatAge(iso: string, now?: number): string;
+/** Partial model text being shown: the response's seq, the last chunk appended, the text so far. */
+export interface LiveModelText {
+  readonly seq: number;
+  readonly chunk: number;
+  readonly text: string;
+}
+export function addModelText(
+  live: LiveModelText | undefined,
+  event: { seq: number; chunk: number; text: string },
+): LiveModelText | undefined;
+export function liveTextAfterEntry(live: LiveModelText | undefined, entry: { seq: number }): LiveModelText | undefined;

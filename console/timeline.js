@@ -107,3 +107,24 @@ export function formatAge(iso, now = Date.now()) {
   if (seconds < 86_400) return `${Math.floor(seconds / 3600)} h ago`;
   return `${Math.floor(seconds / 86_400)} d ago`;
 }
+
+/**
+ * The partial text of a streaming model response, from `model-text` events: chunks appended in
+ * order (a repeated one is skipped), the text reset when another response starts. It is shown
+ * until the journal's entry at its seq arrives — see `liveTextAfterEntry`.
+ * @param {{seq:number, chunk:number, text:string} | undefined} live what is shown now
+ * @param {{seq:number, chunk:number, text:string}} event a `model-text` event
+ */
+export function addModelText(live, event) {
+  if (live && live.seq === event.seq) {
+    if (event.chunk !== live.chunk + 1) return live;
+    return { seq: live.seq, chunk: event.chunk, text: live.text + event.text };
+  }
+  if (event.chunk !== 0) return live;
+  return { seq: event.seq, chunk: 0, text: event.text };
+}
+
+/** What stays shown once a journal entry arrives: nothing when it is (or passes) the streaming response. */
+export function liveTextAfterEntry(live, entry) {
+  return live && entry.seq < live.seq ? live : undefined;
+}

@@ -36,12 +36,16 @@ export {
   BatonClient,
   type BatonClientDeps,
   type CancelResult,
+  type EventsOptions,
+  type FollowEvent,
+  type ModelTextEvent,
   type SessionEvent,
   type SessionStatus,
   type SubmitRequest,
   type Submitted,
 } from './client/baton-client.ts';
 export { BatonError, InvalidInputError, StepError } from './core/errors.ts';
+export type { ToolCall } from './core/journal.ts';
 export {
   ATTR_RESULT_ID,
   ATTR_TRACEPARENT,
@@ -55,6 +59,7 @@ export {
   TicketId,
   Usage,
 } from './core/messages.ts';
+export { TaskTool } from './core/tasks.ts';
 export { ToolEffect } from './core/vocabulary.ts';
 export { type Clock, systemClock } from './ports/clock.ts';
 export type {
@@ -63,6 +68,7 @@ export type {
   ModelClient,
   ModelRequest,
   ModelResponse,
+  ModelStreamSink,
   ToolSpec,
   UserContent,
 } from './ports/model-client.ts';

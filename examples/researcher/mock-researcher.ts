@@ -3,8 +3,12 @@ import type {
   LanguageModelV4Content,
   LanguageModelV4GenerateResult,
   LanguageModelV4Message,
+  LanguageModelV4StreamPart,
 } from '@ai-sdk/provider';
-import { MockLanguageModelV4 } from 'ai/test';
+import { MockLanguageModelV4, simulateReadableStream } from 'ai/test';
+
+/** Between two streamed words of the answer: enough for a follower to watch it being written. */
+const WORD_DELAY_MS = 15;
 
 type Call = { toolName: string; input: Record<string, unknown> };
 type Result = { toolName: string; output: Record<string, unknown> };
@@ -20,7 +24,25 @@ export function mockResearcherModel(): MockLanguageModelV4 {
     provider: 'mock',
     modelId: 'researcher',
     doGenerate: async (options) => reply(options),
+    // The same reply as a stream: tool calls whole, the answer word by word.
+    doStream: async (options) => ({
+      stream: simulateReadableStream({ chunks: streamParts(reply(options)), chunkDelayInMs: WORD_DELAY_MS }),
+    }),
   });
+}
+
+function streamParts(result: LanguageModelV4GenerateResult): LanguageModelV4StreamPart[] {
+  const parts: LanguageModelV4StreamPart[] = [{ type: 'stream-start', warnings: [] }];
+  for (const [i, part] of result.content.entries()) {
+    if (part.type === 'text') {
+      const id = `text-${i}`;
+      parts.push({ type: 'text-start', id });
+      for (const word of part.text.split(/(?<=\s)(?=\S)/)) parts.push({ type: 'text-delta', id, delta: word });
+      parts.push({ type: 'text-end', id });
+    } else if (part.type === 'tool-call') parts.push(part);
+  }
+  parts.push({ type: 'finish', finishReason: result.finishReason, usage: result.usage });
+  return parts;
 }
 
 function reply(options: LanguageModelV4CallOptions): LanguageModelV4GenerateResult {

@@ -13,7 +13,7 @@ export function researcherModel(env: NodeJS.ProcessEnv = process.env): ModelClie
     const { AiSdkModelClient } = await import('baton/ai-sdk');
     if (!modelId) {
       const { mockResearcherModel } = await import('./mock-researcher.ts');
-      return new AiSdkModelClient({ model: mockResearcherModel(), maxDurationMs });
+      return new AiSdkModelClient({ model: mockResearcherModel(), maxDurationMs, stream: true });
     }
     const { createAmazonBedrock } = await import('@ai-sdk/amazon-bedrock');
     const bedrock = createAmazonBedrock(env.AWS_REGION ? { region: env.AWS_REGION } : {});

@@ -1,7 +1,7 @@
 import { StepError } from '../core/errors.ts';
 import type { ToolCall } from '../core/journal.ts';
 import { type Clock, systemClock } from '../ports/clock.ts';
-import type { ChatMessage, ModelClient, ModelRequest, ModelResponse } from '../ports/model-client.ts';
+import type { ChatMessage, ModelClient, ModelRequest, ModelResponse, ModelStreamSink } from '../ports/model-client.ts';
 
 /** What a script answers: tool calls to make, or the final text. */
 export type ScriptReply =
@@ -15,6 +15,11 @@ export interface ScriptedModelOptions {
   /** What the latency is measured on (a ManualClock in unit tests). */
   readonly clock?: Clock | undefined;
   readonly maxDurationMs?: number;
+  /**
+   * Simulates a streaming provider: the reply's text reaches the step's stream sink in pieces of
+   * `chunkChars`, `chunkDelayMs` apart (on `clock`), before the call resolves with the whole reply.
+   */
+  readonly stream?: { readonly chunkChars: number; readonly chunkDelayMs: number } | undefined;
   /** Decides the reply from the transcript alone: deterministic, so a resume sees the same answers. */
   readonly script: (transcript: readonly ChatMessage[], request: ModelRequest) => ScriptReply;
 }
@@ -41,6 +46,22 @@ export function toolResults(messages: readonly ChatMessage[]): Map<string, { ok:
   return results;
 }
 
+/** Hands `text` to the sink piece by piece, as a streaming provider would. */
+async function streamText(
+  text: string,
+  stream: NonNullable<ScriptedModelOptions['stream']>,
+  clock: Clock,
+  signal: AbortSignal,
+  sink: ModelStreamSink,
+): Promise<void> {
+  const size = Math.max(1, stream.chunkChars);
+  for (let at = 0; at < text.length; at += size) {
+    if (at > 0 && stream.chunkDelayMs > 0) await clock.sleep(stream.chunkDelayMs, signal);
+    signal.throwIfAborted();
+    sink.text(text.slice(at, at + size));
+  }
+}
+
 /** Rough token estimate for the scripted model's usage figures (4 characters a token). */
 const estimateTokens = (text: string): number => Math.ceil(text.length / 4);
 
@@ -53,10 +74,13 @@ export function scriptedModel(options: ScriptedModelOptions): ModelClient {
   return {
     id: options.id ?? 'scripted',
     maxDurationMs: options.maxDurationMs ?? Math.max(1_000, latencyMs * 2),
-    async converse(request, signal): Promise<ModelResponse> {
-      if (latencyMs > 0) await (options.clock ?? systemClock).sleep(latencyMs, signal);
+    async converse(request, signal, sink): Promise<ModelResponse> {
+      const clock = options.clock ?? systemClock;
+      if (latencyMs > 0) await clock.sleep(latencyMs, signal);
       signal.throwIfAborted();
       const reply = options.script(request.messages, request);
+      const text = 'final' in reply ? reply.final : reply.text;
+      if (options.stream && sink && text) await streamText(text, options.stream, clock, signal, sink);
       const usage = {
         inputTokens: estimateTokens(JSON.stringify(request.messages)),
         outputTokens: estimateTokens(JSON.stringify(reply)),

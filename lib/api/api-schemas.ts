@@ -89,6 +89,11 @@ export const SessionStatusView = z
     traceId: z.string(),
     createdAt: z.string(),
     updatedAt: z.string(),
+    /** A background task's session: the session that started it. */
+    parent: z.string().optional(),
+    /** A session with background tasks: how many are in each status. */
+    tasks: z.record(z.string(), z.number().int()).optional(),
+    release: z.enum(['requested', 'released']).optional(),
   })
   .meta({ id: 'SessionStatus' });
 
@@ -97,6 +102,8 @@ export const EventsQuery = z
   .object({
     after: z.coerce.number().int().nonnegative().optional(),
     waitMs: z.coerce.number().int().min(0).max(25_000).optional(),
+    /** `true`: a running session's partial model text comes as `model-text` events between entries. */
+    live: z.enum(['true', 'false']).optional(),
   })
   .strict();
 
@@ -112,6 +119,17 @@ export const SessionEventView = z
     data: z.unknown(),
   })
   .meta({ id: 'SessionEvent' });
+
+/** One `data:` of a `model-text` event: partial model text, never journaled; its `id:` is `cursor.chunk`. */
+export const ModelTextView = z
+  .object({
+    kind: z.literal('model-text'),
+    seq: z.number().int(),
+    turnId: z.string(),
+    chunk: z.number().int(),
+    text: z.string(),
+  })
+  .meta({ id: 'ModelTextEvent' });
 
 export const CancelResponse = z
   .object({ sessionId: z.string(), result: z.literal('requested') })

@@ -1,3 +1,5 @@
+import { z } from 'zod';
+import { type LivePosition, toModelText } from '../client/baton-client.ts';
 import { DEFAULT_TENANT } from '../core/ids.ts';
 import { TERMINAL_SESSION_STATES } from '../core/vocabulary.ts';
 import type { SessionRecord } from '../ports/session-store.ts';
@@ -7,6 +9,7 @@ import {
   ErrorBody,
   EventsQuery,
   ListQuery,
+  ModelTextView,
   SessionEventView,
   SessionIdParams,
   SessionPage,
@@ -53,17 +56,19 @@ const isTerminal = (record: SessionRecord) => TERMINAL_SESSION_STATES.includes(r
 
 /**
  * Where an events request starts: the EventSource's Last-Event-ID (a reconnect repeats the first
- * URL, so the header is the newer of the two), else `after`, else the beginning.
+ * URL, so the header is the newer of the two), else `after`, else the beginning. An id `C.K`
+ * (a `model-text` event's) is journal cursor C with chunks up to K of the streaming response seen.
  */
-function eventsCursor(after: number | undefined, lastEventId: string | undefined): number {
-  if (lastEventId === undefined || lastEventId === '') return after ?? 0;
-  const cursor = Number(lastEventId);
-  if (!Number.isInteger(cursor) || cursor < 0)
+function eventsPosition(after: number | undefined, lastEventId: string | undefined): LivePosition & { cursor: number } {
+  const at = (cursor: number, chunk = -1) => ({ cursor, seq: cursor + 1, chunk });
+  if (lastEventId === undefined || lastEventId === '') return at(after ?? 0);
+  const match = /^(\d{1,15})(?:\.(\d{1,6}))?$/.exec(lastEventId);
+  if (!match)
     throw new ApiError(
       'invalid_request',
-      `Last-Event-ID must be a journal cursor (a whole number), got '${lastEventId}'`,
+      `Last-Event-ID must be a journal cursor (a whole number, or cursor.chunk), got '${lastEventId}'`,
     );
-  return cursor;
+  return at(Number(match[1]), match[2] === undefined ? -1 : Number(match[2]));
 }
 
 /** The session operations. A new operation (send, approve, resolve, tasks, release) is one more entry. */
@@ -124,30 +129,46 @@ export const SESSION_ROUTES: readonly Route[] = [
     path: '/sessions/{id}/events',
     operationId: 'sessionEvents',
     summary:
-      "The session's journal from a cursor as Server-Sent Events. Each response carries what is new (waiting up to waitMs for something) and ends; an EventSource reconnects with Last-Event-ID. `event: end` follows the last entry of a finished session.",
+      "The session's journal from a cursor as Server-Sent Events. Each response carries what is new (waiting up to waitMs for something) and ends; an EventSource reconnects with Last-Event-ID. `event: end` follows the last entry of a finished session. With live=true, a running session's partial model text comes as `event: model-text` (never journaled; the model entry that follows is the whole response).",
     params: SessionIdParams,
     query: EventsQuery,
     headers: { 'Last-Event-ID': 'resume after this cursor (set by EventSource on reconnect)' },
     responses: {
       200: {
-        description: 'events (`id` = cursor, `data` = SessionEvent)',
-        schema: SessionEventView,
+        description:
+          'events (`entry`: `id` = cursor, `data` = SessionEvent; `model-text`: `id` = cursor.chunk, `data` = ModelTextEvent)',
+        schema: z.union([SessionEventView, ModelTextView]),
         contentType: SSE_CONTENT_TYPE,
       },
       ...errors,
     },
     async handle(context) {
       const { services, query, signal } = context;
-      const after = eventsCursor(query.after, context.headers['last-event-id']);
+      const position = eventsPosition(query.after, context.headers['last-event-id']);
+      const after = position.cursor;
       const deadline = services.clock.now() + (query.waitMs ?? services.eventsWaitMs);
       for (;;) {
         // The record is read before the journal: if it was finished then, the journal read is complete.
         const record = await visibleSession(context);
+        // Live text before the journal too: a partial is never sent after its entry was read.
+        const chunks =
+          query.live === 'true' && record.state === 'running'
+            ? await services.client.liveTextAfter(record, after, position)
+            : [];
         const events = await services.client.eventsAfter(record, after, EVENTS_PER_RESPONSE);
+        const partial = events.length === 0 ? chunks : [];
         const finished = isTerminal(record) && events.length < EVENTS_PER_RESPONSE;
-        if (events.length > 0 || finished || services.clock.now() >= deadline || signal?.aborted) {
+        if (
+          events.length > 0 ||
+          partial.length > 0 ||
+          finished ||
+          services.clock.now() >= deadline ||
+          signal?.aborted
+        ) {
           let text = sseRetry(EVENTS_RETRY_MS);
           for (const event of events) text += sseEvent({ id: event.cursor, event: 'entry', data: event });
+          for (const chunk of partial)
+            text += sseEvent({ id: `${after}.${chunk.index}`, event: 'model-text', data: toModelText(chunk) });
           if (finished) text += sseEvent({ event: 'end', data: { status: record.state } });
           return { status: 200, text, contentType: SSE_CONTENT_TYPE };
         }

@@ -1,6 +1,7 @@
 import type { LambdaFunctionURLEvent } from 'aws-lambda';
 import { z } from 'zod';
 import { createDocumentClient, createS3Client, createSqsClient } from '../adapters/aws-clients.ts';
+import { DynamoDbLiveText } from '../adapters/dynamodb/dynamodb-live-text.ts';
 import { DynamoDbSessionStore } from '../adapters/dynamodb/dynamodb-session-store.ts';
 import { S3BlobStore } from '../adapters/s3/s3-blob-store.ts';
 import { SqsTicketQueue, SqsWorkQueue } from '../adapters/sqs/sqs-queues.ts';
@@ -51,12 +52,14 @@ export function createHttpApiHandler(env: NodeJS.ProcessEnv = process.env) {
   const aws = { region: config.AWS_REGION };
   const sqs = createSqsClient(aws);
   const blobs = new S3BlobStore({ client: createS3Client(aws), bucket: config[ENV.bucket] });
-  const store = new DynamoDbSessionStore({ client: createDocumentClient(aws), table: config[ENV.table], blobs });
+  const documents = createDocumentClient(aws);
+  const store = new DynamoDbSessionStore({ client: documents, table: config[ENV.table], blobs });
   const client = new BatonClient({
     store,
     tickets: new SqsTicketQueue({ client: sqs, queueUrl: config[ENV.ticketsQueueUrl] }),
     workQueue: new SqsWorkQueue({ client: sqs, queueUrl: config[ENV.workQueueUrl] }),
     blobs,
+    live: new DynamoDbLiveText({ client: documents, table: config[ENV.table] }),
     clock: systemClock,
   });
 

@@ -2,6 +2,7 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { createDocumentClient, createS3Client, createSqsClient } from '../adapters/aws-clients.ts';
+import { DynamoDbLiveText } from '../adapters/dynamodb/dynamodb-live-text.ts';
 import { DynamoDbSessionStore } from '../adapters/dynamodb/dynamodb-session-store.ts';
 import { S3BlobStore } from '../adapters/s3/s3-blob-store.ts';
 import { SqsResultPublisher, SqsWorkQueue } from '../adapters/sqs/sqs-queues.ts';
@@ -74,6 +75,8 @@ export function createRuntimeDeps(config: FunctionConfig, overrides: RuntimeDeps
     workQueue: new SqsWorkQueue({ client: sqs, queueUrl: config.workQueueUrl }),
     results: new SqsResultPublisher({ client: sqs, queueUrl: config.resultsQueueUrl }),
     blobs,
+    // Written to only by agents whose model streams: for the others it costs nothing.
+    live: new DynamoDbLiveText({ client: documents, table: config.table }),
     clock: overrides.clock ?? systemClock,
     agents,
     telemetry,

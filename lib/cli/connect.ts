@@ -1,5 +1,6 @@
 import { CloudFormationClient, DescribeStacksCommand } from '@aws-sdk/client-cloudformation';
 import { createDocumentClient, createS3Client, createSqsClient } from '../adapters/aws-clients.ts';
+import { DynamoDbLiveText } from '../adapters/dynamodb/dynamodb-live-text.ts';
 import { DynamoDbSessionStore } from '../adapters/dynamodb/dynamodb-session-store.ts';
 import { S3BlobStore } from '../adapters/s3/s3-blob-store.ts';
 import { SqsTicketQueue, SqsWorkQueue } from '../adapters/sqs/sqs-queues.ts';
@@ -79,8 +80,10 @@ export function clientFor(target: Target): BatonClient {
   const sqs = createSqsClient(aws);
   if (target.local) addAwsTraceHeaderShim(sqs);
   const blobs = new S3BlobStore({ client: createS3Client(aws), bucket: target.bucket });
+  const documents = createDocumentClient(aws);
   return new BatonClient({
-    store: new DynamoDbSessionStore({ client: createDocumentClient(aws), table: target.table, blobs }),
+    store: new DynamoDbSessionStore({ client: documents, table: target.table, blobs }),
+    live: new DynamoDbLiveText({ client: documents, table: target.table }),
     tickets: new SqsTicketQueue({ client: sqs, queueUrl: target.ticketsQueueUrl }),
     workQueue: new SqsWorkQueue({ client: sqs, queueUrl: target.workQueueUrl }),
     blobs,

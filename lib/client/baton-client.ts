@@ -8,12 +8,20 @@ import type { InboxItem } from '../core/inbox.ts';
 import type { JournalEntry } from '../core/journal.ts';
 import { INLINE_PAYLOAD_LIMIT_BYTES } from '../core/messages.ts';
 import { RUNTIME_DEFAULTS } from '../core/resources.ts';
+import { childKey, countByStatus, TaskStatus, taskLedger } from '../core/tasks.ts';
 import { childContext, newTraceId } from '../core/trace-context.ts';
-import { DEFAULT_MAX_PENDING_INPUTS, reportedState, type SessionState } from '../core/vocabulary.ts';
+import {
+  DEFAULT_MAX_PENDING_INPUTS,
+  reportedState,
+  type SessionState,
+  TERMINAL_SESSION_STATES,
+} from '../core/vocabulary.ts';
 import type { BlobStore } from '../ports/blob-store.ts';
 import type { Clock } from '../ports/clock.ts';
+import type { LiveTextChunk, LiveTextStore } from '../ports/live-text.ts';
 import type { TicketQueue, WorkQueue } from '../ports/queues.ts';
 import type { SessionRecord, SessionStore, TurnOutcome } from '../ports/session-store.ts';
+import { cancelChild, readTaskLines } from '../runtime/tasks/read-tasks.ts';
 import { acceptTurn } from '../runtime/turn-intake.ts';
 
 /** Ticket inputs above this go to the payload bucket (the queues keep to MAX_MESSAGE_BYTES, attributes included). */
@@ -24,6 +32,8 @@ export interface BatonClientDeps {
   readonly tickets: TicketQueue;
   readonly workQueue: WorkQueue;
   readonly blobs?: BlobStore | undefined;
+  /** Partial model text of running sessions, for followers that ask for it; without it they see entries only. */
+  readonly live?: LiveTextStore | undefined;
   readonly clock: Clock;
   /** Inputs that may wait for a session (default 9). */
   readonly maxPendingInputs?: number | undefined;
@@ -79,7 +89,49 @@ export interface SessionStatus {
   readonly pendingApprovals?: readonly PendingApproval[] | undefined;
   /** A once-only call parked for a human (`baton resolve`). */
   readonly parked?: { readonly callId: string; readonly tool: string } | undefined;
+  /** A background task's session: the session that started it. */
+  readonly parent?: string | undefined;
+  /** A session with background tasks: how many are in each status. */
+  readonly tasks?: Partial<Record<TaskStatus, number>> | undefined;
+  /** A release was asked for (`requested`) or carried out (`released`). */
+  readonly release?: 'requested' | 'released' | undefined;
 }
+
+/** One background task of a session, as `baton tasks` lists it. */
+export interface TaskInfo {
+  readonly taskId: string;
+  /** The child session that runs it (today the task id itself). */
+  readonly sessionId: string;
+  readonly agent: string;
+  readonly description: string;
+  readonly status: TaskStatus;
+  /** The child turn the task is on (a continued task moves to a new one). */
+  readonly turnId: string;
+  readonly output?: unknown;
+  readonly error?: string | undefined;
+}
+
+export interface ReleaseOptions {
+  /** Cancel running tasks (default). Without it, a session with running tasks is refused and nothing changes. */
+  readonly cancel?: boolean | undefined;
+  /** How long the release waits for cancelled tasks before recording them failed (default 30 s). */
+  readonly timeoutS?: number | undefined;
+}
+
+export interface ReleaseOutcome {
+  readonly sessionId: string;
+  /** False when the session's holder had not carried the release out when the client stopped waiting. */
+  readonly released: boolean;
+  /** Tasks that were running and were cancelled. */
+  readonly cancelled: readonly string[];
+  /** Tasks still running at the bound: recorded as failed, "cancelled because the session was released". */
+  readonly stragglers: readonly string[];
+}
+
+/** A release's bound unless told otherwise. */
+export const DEFAULT_RELEASE_TIMEOUT_S = 30;
+/** How long after its bound a release waits for the session's holder to journal it. */
+const RELEASE_GRACE_MS = 60_000;
 
 /** One journal entry as a stream event; `cursor` resumes the stream after it. */
 export interface SessionEvent {
@@ -90,6 +142,33 @@ export interface SessionEvent {
   readonly at: string;
   readonly turnId?: string | undefined;
   readonly data: unknown;
+}
+
+/**
+ * Partial model text while the response streams (a follower asked with `live`): never journaled,
+ * in chunks to append in order; the model entry at `seq`, when it comes, is the whole response.
+ */
+export interface ModelTextEvent {
+  readonly kind: 'model-text';
+  /** The seq the model entry will take. */
+  readonly seq: number;
+  readonly turnId: string;
+  /** 0, 1, 2 … : the chunks of one response, each following the one before. */
+  readonly chunk: number;
+  /** The text added since the previous chunk. */
+  readonly text: string;
+}
+
+/** What a live follower sees: journal entries, and partial model text between them. */
+export type FollowEvent = SessionEvent | ModelTextEvent;
+
+/** Where and how an events stream runs. */
+export interface EventsOptions {
+  readonly after?: number | undefined;
+  readonly follow?: boolean | undefined;
+  /** With `follow`: partial model text of a streaming response as `model-text` events. */
+  readonly live?: boolean | undefined;
+  readonly signal?: AbortSignal | undefined;
 }
 
 export type CancelResult = 'requested' | 'already-finished' | 'not-found';
@@ -158,10 +237,8 @@ export interface BatonTransport {
   submit(request: SubmitRequest): Promise<Submitted>;
   status(sessionId: string): Promise<SessionStatus | undefined>;
   sessions(query?: SessionListQuery): Promise<SessionListPage>;
-  events(
-    sessionId: string,
-    options?: { after?: number; follow?: boolean; signal?: AbortSignal },
-  ): AsyncGenerator<SessionEvent>;
+  events(sessionId: string, options: EventsOptions & { live: true }): AsyncGenerator<FollowEvent>;
+  events(sessionId: string, options?: EventsOptions): AsyncGenerator<SessionEvent>;
   cancel(sessionId: string): Promise<CancelResult>;
 }
 
@@ -253,40 +330,71 @@ export class BatonClient implements BatonTransport {
     };
   }
 
-  /** The journal as a stream from a cursor; with `follow`, polls until the session finishes or the signal aborts. */
+  /**
+   * The journal as a stream from a cursor; with `follow`, polls until the session finishes or the
+   * signal aborts, and with `live` too, shows a running session's partial model text between entries.
+   */
+  events(
+    sessionId: string,
+    options: EventsOptions & { live: true; pollMs?: number; turnId?: string },
+  ): AsyncGenerator<FollowEvent>;
+  events(
+    sessionId: string,
+    options?: EventsOptions & { pollMs?: number; turnId?: string },
+  ): AsyncGenerator<SessionEvent>;
   async *events(
     sessionId: string,
-    options: { after?: number; follow?: boolean; pollMs?: number; signal?: AbortSignal; turnId?: string } = {},
-  ): AsyncGenerator<SessionEvent> {
+    options: EventsOptions & { pollMs?: number; turnId?: string } = {},
+  ): AsyncGenerator<FollowEvent> {
     const record = await this.deps.store.findSession(sessionId);
     if (!record) throw new InvalidInputError(`session ${sessionId} not found`);
     const { turnId } = options;
     if (turnId !== undefined && !(await this.deps.store.getTurn(record.key, turnId)))
       throw new InvalidInputError(`session ${sessionId} has no turn ${turnId}`);
     let cursor = options.after ?? 0;
+    let follow = options.follow ?? false;
+    let running = record.state === 'running';
+    let shown: LivePosition = { seq: cursor + 1, chunk: -1 };
     for (;;) {
+      // Live text before the journal: a partial is never shown after its entry was read.
+      const chunks = follow && options.live && running ? await this.liveTextAfter(record, cursor, shown) : [];
       const entries = await this.deps.store.readJournal(record.key, cursor);
       for (const entry of entries) {
         cursor = entry.seq;
         if (turnId !== undefined && entry.turnId !== turnId) continue;
         // A turn's stream ends with its published result.
-        if (turnId !== undefined && entry.kind === 'published') options = { ...options, follow: false };
-        yield {
-          cursor,
-          kind: entry.kind,
-          seq: entry.seq,
-          epoch: entry.epoch,
-          at: new Date(entry.at).toISOString(),
-          turnId: entry.turnId,
-          data: entry.data,
-        };
+        if (turnId !== undefined && entry.kind === 'published') follow = false;
         yield toEvent(entry);
       }
-      if (!options.follow || options.signal?.aborted) return;
+      if (entries.length === 0)
+        for (const chunk of chunks) {
+          shown = { seq: chunk.seq, chunk: chunk.index };
+          if (turnId === undefined || chunk.turnId === turnId) yield toModelText(chunk);
+        }
+      if (!follow || options.signal?.aborted) return;
       const fresh = await this.deps.store.getSession(record.key);
       if (fresh && ['completed', 'failed', 'cancelled'].includes(fresh.state) && entries.length === 0) return;
+      running = fresh?.state === 'running';
       await this.deps.clock.sleep(options.pollMs ?? 500, options.signal).catch(() => undefined);
     }
+  }
+
+  /**
+   * The partial text of the response after the journal's `cursor` that a follower at `shown` has
+   * not seen: the next chunks in order, stopping at a gap (a chunk not yet readable). Empty without
+   * a live text store.
+   */
+  async liveTextAfter(record: SessionRecord, cursor: number, shown: LivePosition): Promise<LiveTextChunk[]> {
+    if (!this.deps.live) return [];
+    const seq = cursor + 1;
+    const after = shown.seq === seq ? shown.chunk : -1;
+    const chunks = await this.deps.live.read(record.key, seq, { after, now: this.deps.clock.now() });
+    const next: LiveTextChunk[] = [];
+    for (const chunk of chunks) {
+      if (chunk.index !== after + 1 + next.length) break;
+      next.push(chunk);
+    }
+    return next;
   }
 
   /** One update (cancelRequested, version bump) plus a cancel kick. Idempotent. */
@@ -373,6 +481,87 @@ export class BatonClient implements BatonTransport {
     });
   }
 
+  /** A session's background tasks with their status read now from the store. */
+  async tasks(sessionId: string): Promise<TaskInfo[]> {
+    const record = await this.#find(sessionId);
+    const ledger = taskLedger(await this.deps.store.readJournal(record.key));
+    const lines = await readTaskLines(this.deps.store, record.key, ledger.tasks);
+    return lines.map((t) => ({
+      taskId: t.taskId,
+      sessionId: t.taskId,
+      agent: t.agent,
+      description: t.description,
+      status: t.status,
+      turnId: t.turnId,
+      ...(t.output !== undefined ? { output: t.output } : {}),
+      ...(t.error !== undefined ? { error: t.error } : {}),
+    }));
+  }
+
+  /**
+   * Releases a session from any process: marks the release on its record (the first mark stands,
+   * so a second release waits for the same one) and wakes its holder, which cancels the running
+   * tasks wherever they run, waits for them up to the bound and journals the stragglers. Waits
+   * for that entry. With `cancel: false` a session with running tasks is refused, unchanged.
+   */
+  async release(sessionId: string, options: ReleaseOptions = {}): Promise<ReleaseOutcome> {
+    const record = await this.#find(sessionId);
+    const timeoutMs = Math.round((options.timeoutS ?? DEFAULT_RELEASE_TIMEOUT_S) * 1000);
+    if (!(timeoutMs >= 0)) throw new InvalidInputError('the release timeout must be a number of seconds, 0 or more');
+    if (options.cancel === false && record.releaseRequested === undefined) {
+      const running = (await this.tasks(sessionId)).filter((t) => t.status === TaskStatus.running);
+      if (running.length > 0)
+        throw new InvalidInputError(
+          `session ${sessionId} has ${running.length} running task(s) (${running.map((t) => t.taskId).join(', ')}): release without --no-cancel, or wait for them`,
+        );
+    }
+    if (TERMINAL_SESSION_STATES.includes(record.state)) return this.#releaseEnded(record, timeoutMs);
+    const now = this.deps.clock.now();
+    const bumped = await this.deps.store.bump(record.key, { now, release: { timeoutMs }, sweepAt: now + 1_000 });
+    if (!bumped.ok) {
+      const current = bumped.current ?? record;
+      if (bumped.reason === 'finished') return this.#releaseEnded(current, timeoutMs);
+      throw new TurnRefusedError('not-found', `session ${sessionId} not found`);
+    }
+    await this.#wake(record);
+    const mark = bumped.record.releaseRequested!;
+    const deadline = mark.at + mark.timeoutMs + RELEASE_GRACE_MS;
+    let after = 0;
+    for (;;) {
+      const entries = await this.deps.store.readJournal(record.key, after);
+      const done = entries.find((e) => e.kind === 'released');
+      if (done?.kind === 'released')
+        return { sessionId, released: true, cancelled: done.data.cancelled, stragglers: done.data.stragglers };
+      after = entries.at(-1)?.seq ?? after;
+      if (this.deps.clock.now() > deadline) return { sessionId, released: false, cancelled: [], stragglers: [] };
+      await this.deps.clock.sleep(200);
+    }
+  }
+
+  /**
+   * A session that has ended has no holder to carry a release out: its tasks are cancelled from
+   * here (a child's own cancel cascades to its tasks) and waited for up to the bound.
+   */
+  async #releaseEnded(record: SessionRecord, timeoutMs: number): Promise<ReleaseOutcome> {
+    const ledger = taskLedger(await this.deps.store.readJournal(record.key));
+    const running = (await readTaskLines(this.deps.store, record.key, ledger.tasks)).filter(
+      (t) => t.status === TaskStatus.running,
+    );
+    await Promise.all(running.map((t) => cancelChild(this.deps, childKey(record.key, t), record.traceId)));
+    const deadline = this.deps.clock.now() + timeoutMs;
+    let left = running;
+    while (left.length > 0 && this.deps.clock.now() < deadline) {
+      await this.deps.clock.sleep(200);
+      left = (await readTaskLines(this.deps.store, record.key, left)).filter((t) => t.status === TaskStatus.running);
+    }
+    return {
+      sessionId: record.key.id,
+      released: true,
+      cancelled: running.map((t) => t.taskId),
+      stragglers: left.map((t) => t.taskId),
+    };
+  }
+
   async #find(sessionId: string): Promise<SessionRecord> {
     const record = await this.deps.store.findSession(sessionId);
     if (!record) throw new TurnRefusedError('not-found', `session ${sessionId} not found`);
@@ -424,6 +613,7 @@ export class BatonClient implements BatonTransport {
   async #status(record: SessionRecord): Promise<SessionStatus> {
     const turn = record.activeTurnId ? await this.deps.store.getTurn(record.key, record.activeTurnId) : undefined;
     const waits = record.state === 'waiting' ? await this.#waits(record) : {};
+    const tasks = await this.#taskFacts(record);
     const conversation = record.conversation
       ? {
           turns: (await this.deps.store.listTurns(record.key)).map((t) => ({
@@ -455,6 +645,19 @@ export class BatonClient implements BatonTransport {
       activeTurnId: record.activeTurnId,
       pendingInputs: record.turnQueue.length + record.inbox.length,
       ...waits,
+      ...(record.parent ? { parent: record.parent.id } : {}),
+      ...tasks,
+    };
+  }
+
+  /** A parent's task counts by status and its release, read from its journal and its children. */
+  async #taskFacts(record: SessionRecord): Promise<Pick<SessionStatus, 'tasks' | 'release'>> {
+    const ledger = taskLedger(await this.deps.store.readJournal(record.key));
+    const release = ledger.released ? 'released' : record.releaseRequested ? 'requested' : undefined;
+    const lines = ledger.tasks.length ? await readTaskLines(this.deps.store, record.key, ledger.tasks) : [];
+    return {
+      ...(lines.length ? { tasks: countByStatus(lines) } : {}),
+      ...(release ? { release } : {}),
     };
   }
 
@@ -474,6 +677,21 @@ export class BatonClient implements BatonTransport {
     };
   }
 }
+
+/** How far a follower has seen a streaming response: chunks up to `chunk` of the one at `seq`. */
+export interface LivePosition {
+  readonly seq: number;
+  readonly chunk: number;
+}
+
+/** A live text chunk as a follower's event. */
+export const toModelText = (chunk: LiveTextChunk): ModelTextEvent => ({
+  kind: 'model-text',
+  seq: chunk.seq,
+  turnId: chunk.turnId,
+  chunk: chunk.index,
+  text: chunk.text,
+});
 
 const toEvent = (entry: JournalEntry): SessionEvent => ({
   cursor: entry.seq,

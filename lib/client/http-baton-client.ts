@@ -2,6 +2,9 @@ import { parseSse } from '../api/sse.ts';
 import type {
   BatonTransport,
   CancelResult,
+  EventsOptions,
+  FollowEvent,
+  ModelTextEvent,
   SessionEvent,
   SessionListPage,
   SessionListQuery,
@@ -63,25 +66,38 @@ export class HttpBatonClient implements BatonTransport {
     return (await this.#call('GET', `/sessions?${params}`)).json as SessionListPage;
   }
 
-  async *events(
-    sessionId: string,
-    options: { after?: number; follow?: boolean; signal?: AbortSignal } = {},
-  ): AsyncGenerator<SessionEvent> {
+  events(sessionId: string, options: EventsOptions & { live: true }): AsyncGenerator<FollowEvent>;
+  events(sessionId: string, options?: EventsOptions): AsyncGenerator<SessionEvent>;
+  async *events(sessionId: string, options: EventsOptions = {}): AsyncGenerator<FollowEvent> {
     let cursor = options.after ?? 0;
+    // Chunks of the streaming response after `cursor` already shown: the API resumes after them.
+    let chunk: number | undefined;
     const waitMs = options.follow ? FOLLOW_WAIT_MS : 0;
+    const live = options.follow && options.live ? '&live=true' : '';
     for (;;) {
       if (options.signal?.aborted) return;
-      const path = `/sessions/${encodeURIComponent(sessionId)}/events?after=${cursor}&waitMs=${waitMs}`;
-      const answer = await this.#call('GET', path, undefined, [], options.signal);
+      const path = `/sessions/${encodeURIComponent(sessionId)}/events?after=${cursor}&waitMs=${waitMs}${live}`;
+      // Within a streaming response the position has a chunk too, which only the event id carries.
+      const resume = chunk === undefined ? {} : { 'last-event-id': `${cursor}.${chunk}` };
+      const answer = await this.#call('GET', path, undefined, [], options.signal, resume);
       const events = parseSse(answer.text);
-      const entries = events.filter((e) => e.event === 'entry');
-      for (const entry of entries) {
-        const event = JSON.parse(entry.data) as SessionEvent;
-        cursor = event.cursor;
-        yield event;
+      let news = 0;
+      for (const event of events) {
+        if (event.event === 'entry') {
+          const entry = JSON.parse(event.data) as SessionEvent;
+          cursor = entry.cursor;
+          chunk = undefined;
+          news++;
+          yield entry;
+        } else if (event.event === 'model-text') {
+          const text = JSON.parse(event.data) as ModelTextEvent;
+          chunk = text.chunk;
+          news++;
+          yield text;
+        }
       }
       if (events.some((e) => e.event === 'end')) return;
-      if (!options.follow && entries.length === 0) return;
+      if (!options.follow && news === 0) return;
     }
   }
 
@@ -92,10 +108,21 @@ export class HttpBatonClient implements BatonTransport {
     return 'requested';
   }
 
-  async #call(method: string, path: string, body?: unknown, expected: number[] = [], signal?: AbortSignal) {
+  async #call(
+    method: string,
+    path: string,
+    body?: unknown,
+    expected: number[] = [],
+    signal?: AbortSignal,
+    headers: Record<string, string> = {},
+  ) {
     const response = await this.#fetch(`${this.#base}${path}`, {
       method,
-      headers: { ...this.#headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: {
+        ...this.#headers,
+        ...headers,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       ...(signal === undefined ? {} : { signal }),
     });

@@ -1,4 +1,5 @@
 import { createDocumentClient, createS3Client, createSqsClient } from '../adapters/aws-clients.ts';
+import { DynamoDbLiveText } from '../adapters/dynamodb/dynamodb-live-text.ts';
 import { DynamoDbSessionStore } from '../adapters/dynamodb/dynamodb-session-store.ts';
 import { S3BlobStore } from '../adapters/s3/s3-blob-store.ts';
 import { SqsTicketQueue, SqsWorkQueue } from '../adapters/sqs/sqs-queues.ts';
@@ -29,12 +30,14 @@ export function storeBackedClient(target: StoreTarget): { client: BatonClient; s
   const sqs = createSqsClient(aws);
   if (target.local) addAwsTraceHeaderShim(sqs);
   const blobs = new S3BlobStore({ client: createS3Client(aws), bucket: target.bucket });
-  const store = new DynamoDbSessionStore({ client: createDocumentClient(aws), table: target.table, blobs });
+  const documents = createDocumentClient(aws);
+  const store = new DynamoDbSessionStore({ client: documents, table: target.table, blobs });
   const client = new BatonClient({
     store,
     tickets: new SqsTicketQueue({ client: sqs, queueUrl: target.ticketsQueueUrl }),
     workQueue: new SqsWorkQueue({ client: sqs, queueUrl: target.workQueueUrl }),
     blobs,
+    live: new DynamoDbLiveText({ client: documents, table: target.table }),
     clock: systemClock,
   });
   return { client, store };

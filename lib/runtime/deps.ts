@@ -4,11 +4,12 @@ import { RUNTIME_DEFAULTS } from '../core/resources.ts';
 import type { ProducerMap } from '../core/tenancy.ts';
 import type { BlobStore } from '../ports/blob-store.ts';
 import type { Clock } from '../ports/clock.ts';
-import type { LiveEvents } from '../ports/live-events.ts';
+import type { LiveTextStore } from '../ports/live-text.ts';
 import type { ResultPublisher, TicketQueue, WorkQueue } from '../ports/queues.ts';
 import type { SessionStore } from '../ports/session-store.ts';
 import type { Telemetry, TelemetryLogger } from '../telemetry/telemetry.ts';
 import type { FailpointHook } from './failpoints.ts';
+import type { LiveTextPolicy } from './live-text-writer.ts';
 
 /** The logger the runtime writes through: lib/telemetry's, under the name the leg modules use. */
 export type RuntimeLogger = TelemetryLogger;
@@ -25,6 +26,8 @@ export interface RuntimeConfig {
   readonly maxPendingInputs?: number | undefined;
   /** Tenants each producer may submit for (intake); every producer may use every tenant when absent. */
   readonly producers?: ProducerMap | undefined;
+  /** How streamed model text is coalesced into live text writes (DEFAULT_LIVE_TEXT_POLICY when absent). */
+  readonly liveText?: LiveTextPolicy | undefined;
 }
 
 export const DEFAULT_RUNTIME_CONFIG: RuntimeConfig = {
@@ -41,8 +44,8 @@ export interface RuntimeDeps {
   readonly results: ResultPublisher;
   readonly tickets?: TicketQueue | undefined;
   readonly blobs?: BlobStore | undefined;
-  /** Where partial model output goes while it streams (never journaled); none by default. */
-  readonly live?: LiveEvents | undefined;
+  /** Where a streaming model's partial text goes for live followers (never journaled); none: no live text. */
+  readonly live?: LiveTextStore | undefined;
   readonly clock: Clock;
   readonly agents: AgentRegistry;
   readonly telemetry: Telemetry;

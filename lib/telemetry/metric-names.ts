@@ -35,6 +35,9 @@ export const METRIC = {
   stalledSessions: 'StalledSessions',
   /** Conversation messages journaled into a running turn. */
   messagesDelivered: 'MessagesDelivered',
+  /** Chunks of streamed model text written for live followers (never journaled), and the writes that failed. */
+  liveTextWrites: 'LiveTextWrites',
+  liveTextWriteFailures: 'LiveTextWriteFailures',
 } as const;
 export type MetricName = (typeof METRIC)[keyof typeof METRIC];
 

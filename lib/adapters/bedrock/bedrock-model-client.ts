@@ -5,6 +5,8 @@ import {
   ConverseCommand,
   type ConverseCommandInput,
   type ConverseCommandOutput,
+  ConverseStreamCommand,
+  type ConverseStreamOutput,
   type Message,
   type Tool,
   type ToolResultContentBlock,
@@ -20,6 +22,7 @@ import type {
   ModelClient,
   ModelRequest,
   ModelResponse,
+  ModelStreamSink,
   ToolSpec,
   UserContent,
 } from '../../ports/model-client.ts';
@@ -38,6 +41,8 @@ export interface BedrockModelClientOptions {
   readonly temperature?: number | undefined;
   /** Upper bound of one call: the budget check uses it, and the call is aborted past it. */
   readonly maxDurationMs: number;
+  /** Call ConverseStream: partial text goes to the step's stream sink; the journal keeps the whole response. */
+  readonly stream?: boolean | undefined;
 }
 
 /** Converse errors that another attempt, later, can cure. */
@@ -82,14 +87,18 @@ export class BedrockModelClient implements ModelClient {
       new BedrockRuntimeClient({ maxAttempts: 1, ...(options.region === undefined ? {} : { region: options.region }) });
   }
 
-  async converse(request: ModelRequest, signal: AbortSignal): Promise<ModelResponse> {
+  async converse(request: ModelRequest, signal: AbortSignal, sink?: ModelStreamSink): Promise<ModelResponse> {
     const deadline = AbortSignal.timeout(this.maxDurationMs);
-    const command = new ConverseCommand(
-      converseInput(this.id, request, { maxTokens: this.#options.maxTokens, temperature: this.#options.temperature }),
-    );
+    const input = converseInput(this.id, request, {
+      maxTokens: this.#options.maxTokens,
+      temperature: this.#options.temperature,
+    });
+    const abortSignal = AbortSignal.any([signal, deadline]);
     let output: ConverseCommandOutput;
     try {
-      output = await this.#client.send(command, { abortSignal: AbortSignal.any([signal, deadline]) });
+      output = this.#options.stream
+        ? await this.#stream(input, abortSignal, sink)
+        : await this.#client.send(new ConverseCommand(input), { abortSignal });
     } catch (error) {
       // The caller's abort (cancel, budget, lost lease) is not a model failure: pass it through.
       if (signal.aborted) throw signal.reason ?? error;
@@ -101,6 +110,70 @@ export class BedrockModelClient implements ModelClient {
       throw classifyBedrockError(this.id, error);
     }
     return modelResponse(output);
+  }
+
+  /** ConverseStream, its events gathered into the answer Converse would have given. */
+  async #stream(
+    input: ConverseCommandInput,
+    abortSignal: AbortSignal,
+    sink: ModelStreamSink | undefined,
+  ): Promise<ConverseCommandOutput> {
+    const { stream, $metadata } = await this.#client.send(new ConverseStreamCommand(input), { abortSignal });
+    const blocks = new Map<number, { text: string; toolUse?: { toolUseId: string; name: string; input: string } }>();
+    const blockAt = (index: number | undefined) => {
+      const block = blocks.get(index ?? 0) ?? { text: '' };
+      blocks.set(index ?? 0, block);
+      return block;
+    };
+    let stopReason: ConverseCommandOutput['stopReason'];
+    let usage: ConverseCommandOutput['usage'];
+    for await (const event of stream ?? []) {
+      const failure = streamFailure(event);
+      if (failure) throw failure;
+      if (event.contentBlockStart?.start?.toolUse) {
+        const { toolUseId = '', name = '' } = event.contentBlockStart.start.toolUse;
+        blockAt(event.contentBlockStart.contentBlockIndex).toolUse = { toolUseId, name, input: '' };
+      } else if (event.contentBlockDelta?.delta) {
+        const { delta, contentBlockIndex } = event.contentBlockDelta;
+        const block = blockAt(contentBlockIndex);
+        if (delta.text !== undefined) {
+          block.text += delta.text;
+          sink?.text(delta.text);
+        } else if (delta.toolUse && block.toolUse) block.toolUse.input += delta.toolUse.input ?? '';
+      } else if (event.messageStop) stopReason = event.messageStop.stopReason;
+      else if (event.metadata) usage = event.metadata.usage;
+    }
+    if (stopReason === undefined)
+      throw new StepError(`model ${this.id}: the stream ended without a stop reason`, { retryable: true });
+    const content: ContentBlock[] = [...blocks.entries()]
+      .sort(([a], [b]) => a - b)
+      .map(([, block]) =>
+        block.toolUse
+          ? { toolUse: { ...block.toolUse, input: parseToolInput(block.toolUse.input) } }
+          : { text: block.text },
+      );
+    return { output: { message: { role: 'assistant', content } }, stopReason, usage, metrics: undefined, $metadata };
+  }
+}
+
+/** An exception the stream delivered as an event (the SDK usually throws these itself). */
+function streamFailure(event: ConverseStreamOutput): Error | undefined {
+  return (
+    event.internalServerException ??
+    event.modelStreamErrorException ??
+    event.validationException ??
+    event.throttlingException ??
+    event.serviceUnavailableException
+  );
+}
+
+/** A streamed tool input arrives as JSON text in pieces; text that is not JSON is kept, so the tool's schema names it. */
+function parseToolInput(input: string): Document {
+  if (input.trim() === '') return {};
+  try {
+    return JSON.parse(input) as Document;
+  } catch {
+    return input;
   }
 }
 

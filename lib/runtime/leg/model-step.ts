@@ -1,10 +1,13 @@
 import type { AgentDefinition } from '../../agent/define-agent.ts';
 import { toolInputSchema } from '../../agent/define-tool.ts';
+import { taskToolSpecs } from '../../agent/task-tools.ts';
 import { buildTranscript } from '../../agent/transcript.ts';
 import type { ToolCall } from '../../core/journal.ts';
-import type { ModelResponse } from '../../ports/model-client.ts';
+import { formatTaskBlock, taskLedger } from '../../core/tasks.ts';
+import type { ChatMessage, ModelResponse } from '../../ports/model-client.ts';
 import { traceModelCall } from '../leg-tracing.ts';
-import { liveModelText } from '../live-model-text.ts';
+import { type LiveTextWriter, liveTextWriter } from '../live-text-writer.ts';
+import { readTaskLines } from '../tasks/read-tasks.ts';
 import { fitsInBudget, waitForRetry, yieldForBudget } from './hand-off.ts';
 import type { KickOutcome, LegContext } from './leg-context.ts';
 import { runStep } from './retry.ts';
@@ -19,17 +22,24 @@ export async function modelStep(leg: LegContext, agent: AgentDefinition): Promis
 async function callModel(leg: LegContext, agent: AgentDefinition): Promise<void> {
   const { deps } = leg;
   const started = deps.clock.now();
+  const tools = agent.tools.map((t) => ({ name: t.name, description: t.description, inputSchema: toolInputSchema(t) }));
   const request = {
     system: agent.instructions,
-    messages: buildTranscript(leg.journal.entries),
-    tools: agent.tools.map((t) => ({ name: t.name, description: t.description, inputSchema: toolInputSchema(t) })),
+    messages: await withTaskStatus(leg, buildTranscript(leg.journal.entries)),
+    tools: agent.delegates ? [...tools, ...taskToolSpecs(agent.delegates)] : tools,
   };
-  const stream = liveModelText(deps.live, leg.key, leg.journal.view.lastSeq + 1);
-  const pending = traceModelCall(leg.span, agent.model.id, () =>
-    agent.model.converse(request, leg.signals.stepSignal, stream),
-  );
-  await deps.failpoint('mid-step');
-  const response: ModelResponse = await pending;
+  const stream = streamSink(leg);
+  let response: ModelResponse;
+  try {
+    const pending = traceModelCall(leg.span, agent.model.id, () =>
+      agent.model.converse(request, leg.signals.stepSignal, stream),
+    );
+    await deps.failpoint('mid-step');
+    response = await pending;
+  } finally {
+    // Before the entry is journaled: no partial is written after its response is whole.
+    await stream?.close();
+  }
   leg.signals.throwIfAborted();
   deps.telemetry.metrics.duration('StepDuration', deps.clock.now() - started);
   deps.telemetry.metrics.count('InputTokens', response.usage.inputTokens);
@@ -40,6 +50,44 @@ async function callModel(leg: LegContext, agent: AgentDefinition): Promise<void>
     stopReason: response.stopReason,
     usage: response.usage,
   });
+}
+
+/**
+ * Where a streaming model's partial text goes: coalesced chunks in the live text store, keyed by
+ * the seq the model entry will take. None without a store; a model that does not stream never
+ * writes to it, so streaming costs nothing unless the agent's model streams.
+ */
+function streamSink(leg: LegContext): LiveTextWriter | undefined {
+  const { deps } = leg;
+  const turnId = leg.journal.view.turnId;
+  if (!deps.live || turnId === undefined) return undefined;
+  return liveTextWriter({
+    store: deps.live,
+    clock: deps.clock,
+    session: leg.key,
+    seq: leg.journal.view.lastSeq + 1,
+    turnId,
+    policy: deps.config.liveText,
+    onWrite: ({ ok, error }) => {
+      deps.telemetry.metrics.count(ok ? 'LiveTextWrites' : 'LiveTextWriteFailures');
+      if (!ok) leg.log.debug('live text write failed (the journal is unaffected)', { error: String(error) });
+    },
+  });
+}
+
+/**
+ * A delegating session's model sees its tasks' statuses, read from the store just now, as a user
+ * text after the transcript: never journaled, so it is always current, whichever worker asks.
+ */
+async function withTaskStatus(leg: LegContext, messages: ChatMessage[]): Promise<ChatMessage[]> {
+  if (!leg.agent?.delegates) return messages;
+  const ledger = taskLedger(leg.journal.entries);
+  if (ledger.tasks.length === 0) return messages;
+  const lines = await readTaskLines(leg.deps.store, leg.key, ledger.tasks);
+  const block = { type: 'text' as const, text: formatTaskBlock(lines) };
+  const last = messages.at(-1);
+  if (last?.role === 'user') return [...messages.slice(0, -1), { role: 'user', content: [...last.content, block] }];
+  return [...messages, { role: 'user', content: [block] }];
 }
 
 /**

@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 // The console's own module (plain JavaScript, served as is).
-import { buildTimeline, formatAge, formatDuration } from '../../../console/timeline.js';
+import {
+  addModelText,
+  buildTimeline,
+  formatAge,
+  formatDuration,
+  liveTextAfterEntry,
+} from '../../../console/timeline.js';
 
 const at = (ms: number) => new Date(1_700_000_000_000 + ms).toISOString();
 const leg = (seq: number, ms: number, reason: string, owner: string) => ({
@@ -54,5 +60,20 @@ describe('the console timeline', () => {
     expect(formatDuration(3_240)).toBe('3.2 s');
     expect(formatDuration(125_000)).toBe('2 min 5 s');
     expect(formatAge(at(0), Date.parse(at(90_000)))).toBe('1 min ago');
+  });
+});
+
+describe('the console’s live model text', () => {
+  it('appends chunks in order, skips repeats and gaps, and gives way to the entry at its seq', () => {
+    const text = (seq: number, chunk: number, t: string) => ({ seq, chunk, text: t });
+    let live = addModelText(undefined, text(5, 0, 'Every '));
+    live = addModelText(live, text(5, 1, 'id '));
+    live = addModelText(live, text(5, 1, 'id ')); // a reconnect sent it again
+    live = addModelText(live, text(5, 3, 'found')); // a gap: wait for chunk 2
+    expect(live).toEqual({ seq: 5, chunk: 1, text: 'Every id ' });
+    expect(addModelText(undefined, text(5, 2, 'was '))).toBeUndefined();
+    expect(liveTextAfterEntry(live, { seq: 4 })).toBe(live);
+    expect(liveTextAfterEntry(live, { seq: 5 })).toBeUndefined();
+    expect(addModelText(live, text(7, 0, 'Next'))).toEqual({ seq: 7, chunk: 0, text: 'Next' });
   });
 });

@@ -5,6 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { researcher, researchServer } from '../../../examples/researcher/agent.ts';
 import { RESEARCH_TOOLS } from '../../../examples/researcher/tool-catalog.ts';
 import { openMcpConnection } from '../../../lib/adapters/mcp/mcp-server.ts';
+import { MemoryLiveText } from '../../../lib/adapters/memory/memory-live-text.ts';
 import { deriveSessionId } from '../../../lib/core/ids.ts';
 import { systemClock } from '../../../lib/ports/clock.ts';
 import { acceptTicket } from '../../../lib/runtime/intake.ts';
@@ -29,7 +30,9 @@ describe('the researcher example', () => {
   });
 
   it('answers a question with what ten or more MCP tool calls returned, every tool used', async () => {
+    const live = new MemoryLiveText();
     const { deps, store, results } = makeTestDeps([researcher(undefined, server)], {
+      live,
       clock: systemClock, // a real MCP server answers in real time
       config: { leaseTtlMs: 30_000, reserveMs: 1_000, retentionDays: 1, sweepGraceMs: 30_000 },
     });
@@ -48,6 +51,11 @@ describe('the researcher example', () => {
 
     const [result] = results.bodies;
     expect(result).toMatchObject({ status: 'completed' });
+    // The mock streams its answer: live followers saw the beginning of the final model entry.
+    const answer = (await store.readJournal(key)).findLast((e) => e.kind === 'model');
+    const partial = (await live.read(key, answer?.seq ?? -1, { now: Date.now() })).map((c) => c.text).join('');
+    expect(partial).not.toBe('');
+    expect(String(answer?.data.text).startsWith(partial)).toBe(true);
     const output = String(result?.output);
     for (const t of tools.filter((t) => t.tool === 'save_note'))
       expect(output).toContain((t.output as { id: string }).id);

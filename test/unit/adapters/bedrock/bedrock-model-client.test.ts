@@ -8,6 +8,8 @@ import {
   loadFixture,
   type RecordedResponse,
   recordedBedrockClient,
+  type StreamFrame,
+  streamResponse,
 } from '../../../fixtures/bedrock/recorded-http-handler.ts';
 
 const MODEL_ID = 'anthropic.claude-3-sonnet-20240229-v1:0';
@@ -311,5 +313,68 @@ describe('toolSpecFromZod', () => {
         },
       },
     });
+  });
+});
+
+describe('BedrockModelClient streaming (ConverseStream)', () => {
+  const frames: StreamFrame[] = [
+    { event: 'messageStart', payload: { role: 'assistant' } },
+    { event: 'contentBlockDelta', payload: { contentBlockIndex: 0, delta: { text: "I'll look " } } },
+    { event: 'contentBlockDelta', payload: { contentBlockIndex: 0, delta: { text: 'it up.' } } },
+    { event: 'contentBlockStop', payload: { contentBlockIndex: 0 } },
+    {
+      event: 'contentBlockStart',
+      payload: { contentBlockIndex: 1, start: { toolUse: { toolUseId: TOOL_USE_ID, name: 'top_song' } } },
+    },
+    { event: 'contentBlockDelta', payload: { contentBlockIndex: 1, delta: { toolUse: { input: '{"sign":' } } } },
+    { event: 'contentBlockDelta', payload: { contentBlockIndex: 1, delta: { toolUse: { input: '"WZPZ"}' } } } },
+    { event: 'contentBlockStop', payload: { contentBlockIndex: 1 } },
+    { event: 'messageStop', payload: { stopReason: 'tool_use' } },
+    {
+      event: 'metadata',
+      payload: { usage: { inputTokens: 30, outputTokens: 12, totalTokens: 42 }, metrics: { latencyMs: 400 } },
+    },
+  ];
+
+  it('streams text to the sink and answers what Converse would: text, tool calls, stop reason, usage', async () => {
+    // Arrange
+    const { client, sent } = recordedBedrockClient([streamResponse(frames)]);
+    const model = new BedrockModelClient({ modelId: MODEL_ID, client, maxDurationMs: 5_000, stream: true });
+    const deltas: string[] = [];
+
+    // Act
+    const response = await model.converse(roundTripRequest, new AbortController().signal, {
+      text: (delta) => deltas.push(delta),
+    });
+
+    // Assert
+    expect(sent[0]?.path).toBe(`/model/${encodeURIComponent(MODEL_ID)}/converse-stream`);
+    expect(deltas).toEqual(["I'll look ", 'it up.']);
+    expect(response).toEqual({
+      text: "I'll look it up.",
+      toolCalls: [{ id: TOOL_USE_ID, name: 'top_song', input: { sign: 'WZPZ' } }],
+      stopReason: 'tool_use',
+      usage: { inputTokens: 30, outputTokens: 12 },
+    });
+  });
+
+  it('classifies an exception in the stream like a thrown one', async () => {
+    // Arrange: text arrives, then the service throttles mid-stream.
+    const { client } = recordedBedrockClient([
+      streamResponse([
+        frames[0] as StreamFrame,
+        frames[1] as StreamFrame,
+        { exception: 'throttlingException', payload: { message: 'Too many tokens, please wait.' } },
+      ]),
+    ]);
+    const model = new BedrockModelClient({ modelId: MODEL_ID, client, maxDurationMs: 5_000, stream: true });
+
+    // Act
+    const error = await model.converse(roundTripRequest, new AbortController().signal).catch((e: unknown) => e);
+
+    // Assert
+    expect(error).toBeInstanceOf(StepError);
+    expect((error as StepError).retryable).toBe(true);
+    expect((error as StepError).message).toContain('Too many tokens');
   });
 });

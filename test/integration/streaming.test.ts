@@ -1,0 +1,124 @@
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { FollowEvent } from '../../lib/client/baton-client.ts';
+import { HttpBatonClient } from '../../lib/client/http-baton-client.ts';
+import { readProbes } from '../fixtures/agents/probe-log.ts';
+import { FOLLOWERS_SAW_FILE, STREAMING_AGENTS_MODULE, streamingAnswer } from '../fixtures/agents/streaming-agent.ts';
+import { startTestStack, type TestStack } from '../fixtures/stack.ts';
+import { waitFor } from '../fixtures/wait-for.ts';
+
+const REPO_ROOT = resolve(import.meta.dirname, '../..');
+const WORDS = 120;
+
+/** `baton events SESSION --follow` in a process of its own, its JSON lines collected as they come. */
+function followWithCli(sessionId: string, stateDir: string) {
+  const { region, endpoints } = inject('baton');
+  const child: ChildProcessWithoutNullStreams = spawn(
+    'sh',
+    [join(REPO_ROOT, 'bin', 'baton'), '--state-dir', stateDir, 'events', sessionId, '--follow'],
+    {
+      cwd: REPO_ROOT,
+      env: {
+        ...process.env,
+        AWS_REGION: region,
+        AWS_ENDPOINT_URL_DYNAMODB: endpoints.dynamodb,
+        AWS_ENDPOINT_URL_SQS: endpoints.sqs,
+        AWS_ENDPOINT_URL_S3: endpoints.s3,
+      },
+    },
+  );
+  const events: FollowEvent[] = [];
+  let buffered = '';
+  let stderr = '';
+  child.stdout.on('data', (data: Buffer) => {
+    buffered += data.toString();
+    const lines = buffered.split('\n');
+    buffered = lines.pop() ?? '';
+    for (const line of lines) if (line.trim() !== '') events.push(JSON.parse(line) as FollowEvent);
+  });
+  child.stderr.on('data', (data: Buffer) => {
+    stderr += data.toString();
+  });
+  const exited = new Promise<number | null>((done) => child.on('close', done));
+  return { events, exited, stderr: () => stderr, kill: () => child.kill() };
+}
+
+const partialText = (events: FollowEvent[]) => events.map((e) => (e.kind === 'model-text' ? e.text : '')).join('');
+
+/** Asserts what a follower saw: partial text first, then the model entry, whole. */
+function expectPartialBeforeEntry(events: FollowEvent[], answer: string) {
+  const entryAt = events.findIndex((e) => e.kind === 'model');
+  const firstPartial = events.findIndex((e) => e.kind === 'model-text');
+  expect(firstPartial).toBeGreaterThanOrEqual(0);
+  expect(firstPartial).toBeLessThan(entryAt);
+  expect(events.findLastIndex((e) => e.kind === 'model-text')).toBeLessThan(entryAt);
+  expect(answer.startsWith(partialText(events))).toBe(true);
+  expect(events[entryAt]).toMatchObject({ kind: 'model', data: { text: answer } });
+}
+
+// Worker processes and a CLI process start cold on a busy 2-core machine: allow minutes.
+describe('streaming model output across processes', { timeout: 180_000 }, () => {
+  let t: TestStack;
+  let dir: string;
+
+  beforeAll(async () => {
+    // Its own stack: the streaming model may take 20 s, more than the shared 6 s functions allow.
+    t = await startTestStack({
+      functionTimeoutS: 30,
+      workers: 1,
+      console: { port: 0 },
+      handlerEnv: { BATON_AGENTS_MODULE: STREAMING_AGENTS_MODULE },
+    });
+    dir = mkdtempSync(join(tmpdir(), 'baton-streaming-'));
+  });
+  afterAll(async () => {
+    await t?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('shows followers in other processes partial text before the model entry, which holds the whole answer', async () => {
+    // Arrange: a worker process runs the streaming model, which holds most of its answer until
+    // both followers — the CLI in a process of its own, and the HTTP API's event stream — showed some.
+    const answer = streamingAnswer(WORDS);
+    const submitted = await t.client.submit({ agent: 'streaming', input: { dir, words: WORDS } });
+    await waitFor(async () => readProbes(dir).some((p) => p.event === 'streaming'), {
+      what: 'the worker to start streaming',
+    });
+    const cli = followWithCli(submitted.sessionId, t.stateDir);
+    const http = new HttpBatonClient({ baseUrl: t.stack.config.api as string });
+    const viaApi: FollowEvent[] = [];
+    const apiFollow = (async () => {
+      for await (const event of http.events(submitted.sessionId, { follow: true, live: true })) viaApi.push(event);
+    })();
+
+    // Act
+    try {
+      await waitFor(
+        () => cli.events.some((e) => e.kind === 'model-text') && viaApi.some((e) => e.kind === 'model-text'),
+        {
+          what: () =>
+            `partial text in both followers (cli: ${cli.events.length} events, ${cli.stderr()}; api: ${viaApi.length})`,
+        },
+      );
+      writeFileSync(join(dir, FOLLOWERS_SAW_FILE), '');
+      await apiFollow;
+      expect(await cli.exited).toBe(0);
+    } finally {
+      cli.kill();
+    }
+
+    // Assert: the worker was another process, and each follower saw partial text, then the whole entry.
+    expect(readProbes(dir).find((p) => p.event === 'streaming')?.detail).toEqual({ sink: true });
+    expect(readProbes(dir).find((p) => p.event === 'streamed')?.pid).not.toBe(process.pid);
+    expectPartialBeforeEntry(cli.events, answer);
+    expectPartialBeforeEntry(viaApi, answer);
+    const journal = await t.store.readJournal((await t.store.findSession(submitted.sessionId))!.key);
+    expect(journal.filter((e) => e.kind === 'model').map((e) => e.data)).toEqual([
+      expect.objectContaining({ text: answer, stopReason: 'end_turn' }),
+    ]);
+    expect(journal.some((e) => (e.kind as string) === 'model-text')).toBe(false);
+  });
+});
