@@ -188,7 +188,8 @@ export function applyEntry(view: SessionView, entry: JournalEntry): SessionView 
       // A message after the final answer reopens the turn: the model answers what it was told.
       return { ...(entry.data.id === undefined ? next : delivered(next, entry.data.id)), finalText: undefined };
     case 'outcome':
-      return { ...next, outcome: entry.data };
+      // Errors before the outcome were the steps'; the result's own sends count from here.
+      return { ...next, outcome: entry.data, failedAttempts: 0, retryAt: undefined, lastError: undefined };
     case 'published':
       return { ...next, published: true };
   }

@@ -88,6 +88,8 @@ export interface AcquireRequest {
   readonly expectOwner?: string | undefined;
   /** Taking over an expired lease: counts a recovery and requires `until < now`. */
   readonly recovery: boolean;
+  /** The record's new expiry (epoch s): a session in use never expires under its holder. */
+  readonly ttlSeconds?: number | undefined;
 }
 
 export type AcquireResult =

@@ -534,6 +534,69 @@ export function describeSessionStoreContract(name: string, makeHarness: MakeHarn
       });
     });
 
+    describe('item expiry', () => {
+      const CREATED_TTL = 1_800_000_000;
+      const ttlOf = async (harness: SessionStoreHarness, key: SessionKey) => (await harness.rawItem(key, META_SK))?.ttl;
+
+      it('moves the record’s expiry forward on acquire, and keeps it when the acquire names none', async () => {
+        // Arrange
+        const harness = await makeHarness();
+        const { store } = harness;
+        const now = Date.now();
+        const key = newKey();
+        await store.createSession(newSession(key, now, { ttlSeconds: CREATED_TTL }));
+        const request = { owner: 'owner-a', until: now + TTL_MS, now, expectEpoch: 0, recovery: false };
+
+        // Act
+        await store.acquire(key, { ...request, ttlSeconds: CREATED_TTL + 100 });
+        const afterAcquire = await ttlOf(harness, key);
+        await store.release(key, { owner: 'owner-a', epoch: 1, state: 'queued', seenVersion: 1, progressed: false });
+        await store.acquire(key, { ...request, owner: 'owner-b', expectEpoch: 1 });
+
+        // Assert
+        expect(afterAcquire).toBe(CREATED_TTL + 100);
+        expect(await ttlOf(harness, key)).toBe(CREATED_TTL + 100);
+      });
+
+      it('moves the record’s expiry forward when the owner releases into waiting and when a turn ends idle', async () => {
+        // Arrange
+        const harness = await makeHarness();
+        const { store } = harness;
+        const now = Date.now();
+        const key = newKey();
+        await store.putTurn(key, { turnId: 'turn-1', ticketId: 'turn-1', input: {}, inputHash: 'h', createdAt: now });
+        await store.createSession(newSession(key, now, { ttlSeconds: CREATED_TTL, conversation: true }));
+        await acquireFree(store, key, 'owner-a', now);
+
+        // Act
+        await store.release(key, {
+          owner: 'owner-a',
+          epoch: 1,
+          state: 'waiting',
+          expectPendingVersion: 1,
+          seenVersion: 1,
+          progressed: true,
+          ttlSeconds: CREATED_TTL + 200,
+        });
+        const whileWaiting = await ttlOf(harness, key);
+        await store.acquire(key, { owner: 'owner-b', until: now + TTL_MS, now, expectEpoch: 1, recovery: false });
+        await store.endTurn(key, {
+          owner: 'owner-b',
+          epoch: 2,
+          next: undefined,
+          now,
+          sweepAt: now + 5_000,
+          progressed: true,
+          ttlSeconds: CREATED_TTL + 300,
+        });
+
+        // Assert
+        expect(whileWaiting).toBe(CREATED_TTL + 200);
+        expect(await ttlOf(harness, key)).toBe(CREATED_TTL + 300);
+        expect((await store.getSession(key))?.state).toBe('idle');
+      });
+    });
+
     describe('bump', () => {
       it('counts an event, requests a cancel, and keeps a sweep time that is already set', async () => {
         // Arrange

@@ -442,6 +442,7 @@ export class DynamoDbSessionStore implements SessionStore {
       const recovered = x.name('recovered');
       sets.push(`${recovered} = if_not_exists(${recovered}, ${x.value(0)}) + ${one}`);
     }
+    if (request.ttlSeconds !== undefined) sets.push(`${x.name('ttl')} = ${x.value(request.ttlSeconds)}`);
     const result = await conditional(() =>
       this.#db.send(
         new UpdateCommand({

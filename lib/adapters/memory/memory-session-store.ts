@@ -377,6 +377,7 @@ export class MemorySessionStore implements SessionStore {
         ...(request.recovery
           ? { recoveries: Number(old.recoveries) + 1, recovered: Number(old.recovered ?? 0) + 1 }
           : {}),
+        ...(request.ttlSeconds === undefined ? {} : { ttl: request.ttlSeconds }),
       };
       this.#setMeta(key, next);
       return { ok: true, record: decodeSession(next, key) };

@@ -2,7 +2,7 @@ import { planAcquire } from '../../core/lease.ts';
 import type { Kick } from '../../core/messages.ts';
 import type { KickReason } from '../../core/vocabulary.ts';
 import type { SessionRecord } from '../../ports/session-store.ts';
-import type { RuntimeDeps, RuntimeLogger } from '../deps.ts';
+import { type RuntimeDeps, type RuntimeLogger, ttlSeconds } from '../deps.ts';
 import { MAX_DELAY_SECONDS } from './hand-off.ts';
 import type { Invocation, KickOutcome } from './leg-context.ts';
 
@@ -55,6 +55,7 @@ export async function acquireForKick(
       expectEpoch: record.epoch,
       expectOwner: plan.expectOwner,
       recovery: plan.recovery,
+      ttlSeconds: ttlSeconds(deps.config, now),
     });
     if (acquired.ok) return { before: record, record: acquired.record, recovery: plan.recovery, owner };
     // The record moved under the write — most often a predecessor releasing just as its
