@@ -165,18 +165,10 @@ export class DynamoDbSessionStore implements SessionStore {
     const turnExists = `attribute_exists(${x.name('pk')})`;
     const noOutcomeYet = `attribute_not_exists(${x.name('outcome')}) AND attribute_not_exists(${x.name('outcomeBlob')})`;
     const sets = Object.entries(attributes).map(([attribute, value]) => `${x.name(attribute)} = ${x.value(value)}`);
-    const result = await conditional(() =>
-      this.#db.send(
-        new UpdateCommand({
-          TableName: this.#table,
-          Key: { pk: pkOf(key), sk: turnSk(turnId) },
-          UpdateExpression: `SET ${sets.join(', ')}`,
-          ConditionExpression: allOf(turnExists, noOutcomeYet),
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-          ...x.attributes(),
-        }),
-      ),
-    );
+    const result = await this.#update(key, turnSk(turnId), x, {
+      update: `SET ${sets.join(', ')}`,
+      condition: allOf(turnExists, noOutcomeYet),
+    });
     if (result.ok) return outcome;
     if (result.old === undefined) {
       throw new CorruptStateError(`outcome for turn ${turnId} of ${formatSessionKey(key)}, which does not exist`);
@@ -318,18 +310,10 @@ export class DynamoDbSessionStore implements SessionStore {
     }
     if (request.progressed) sets.push(`${x.name('recoveries')} = ${x.value(0)}`);
     if (request.ttlSeconds !== undefined) sets.push(`${x.name('ttl')} = ${x.value(request.ttlSeconds)}`);
-    const result = await conditional(() =>
-      this.#db.send(
-        new UpdateCommand({
-          TableName: this.#table,
-          Key: { pk: pkOf(key), sk: META_SK },
-          UpdateExpression: `SET ${sets.join(', ')} REMOVE ${removes.join(', ')}`,
-          ConditionExpression: allOf(holdsLease, headMatches),
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-          ...x.attributes(),
-        }),
-      ),
-    );
+    const result = await this.#update(key, META_SK, x, {
+      update: `SET ${sets.join(', ')} REMOVE ${removes.join(', ')}`,
+      condition: allOf(holdsLease, headMatches),
+    });
     if (result.ok) return { ok: true };
     const current = result.old === undefined ? undefined : decodeSession(result.old, key);
     const ownWrite =
@@ -358,20 +342,12 @@ export class DynamoDbSessionStore implements SessionStore {
       `${x.name('sweepShard')} = ${x.value(sweepShardAttr(key.id))}`,
       `${x.name('updatedAt')} = ${x.value(request.now)}`,
     ];
-    const result = await conditional(() =>
-      this.#db.send(
-        new UpdateCommand({
-          TableName: this.#table,
-          Key: { pk: pkOf(key), sk: META_SK },
-          UpdateExpression: `SET ${sets.join(', ')}`,
-          ConditionExpression: allOf(exists, notFinished, fresh, room),
-          ReturnValues: 'ALL_NEW',
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-          ...x.attributes(),
-        }),
-      ),
-    );
-    if (result.ok) return { ok: true, record: decodeSession(result.value.Attributes, key), posted: true };
+    const result = await this.#update(key, META_SK, x, {
+      update: `SET ${sets.join(', ')}`,
+      condition: allOf(exists, notFinished, fresh, room),
+      returnNew: true,
+    });
+    if (result.ok) return { ok: true, record: decodeSession(result.value, key), posted: true };
     const current = result.old === undefined ? undefined : decodeSession(result.old, key);
     const decision = decidePost(current, request.item.id, request.maxPending);
     if (decision === 'posted-before') return { ok: true, record: current!, posted: false };
@@ -391,18 +367,10 @@ export class DynamoDbSessionStore implements SessionStore {
       ...request.taken.map((t) => `${ids}[${t.index}] = ${x.value(t.id)}`),
     ];
     const removes = request.taken.flatMap((t) => [`${inbox}[${t.index}]`, `${ids}[${t.index}]`]);
-    const result = await conditional(() =>
-      this.#db.send(
-        new UpdateCommand({
-          TableName: this.#table,
-          Key: { pk: pkOf(key), sk: META_SK },
-          UpdateExpression: `SET ${x.name('updatedAt')} = ${x.value(this.#clock.now())} REMOVE ${removes.join(', ')}`,
-          ConditionExpression: allOf(...conditions),
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-          ...x.attributes(),
-        }),
-      ),
-    );
+    const result = await this.#update(key, META_SK, x, {
+      update: `SET ${x.name('updatedAt')} = ${x.value(this.#clock.now())} REMOVE ${removes.join(', ')}`,
+      condition: allOf(...conditions),
+    });
     if (result.ok) return;
     const current = result.old === undefined ? undefined : decodeSession(result.old, key);
     const ours = current?.owner === request.owner && current.epoch === request.epoch;
@@ -443,21 +411,13 @@ export class DynamoDbSessionStore implements SessionStore {
       sets.push(`${recovered} = if_not_exists(${recovered}, ${x.value(0)}) + ${one}`);
     }
     if (request.ttlSeconds !== undefined) sets.push(`${x.name('ttl')} = ${x.value(request.ttlSeconds)}`);
-    const result = await conditional(() =>
-      this.#db.send(
-        new UpdateCommand({
-          TableName: this.#table,
-          Key: { pk: pkOf(key), sk: META_SK },
-          // A new holder starts without its predecessor's hand-off nonce.
-          UpdateExpression: `SET ${sets.join(', ')} REMOVE ${x.name('handoff')}`,
-          ConditionExpression: allOf(epochMatches, ownerMatches, leaseExpired, notFinished),
-          ReturnValues: 'ALL_NEW',
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-          ...x.attributes(),
-        }),
-      ),
-    );
-    if (result.ok) return { ok: true, record: decodeSession(result.value.Attributes, key) };
+    // A new holder starts without its predecessor's hand-off nonce.
+    const result = await this.#update(key, META_SK, x, {
+      update: `SET ${sets.join(', ')} REMOVE ${x.name('handoff')}`,
+      condition: allOf(epochMatches, ownerMatches, leaseExpired, notFinished),
+      returnNew: true,
+    });
+    if (result.ok) return { ok: true, record: decodeSession(result.value, key) };
     const current = result.old === undefined ? undefined : decodeSession(result.old, key);
     const ownWrite = current?.owner === request.owner && current.epoch === request.expectEpoch + 1;
     return ownWrite && current ? { ok: true, record: current } : { ok: false, current };
@@ -479,20 +439,12 @@ export class DynamoDbSessionStore implements SessionStore {
     ];
     if (request.progressed) sets.push(`${x.name('recoveries')} = ${x.value(0)}`);
     if (request.handoff !== undefined) sets.push(`${x.name('handoff')} = ${x.value(request.handoff)}`);
-    const result = await conditional(() =>
-      this.#db.send(
-        new UpdateCommand({
-          TableName: this.#table,
-          Key: { pk: pkOf(key), sk: META_SK },
-          UpdateExpression: `SET ${sets.join(', ')}`,
-          ConditionExpression: holdsLease,
-          ReturnValues: 'ALL_NEW',
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-          ...x.attributes(),
-        }),
-      ),
-    );
-    if (result.ok) return decodeSession(result.value.Attributes, key);
+    const result = await this.#update(key, META_SK, x, {
+      update: `SET ${sets.join(', ')}`,
+      condition: holdsLease,
+      returnNew: true,
+    });
+    if (result.ok) return decodeSession(result.value, key);
     throw leaseLost(`renew of epoch ${request.epoch} by ${request.owner} refused`, result.old, key);
   }
 
@@ -521,18 +473,10 @@ export class DynamoDbSessionStore implements SessionStore {
     if (request.ttlSeconds !== undefined) sets.push(`${x.name('ttl')} = ${x.value(request.ttlSeconds)}`);
     // ADD inside a conditional write: an SDK retry of a committed release fails its condition, so it never counts twice.
     const add = request.tokens ? ` ADD ${x.name('tokens')} ${x.value(request.tokens)}` : '';
-    const result = await conditional(() =>
-      this.#db.send(
-        new UpdateCommand({
-          TableName: this.#table,
-          Key: { pk: pkOf(key), sk: META_SK },
-          UpdateExpression: `SET ${sets.join(', ')} REMOVE ${removes.join(', ')}${add}`,
-          ConditionExpression: allOf(holdsLease, noNewEvent),
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-          ...x.attributes(),
-        }),
-      ),
-    );
+    const result = await this.#update(key, META_SK, x, {
+      update: `SET ${sets.join(', ')} REMOVE ${removes.join(', ')}${add}`,
+      condition: allOf(holdsLease, noNewEvent),
+    });
     if (result.ok) return { ok: true };
     const current = result.old === undefined ? undefined : decodeSession(result.old, key);
     const ownWrite =
@@ -556,20 +500,12 @@ export class DynamoDbSessionStore implements SessionStore {
       `${x.name('updatedAt')} = ${x.value(request.now)}`,
     ];
     if (request.cancel) sets.push(`${x.name('cancelRequested')} = ${x.value(true)}`);
-    const result = await conditional(() =>
-      this.#db.send(
-        new UpdateCommand({
-          TableName: this.#table,
-          Key: { pk: pkOf(key), sk: META_SK },
-          UpdateExpression: `SET ${sets.join(', ')}`,
-          ConditionExpression: allOf(exists, notFinished),
-          ReturnValues: 'ALL_NEW',
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-          ...x.attributes(),
-        }),
-      ),
-    );
-    if (result.ok) return { ok: true, record: decodeSession(result.value.Attributes, key) };
+    const result = await this.#update(key, META_SK, x, {
+      update: `SET ${sets.join(', ')}`,
+      condition: allOf(exists, notFinished),
+      returnNew: true,
+    });
+    if (result.ok) return { ok: true, record: decodeSession(result.value, key) };
     if (result.old === undefined) return { ok: false, reason: 'not-found' };
     return { ok: false, reason: 'finished', current: decodeSession(result.old, key) };
   }
@@ -735,6 +671,32 @@ export class DynamoDbSessionStore implements SessionStore {
     // Nothing matched in the rounds read: go on from where the index stopped.
     const stop = startKey as Item;
     return { sessions, cursor: encodeListCursor({ key: this.#keyOf(stop), createdAt: Number(stop.createdAt) }) };
+  }
+
+  /**
+   * A conditional UpdateItem on one item of the session: the one shape of every fenced write. A
+   * failed condition answers with the item as it was (ALL_OLD); `returnNew` answers the item as written.
+   */
+  #update(
+    key: SessionKey,
+    sk: string,
+    x: Expression,
+    write: { readonly update: string; readonly condition: string; readonly returnNew?: boolean },
+  ): Promise<Conditional<Item | undefined>> {
+    return conditional(async () => {
+      const { Attributes } = await this.#db.send(
+        new UpdateCommand({
+          TableName: this.#table,
+          Key: { pk: pkOf(key), sk },
+          UpdateExpression: write.update,
+          ConditionExpression: write.condition,
+          ...(write.returnNew ? { ReturnValues: 'ALL_NEW' as const } : {}),
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          ...x.attributes(),
+        }),
+      );
+      return Attributes;
+    });
   }
 
   /** Puts an item only where its key is free; on refusal, ALL_OLD tells whose item is there. */
