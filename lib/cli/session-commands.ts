@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { BatonTransport } from '../client/baton-client.ts';
-import { type BatonClient, SendMode } from '../client/baton-client.ts';
+import { SendMode } from '../client/baton-client.ts';
 import { HttpBatonClient } from '../client/http-baton-client.ts';
 import { SessionState } from '../core/vocabulary.ts';
 import { type ConnectOptions, clientFor, resolveTarget } from './connect.ts';
@@ -17,12 +17,6 @@ export interface CommandIo {
 /** The API when `--api URL` is given, otherwise the store and queues of the target stack. */
 const client = async (io: CommandIo): Promise<BatonTransport> =>
   io.connect.api ? new HttpBatonClient({ baseUrl: io.connect.api }) : clientFor(await resolveTarget(io.connect));
-
-/** Conversation operations (send, approve, resolve) reach the store directly; the HTTP API has no routes for them yet. */
-const storeClient = async (io: CommandIo, command: string): Promise<BatonClient> => {
-  if (io.connect.api) throw new Error(`baton ${command} talks to the store directly; --api does not serve it yet`);
-  return clientFor(await resolveTarget(io.connect));
-};
 
 async function readInput(
   values: { input?: string | undefined; file?: string | undefined },
@@ -196,7 +190,7 @@ export async function send(args: string[], io: CommandIo): Promise<number> {
   if (values.mode !== undefined && !modes.includes(values.mode))
     throw new Error(`--mode must be one of ${modes.join(', ')}`);
   const input = values.text !== undefined ? { text: values.text } : await readInput(values, positionals.slice(1));
-  const sent = await (await storeClient(io, 'send')).send(sessionId, input, {
+  const sent = await (await client(io)).send(sessionId, input, {
     id: values.id,
     mode: values.mode as SendMode | undefined,
     ifLastTurn: values['if-last-turn'],
@@ -215,7 +209,7 @@ export async function approve(args: string[], io: CommandIo): Promise<number> {
   const [sessionId, callId] = positionals;
   if (!sessionId || !callId) throw new Error('usage: baton approve SESSION CALL_ID [--deny] [--reason TEXT]');
   const approved = !values.deny;
-  await (await storeClient(io, 'approve')).approve(sessionId, callId, {
+  await (await client(io)).approve(sessionId, callId, {
     approved,
     ...(values.reason !== undefined ? { reason: values.reason } : {}),
   });
@@ -246,7 +240,7 @@ export async function resolve(args: string[], io: CommandIo): Promise<number> {
     }
   }
   const done = values.done === true;
-  await (await storeClient(io, 'resolve')).resolve(sessionId, callId, {
+  await (await client(io)).resolve(sessionId, callId, {
     done,
     ...(output !== undefined ? { output } : {}),
   });
