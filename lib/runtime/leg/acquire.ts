@@ -43,6 +43,15 @@ export async function acquireForKick(
     }
     const now = deps.clock.now();
     const plan = planAcquire(record, kick, now);
+    if (plan.kind === 'drop' && plan.why === 'wrong-handoff') {
+      // Only the holder knows its nonce: this continuation was forged (or tampered with).
+      log.warn('continuation without its hand-off nonce refused; the holder keeps the lease', {
+        epoch: record.epoch,
+        owner: record.owner,
+      });
+      deps.telemetry.metrics.count('ForgedKicksRefused');
+      return 'dropped';
+    }
     if (plan.kind === 'drop') {
       log.debug('kick dropped', { why: plan.why, epoch: record.epoch });
       deps.telemetry.metrics.count('DuplicateKicksDropped');
