@@ -597,6 +597,35 @@ export function describeSessionStoreContract(name: string, makeHarness: MakeHarn
       });
     });
 
+    describe('refreshExpiry', () => {
+      it('moves every item expiring earlier forward, stamps the record, and leaves later and absent expiries', async () => {
+        // Arrange: a turn, two entries and a snapshot written with the creation's expiry, one entry without any.
+        const harness = await makeHarness();
+        const { store } = harness;
+        const now = Date.now();
+        const key = newKey();
+        const early = 1_800_000_000;
+        await store.createSession(newSession(key, now, { ttlSeconds: early }));
+        await store.putTurn(key, { turnId: 'turn-1', ticketId: 't', input: {}, inputHash: 'h', createdAt: now }, early);
+        await store.append(key, entry(1, 1), early);
+        await store.append(key, entry(2, 1), early + 1_000);
+        await store.append(key, entry(3, 1));
+
+        // Act
+        const moved = await store.refreshExpiry(key, { ttlSeconds: early + 500, now: now + 1 });
+
+        // Assert
+        const ttl = async (sk: string) => (await harness.rawItem(key, sk))?.ttl;
+        expect(moved).toBe(2);
+        expect([await ttl(turnSk('turn-1')), await ttl(journalSk(1))]).toEqual([early + 500, early + 500]);
+        expect(await ttl(journalSk(2))).toBe(early + 1_000);
+        expect(await ttl(journalSk(3))).toBeUndefined();
+        expect(await ttl(META_SK)).toBe(early);
+        expect((await store.getSession(key))?.expiryRefreshedAt).toBe(now + 1);
+        expect((await store.readJournal(key)).map((e) => e.seq)).toEqual([1, 2, 3]);
+      });
+    });
+
     describe('bump', () => {
       it('counts an event, requests a cancel, and keeps a sweep time that is already set', async () => {
         // Arrange

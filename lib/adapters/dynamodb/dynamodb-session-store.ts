@@ -84,6 +84,9 @@ export interface DynamoDbSessionStoreOptions {
 /** How many times enqueueTurn reads again when the session moved between its read and its write. */
 const ENQUEUE_ATTEMPTS = 8;
 
+/** Item expiries refreshExpiry moves at once: a long session's thousands of items in seconds. */
+const REFRESH_CONCURRENCY = 16;
+
 /** What listSessions returns when the caller names no limit. */
 const DEFAULT_LIST_LIMIT = 100;
 /** Index pages one querySessions call reads at most (a filtered list may match few rows per page). */
@@ -508,6 +511,51 @@ export class DynamoDbSessionStore implements SessionStore {
     if (result.ok) return { ok: true, record: decodeSession(result.value, key) };
     if (result.old === undefined) return { ok: false, reason: 'not-found' };
     return { ok: false, reason: 'finished', current: decodeSession(result.old, key) };
+  }
+
+  /**
+   * Reads the partition's keys and expiries (a projection: no payloads), then moves each item
+   * expiring earlier forward, and stamps the record last. Each update is conditioned on the item still being
+   * there and still expiring earlier, so nothing deleted in between comes back.
+   */
+  async refreshExpiry(key: SessionKey, request: { ttlSeconds: number; now: number }): Promise<number> {
+    const due: string[] = [];
+    let startKey: Item | undefined;
+    do {
+      const x = new Expression();
+      const page = await this.#db.send(
+        new QueryCommand({
+          TableName: this.#table,
+          KeyConditionExpression: `${x.name('pk')} = ${x.value(pkOf(key))}`,
+          ProjectionExpression: `${x.name('sk')}, ${x.name('ttl')}`,
+          ConsistentRead: true,
+          ExclusiveStartKey: startKey,
+          ...x.attributes(),
+        }),
+      );
+      for (const item of page.Items ?? [])
+        if (typeof item.ttl === 'number' && item.ttl < request.ttlSeconds && item.sk !== META_SK)
+          due.push(String(item.sk));
+      startKey = page.LastEvaluatedKey;
+    } while (startKey !== undefined);
+    const moveForward = (sk: string) => {
+      const x = new Expression();
+      const ttl = x.name('ttl');
+      const newTtl = x.value(request.ttlSeconds);
+      return this.#update(key, sk, x, {
+        update: `SET ${ttl} = ${newTtl}`,
+        condition: allOf(`attribute_exists(${x.name('pk')})`, `${ttl} < ${newTtl}`),
+      });
+    };
+    for (let i = 0; i < due.length; i += REFRESH_CONCURRENCY)
+      await Promise.all(due.slice(i, i + REFRESH_CONCURRENCY).map(moveForward));
+    // The record's own expiry moves at every acquire and release; here it only learns when.
+    const x = new Expression();
+    await this.#update(key, META_SK, x, {
+      update: `SET ${x.name('expiryRefreshedAt')} = ${x.value(request.now)}`,
+      condition: `attribute_exists(${x.name('pk')})`,
+    });
+    return due.length;
   }
 
   async append(key: SessionKey, entry: JournalEntry, ttlSeconds?: number): Promise<void> {

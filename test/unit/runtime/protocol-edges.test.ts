@@ -233,4 +233,24 @@ describe('protocol edges (issue 13, "Also")', () => {
     expect(Number(store.rawItem(key, META_SK)?.ttl)).toBeGreaterThanOrEqual(legStartedTtl);
     expect(legStartedTtl - createdTtl).toBeGreaterThanOrEqual(20 * 3600);
   });
+  it('moves the expiry of every item of a session forward once half the retention has passed, so its first entries stay', async () => {
+    // Arrange: retention 1 day; the first leg runs 13 hours after intake wrote the turn.
+    const { deps, store, clock } = makeTestDeps([lookupAgent()]);
+    const key = keyOf('lookup-agent', 'T-items');
+    await acceptTicket(ticketBody('lookup-agent', 'T-items', { ids: ['a'] }), undefined, deps);
+    const turnTtl = Number(store.rawItem(key, 'T#T-items')?.ttl);
+    clock.set(clock.now() + 13 * 3_600_000);
+    const refreshedTtl = Math.floor(clock.now() / 1000) + 24 * 3600;
+
+    // Act
+    await drain(deps);
+
+    // Assert
+    expect(Number(store.rawItem(key, 'T#T-items')?.ttl)).toBeGreaterThanOrEqual(refreshedTtl);
+    expect(refreshedTtl - turnTtl).toBeGreaterThanOrEqual(13 * 3600);
+    expect((await store.getSession(key))?.expiryRefreshedAt).toBeGreaterThanOrEqual(
+      refreshedTtl * 1000 - 24 * 3_600_000,
+    );
+    expect(store.writes.refreshExpiry).toBe(1);
+  });
 });
