@@ -47,7 +47,7 @@ export async function finish(
       ...(error ? { error } : {}),
     });
   }
-  if (!leg.journal.view.published && !(await publish(leg))) return (await waitForRetry(leg)) ?? 'waiting';
+  if (!leg.journal.view.published && !(await publish(leg))) return waitToPublishAgain(leg);
   const final = leg.journal.view.outcome?.status ?? status;
   const record = leg.signals.record;
   // A conversation goes on after a turn, whatever its outcome; a cancel ends it.
@@ -107,6 +107,22 @@ export async function publish(leg: LegContext): Promise<boolean> {
   }
   await leg.journal.append('published', {});
   return true;
+}
+
+/** How many times the wait for a result's next send is tried when an event lands under its release. */
+const PUBLISH_WAIT_ATTEMPTS = 3;
+
+/**
+ * Waits for the result's next send. An event that lands under the release (a message, a cancel)
+ * changes nothing for a turn that has its outcome, so the release is tried again; past the
+ * attempts the lease is left to expire and a recovery sends the result.
+ */
+async function waitToPublishAgain(leg: LegContext): Promise<KickOutcome> {
+  for (let attempt = 1; attempt < PUBLISH_WAIT_ATTEMPTS; attempt++) {
+    const left = await waitForRetry(leg);
+    if (left) return left;
+  }
+  return (await waitForRetry(leg)) ?? 'waiting';
 }
 
 /** Longest error text a result message carries; the turn record keeps the whole of it. */
