@@ -13,6 +13,8 @@ export const ApiErrorCode = {
   staleTurn: 'stale_turn',
   /** Too many turns or messages already wait for the session. */
   tooManyPending: 'too_many_pending',
+  /** The session was released (`baton release`): it takes no further input. */
+  released: 'released',
   internal: 'internal',
 } as const;
 export type ApiErrorCode = (typeof ApiErrorCode)[keyof typeof ApiErrorCode];
@@ -29,6 +31,7 @@ export const API_ERROR_STATUS: Record<ApiErrorCode, number> = {
   not_a_conversation: 409,
   stale_turn: 409,
   too_many_pending: 429,
+  released: 409,
   internal: 500,
 };
 

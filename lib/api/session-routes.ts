@@ -62,6 +62,7 @@ const REFUSAL_CODES: Record<TurnRefusedError['reason'], ApiErrorCode> = {
   'one-shot': 'not_a_conversation',
   stale: 'stale_turn',
   full: 'too_many_pending',
+  released: 'released',
 };
 
 /** Runs an input operation, answering a refusal with its own code rather than a bare 400. */
@@ -76,7 +77,7 @@ async function refusalsAsErrors<T>(operation: () => Promise<T>): Promise<T> {
 
 const refusals = {
   409: {
-    description: 'the session has finished, takes no further turns, or `ifLastTurn` is stale',
+    description: 'the session has finished or was released, takes no further turns, or `ifLastTurn` is stale',
     schema: ErrorBody,
   },
   429: { description: 'too many inputs already wait for the session', schema: ErrorBody },

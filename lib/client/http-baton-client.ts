@@ -42,6 +42,7 @@ const REFUSALS: Readonly<Record<string, TurnRefusedError['reason']>> = {
   not_a_conversation: 'one-shot',
   stale_turn: 'stale',
   too_many_pending: 'full',
+  released: 'released',
 };
 
 /** How long one events request may wait for news when following (the API caps it at 25 s). */

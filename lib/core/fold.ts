@@ -187,6 +187,9 @@ export function applyEntry(view: SessionView, entry: JournalEntry): SessionView 
     case 'message':
       // A message after the final answer reopens the turn: the model answers what it was told.
       return { ...(entry.data.id === undefined ? next : delivered(next, entry.data.id)), finalText: undefined };
+    case 'released':
+      // The task ledger reads it (lib/core/tasks.ts); the turn goes on.
+      return next;
     case 'outcome':
       // Errors before the outcome were the steps'; the result's own sends count from here.
       return { ...next, outcome: entry.data, failedAttempts: 0, retryAt: undefined, lastError: undefined };

@@ -55,6 +55,8 @@ export const EntryKind = {
   /** A human's answer to an approval request. */
   decision: 'decision',
   reconciled: 'reconciled',
+  /** The session's release was carried out: its tasks cancelled, the stragglers named. */
+  released: 'released',
   outcome: 'outcome',
   published: 'published',
 } as const;
