@@ -5,7 +5,7 @@ import { Duration, Lazy, RemovalPolicy, Stack, Token, Validations } from 'aws-cd
 import type { Table } from 'aws-cdk-lib/aws-dynamodb';
 import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
-import { ArnPrincipal, type IGrantable, type IRole, PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import { ArnPrincipal, type IGrantable, type IRole, PolicyStatement, type Role } from 'aws-cdk-lib/aws-iam';
 import { type FunctionUrl, FunctionUrlAuthType } from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
@@ -163,7 +163,8 @@ export interface BatonRuntimeProps {
   readonly agentEnvironment?: Record<string, string>;
   /**
    * Binds tenants to producers: intake refuses (with a failed result, writing nothing under the
-   * tenant) a ticket whose sender is not listed or is not listed for the ticket's tenant.
+   * tenant) a ticket whose sender is not listed or is not listed for the ticket's tenant. The HTTP
+   * API's own role is added for every tenant: the API admits a caller only to its `apiTenants`.
    * @default none: every producer that may send to the tickets queue may use every tenant
    */
   readonly producers?: readonly BatonProducer[];
@@ -279,7 +280,6 @@ export class BatonRuntime extends Construct {
     this.intakeFunction = fn('intake', settings.intakeTimeout, settings.memorySize, {
       ...withAgents,
       [ENV.ticketsQueueUrl]: this.ticketsQueue.queueUrl,
-      ...(props.producers === undefined ? {} : { [ENV.producers]: producersJson(props.producers) }),
     });
     this.stepFunction = fn('step', settings.functionTimeout, settings.memorySize, withAgents);
     this.sweeperFunction = fn('sweeper', settings.sweepWindow.plus(SWEEPER_TIMEOUT_MARGIN), 256, {
@@ -295,6 +295,12 @@ export class BatonRuntime extends Construct {
       [ENV.apiTenants]: Lazy.string({ produce: () => JSON.stringify(this.#apiTenants) }),
     });
     this.apiUrl = this.#exposeApi(settings.apiTenants);
+    if (props.producers !== undefined) {
+      // The API submits its callers' tickets under its own role, having checked their tenants
+      // (apiTenants): intake lets that role use every tenant, so the two maps never disagree.
+      const api = { sender: (this.apiFunction.role as Role).roleId, tenants: [ANY_TENANT] };
+      this.intakeFunction.function.addEnvironment(ENV.producers, producersJson([...props.producers, api]));
+    }
 
     this.#consume(this.intakeFunction, this.ticketsQueue, INTAKE_BATCH_SIZE, settings);
     this.#consume(this.stepFunction, this.workQueue, settings.batchSize, settings);
@@ -427,7 +433,12 @@ export class BatonRuntime extends Construct {
 
     const intake = this.intakeFunction.function;
     // Rejected tickets publish a failed result; a large input is offloaded again as the turn's payload.
-    allow(intake, ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'], [tableArn]);
+    // A conversation's further turn is queued in a transaction that checks the turn (ConditionCheckItem).
+    allow(
+      intake,
+      ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem'],
+      [tableArn],
+    );
     allow(intake, ['sqs:SendMessage'], sendTo([this.workQueue, this.resultsQueue]));
     payloads(intake);
 
@@ -442,8 +453,13 @@ export class BatonRuntime extends Construct {
 
     const api = this.apiFunction.function;
     const { bySessionId, byTenant } = SESSION_TABLE.indexes;
-    // Status, events and cancel read the record, the turn and the journal, and bump the record.
-    allow(api, ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:UpdateItem'], [tableArn]);
+    // Status, events and cancel read the record, the turn and the journal, and bump the record;
+    // send puts a turn and queues it (a transaction that checks the turn), approve and resolve post to the inbox.
+    allow(
+      api,
+      ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem'],
+      [tableArn],
+    );
     allow(api, ['dynamodb:Query'], [`${tableArn}/index/${bySessionId.name}`, `${tableArn}/index/${byTenant.name}`]);
     // Submit sends tickets; cancel sends a kick.
     allow(api, ['sqs:SendMessage'], sendTo([this.ticketsQueue, this.workQueue]));

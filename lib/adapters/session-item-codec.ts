@@ -87,6 +87,7 @@ const SessionItemSchema = z.object({
   sweepShard: z.string().optional(),
   sweepAt: int.optional(),
   handoff: z.string().optional(),
+  expiryRefreshedAt: int.optional(),
   createdAt: int,
   updatedAt: int,
   ttl: int.optional(),
@@ -238,6 +239,7 @@ export function decodeSession(raw: unknown, expected?: SessionKey): SessionRecor
     traceId: item.traceId,
     ...(item.sweepAt === undefined ? {} : { sweepAt: item.sweepAt }),
     ...(item.handoff === undefined ? {} : { handoff: item.handoff }),
+    ...(item.expiryRefreshedAt === undefined ? {} : { expiryRefreshedAt: item.expiryRefreshedAt }),
     createdAt: item.createdAt,
     updatedAt: item.updatedAt,
     ...(item.parentAgent === undefined || item.parentId === undefined

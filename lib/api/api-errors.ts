@@ -7,6 +7,14 @@ export const ApiErrorCode = {
   notFound: 'not_found',
   methodNotAllowed: 'method_not_allowed',
   alreadyFinished: 'already_finished',
+  /** A further turn sent to a one-shot session. */
+  notAConversation: 'not_a_conversation',
+  /** `ifLastTurn` names a turn that is no longer the last one accepted: read the session again. */
+  staleTurn: 'stale_turn',
+  /** Too many turns or messages already wait for the session. */
+  tooManyPending: 'too_many_pending',
+  /** The session was released (`baton release`): it takes no further input. */
+  released: 'released',
   internal: 'internal',
 } as const;
 export type ApiErrorCode = (typeof ApiErrorCode)[keyof typeof ApiErrorCode];
@@ -20,6 +28,10 @@ export const API_ERROR_STATUS: Record<ApiErrorCode, number> = {
   not_found: 404,
   method_not_allowed: 405,
   already_finished: 409,
+  not_a_conversation: 409,
+  stale_turn: 409,
+  too_many_pending: 429,
+  released: 409,
   internal: 500,
 };
 

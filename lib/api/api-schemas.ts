@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { SendMode } from '../client/baton-client.ts';
 import { NAME_PATTERN } from '../core/ids.ts';
 import { Ticket } from '../core/messages.ts';
 import { EntryKind, OutcomeStatus, SessionState } from '../core/vocabulary.ts';
@@ -130,6 +131,44 @@ export const ModelTextView = z
     text: z.string(),
   })
   .meta({ id: 'ModelTextEvent' });
+
+/** POST /sessions/{id}/send: a further turn (`queue`) or a message into the running turn (`inject`). */
+export const SendBody = z
+  .object({
+    input: z.unknown().refine((input) => input !== undefined, 'input is required'),
+    id: Ticket.shape.ticketId.optional(),
+    mode: z.enum(Object.values(SendMode) as [SendMode, ...SendMode[]]).optional(),
+    ifLastTurn: z.string().min(1).max(256).optional(),
+  })
+  .strict()
+  .meta({ id: 'SendBody' });
+
+export const SentView = z
+  .object({
+    sessionId: z.string(),
+    turnId: z.string(),
+    mode: z.enum(Object.values(SendMode) as [SendMode, ...SendMode[]]),
+    accepted: z.boolean(),
+  })
+  .meta({ id: 'Sent' });
+
+const callId = z.string().min(1).max(256);
+
+/** POST /sessions/{id}/approve: a human's decision on a call waiting for approval. */
+export const ApproveBody = z
+  .object({ callId, approved: z.boolean(), reason: z.string().max(4096).optional() })
+  .strict()
+  .meta({ id: 'ApproveBody' });
+
+/** POST /sessions/{id}/resolve: an operator's verdict on a parked once-only call. */
+export const ResolveBody = z
+  .object({ callId, done: z.boolean(), output: z.unknown().optional() })
+  .strict()
+  .meta({ id: 'ResolveBody' });
+
+export const DecisionResponse = z
+  .object({ sessionId: z.string(), callId: z.string(), result: z.literal('posted') })
+  .meta({ id: 'DecisionResponse' });
 
 export const CancelResponse = z
   .object({ sessionId: z.string(), result: z.literal('requested') })

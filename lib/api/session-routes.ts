@@ -1,15 +1,21 @@
 import { z } from 'zod';
 import { type LivePosition, toModelText } from '../client/baton-client.ts';
+import { TurnRefusedError } from '../core/errors.ts';
 import { DEFAULT_TENANT } from '../core/ids.ts';
 import { TERMINAL_SESSION_STATES } from '../core/vocabulary.ts';
 import type { SessionRecord } from '../ports/session-store.ts';
-import { ApiError } from './api-errors.ts';
+import { ApiError, type ApiErrorCode } from './api-errors.ts';
 import {
+  ApproveBody,
   CancelResponse,
+  DecisionResponse,
   ErrorBody,
   EventsQuery,
   ListQuery,
   ModelTextView,
+  ResolveBody,
+  SendBody,
+  SentView,
   SessionEventView,
   SessionIdParams,
   SessionPage,
@@ -52,6 +58,34 @@ async function visibleSession(context: RouteContext<{ id: string }, unknown, unk
   return record;
 }
 
+/** The API's code for each reason a session refuses an input. */
+const REFUSAL_CODES: Record<TurnRefusedError['reason'], ApiErrorCode> = {
+  'not-found': 'not_found',
+  finished: 'already_finished',
+  'one-shot': 'not_a_conversation',
+  stale: 'stale_turn',
+  full: 'too_many_pending',
+  released: 'released',
+};
+
+/** Runs an input operation, answering a refusal with its own code rather than a bare 400. */
+async function refusalsAsErrors<T>(operation: () => Promise<T>): Promise<T> {
+  try {
+    return await operation();
+  } catch (error) {
+    if (error instanceof TurnRefusedError) throw new ApiError(REFUSAL_CODES[error.reason], error.message);
+    throw error;
+  }
+}
+
+const refusals = {
+  409: {
+    description: 'the session has finished or was released, takes no further turns, or `ifLastTurn` is stale',
+    schema: ErrorBody,
+  },
+  429: { description: 'too many inputs already wait for the session', schema: ErrorBody },
+} as const;
+
 const isTerminal = (record: SessionRecord) => TERMINAL_SESSION_STATES.includes(record.state);
 
 /**
@@ -71,7 +105,7 @@ function eventsPosition(after: number | undefined, lastEventId: string | undefin
   return at(Number(match[1]), match[2] === undefined ? -1 : Number(match[2]));
 }
 
-/** The session operations. A new operation (send, approve, resolve, tasks, release) is one more entry. */
+/** The session operations. A new operation (tasks, release) is one more entry. */
 export const SESSION_ROUTES: readonly Route[] = [
   defineRoute({
     method: 'POST',
@@ -194,6 +228,62 @@ export const SESSION_ROUTES: readonly Route[] = [
         throw new ApiError('already_finished', `session ${record.key.id} has already finished`);
       if (result === 'not-found') throw new ApiError('not_found', `session ${record.key.id} not found`);
       return { status: 202, json: { sessionId: record.key.id, result } };
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/sessions/{id}/send',
+    operationId: 'sendInput',
+    summary:
+      'Send an input to a conversation: a further turn behind the active one (`queue`, the default), or a message into the running turn (`inject`; queued when no turn runs). The same `id` sent again is the same input.',
+    params: SessionIdParams,
+    body: SendBody,
+    responses: { 202: { description: 'input accepted', schema: SentView }, ...refusals, ...errors },
+    async handle(context) {
+      const record = await visibleSession(context);
+      const { input, id, mode, ifLastTurn } = context.body;
+      const sent = await refusalsAsErrors(() =>
+        context.services.client.send(record.key.id, input, { id, mode, ifLastTurn }),
+      );
+      return { status: 202, json: sent };
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/sessions/{id}/approve',
+    operationId: 'approveCall',
+    summary: 'Approve or deny a call that waits for a human; the turn resumes',
+    params: SessionIdParams,
+    body: ApproveBody,
+    responses: { 202: { description: 'decision posted', schema: DecisionResponse }, ...refusals, ...errors },
+    async handle(context) {
+      const record = await visibleSession(context);
+      const { callId, approved, reason } = context.body;
+      await refusalsAsErrors(() =>
+        context.services.client.approve(record.key.id, callId, {
+          approved,
+          ...(reason !== undefined ? { reason } : {}),
+        }),
+      );
+      return { status: 202, json: { sessionId: record.key.id, callId, result: 'posted' } };
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/sessions/{id}/resolve',
+    operationId: 'resolveCall',
+    summary:
+      'Record whether a parked once-only call happened: done (with its output, the turn goes on from it) or not done (it runs again under a new key)',
+    params: SessionIdParams,
+    body: ResolveBody,
+    responses: { 202: { description: 'verdict posted', schema: DecisionResponse }, ...refusals, ...errors },
+    async handle(context) {
+      const record = await visibleSession(context);
+      const { callId, done, output } = context.body;
+      await refusalsAsErrors(() =>
+        context.services.client.resolve(record.key.id, callId, { done, ...(output !== undefined ? { output } : {}) }),
+      );
+      return { status: 202, json: { sessionId: record.key.id, callId, result: 'posted' } };
     },
   }),
 ];

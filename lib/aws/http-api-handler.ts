@@ -1,13 +1,8 @@
 import type { LambdaFunctionURLEvent } from 'aws-lambda';
 import { z } from 'zod';
-import { createDocumentClient, createS3Client, createSqsClient } from '../adapters/aws-clients.ts';
-import { DynamoDbLiveText } from '../adapters/dynamodb/dynamodb-live-text.ts';
-import { DynamoDbSessionStore } from '../adapters/dynamodb/dynamodb-session-store.ts';
-import { S3BlobStore } from '../adapters/s3/s3-blob-store.ts';
-import { SqsTicketQueue, SqsWorkQueue } from '../adapters/sqs/sqs-queues.ts';
 import { createApiHandler } from '../api/api-handler.ts';
 import { iamCallerResolver, TenantMap } from '../api/caller.ts';
-import { BatonClient } from '../client/baton-client.ts';
+import { storeBackedClient } from '../client/store-backed-client.ts';
 import { ENV } from '../core/resources.ts';
 import { systemClock } from '../ports/clock.ts';
 import { DEFAULT_SERVICE_NAME, SERVICE_NAME_ENV } from '../telemetry/metric-names.ts';
@@ -49,18 +44,14 @@ export function createHttpApiHandler(env: NodeJS.ProcessEnv = process.env) {
   const telemetry = createPowertoolsTelemetry({ serviceName: config[SERVICE_NAME_ENV] });
 
   // Production adapters only: this module is what a Lambda bundle of baton/aws pulls in.
-  const aws = { region: config.AWS_REGION };
-  const sqs = createSqsClient(aws);
-  const blobs = new S3BlobStore({ client: createS3Client(aws), bucket: config[ENV.bucket] });
-  const documents = createDocumentClient(aws);
-  const store = new DynamoDbSessionStore({ client: documents, table: config[ENV.table], blobs });
-  const client = new BatonClient({
-    store,
-    tickets: new SqsTicketQueue({ client: sqs, queueUrl: config[ENV.ticketsQueueUrl] }),
-    workQueue: new SqsWorkQueue({ client: sqs, queueUrl: config[ENV.workQueueUrl] }),
-    blobs,
-    live: new DynamoDbLiveText({ client: documents, table: config[ENV.table] }),
-    clock: systemClock,
+  const { client, store } = storeBackedClient({
+    aws: { region: config.AWS_REGION },
+    resources: {
+      table: config[ENV.table],
+      bucket: config[ENV.bucket],
+      ticketsQueueUrl: config[ENV.ticketsQueueUrl],
+      workQueueUrl: config[ENV.workQueueUrl],
+    },
   });
 
   const api = createApiHandler({

@@ -1,4 +1,4 @@
-import { existsSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { readJsonLines } from '../local/json-lines.ts';
 import type { WorkerInfo } from '../local/supervisor.ts';
 import { type CancelTimer, type Clock, systemClock } from '../ports/clock.ts';
@@ -154,7 +154,7 @@ export function startChaosMonkey(options: ChaosMonkeyOptions): ChaosMonkey {
 
   const failpointsFile = options.failpointsFile;
   if (failpointsFile !== undefined) {
-    writeFileSync(failpointsFile, JSON.stringify(crashPointArms(pauseForMs)));
+    writeAtomically(failpointsFile, JSON.stringify(crashPointArms(pauseForMs)));
     let next = 0;
     every(options.failpointEveryMs, () => {
       const name = FAILPOINTS[next++ % FAILPOINTS.length] as Failpoint;
@@ -173,7 +173,7 @@ export function startChaosMonkey(options: ChaosMonkeyOptions): ChaosMonkey {
       timers.clear();
       for (const pid of [...paused.keys()]) resume(pid);
       // Disarm: nothing fires after the chaos phase.
-      if (failpointsFile !== undefined) writeFileSync(failpointsFile, '{}');
+      if (failpointsFile !== undefined) writeAtomically(failpointsFile, '{}');
     },
   };
 }
@@ -185,4 +185,14 @@ function signal(pid: number, name: NodeJS.Signals): boolean {
   } catch {
     return false; // already gone (the supervisor is restarting it)
   }
+}
+
+/**
+ * Replaces a file that running workers read at every failpoint: a rename is atomic, so a reader
+ * never sees it half-written (a SyntaxError inside a step would fail the turn as a tool error).
+ */
+function writeAtomically(path: string, text: string): void {
+  const temporary = `${path}.${process.pid}.tmp`;
+  writeFileSync(temporary, text);
+  renameSync(temporary, path);
 }

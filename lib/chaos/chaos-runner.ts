@@ -37,6 +37,8 @@ const SUBMIT_CONCURRENCY = 16;
 const CHAOS_MAX_RECEIVE_COUNT = 10;
 /** A final answer over the queue message limit (MAX_MESSAGE_BYTES). */
 const LARGE_ANSWER_BYTES = 300 * 1024;
+/** A ticket input over the queue message limit: submitted through the payload bucket. */
+const LARGE_INPUT_BYTES = 300 * 1024;
 
 export interface ChaosRunHooks {
   /** Reuse running emulators (the test suite's) instead of starting DynamoDB Local and fauxqs. */
@@ -255,7 +257,8 @@ async function submitTickets(
   log: (line: string) => void,
 ): Promise<void> {
   // Every other long-haul job answers with more than a queue message holds: its result travels
-  // through the payload bucket.
+  // through the payload bucket. Every fourth carries an input over that limit too (a note the
+  // agent ignores): the ticket itself travels through the bucket.
   const inputOf = (ticket: SubmittedTicket, i: number) =>
     ticket.agent === DISPATCHER_AGENT
       ? {
@@ -278,6 +281,7 @@ async function submitTickets(
             payloadBytes: 256,
             stepMs: options.longHaulStepMs,
             ...(i % 2 === 0 ? { answerBytes: LARGE_ANSWER_BYTES } : {}),
+            ...(i % 4 === 1 ? { note: '.'.repeat(LARGE_INPUT_BYTES) } : {}),
           }
         : { orderId: `O-${runId}-${i}`, complaint: 'My parcel never arrived.' };
   const gapMs = options.submitPerSecond > 0 ? 1000 / options.submitPerSecond : 0;

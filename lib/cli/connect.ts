@@ -1,24 +1,10 @@
 import { CloudFormationClient, DescribeStacksCommand } from '@aws-sdk/client-cloudformation';
-import { createDocumentClient, createS3Client, createSqsClient } from '../adapters/aws-clients.ts';
-import { DynamoDbLiveText } from '../adapters/dynamodb/dynamodb-live-text.ts';
-import { DynamoDbSessionStore } from '../adapters/dynamodb/dynamodb-session-store.ts';
-import { S3BlobStore } from '../adapters/s3/s3-blob-store.ts';
-import { SqsTicketQueue, SqsWorkQueue } from '../adapters/sqs/sqs-queues.ts';
-import { BatonClient } from '../client/baton-client.ts';
-import { LOCAL_CREDENTIALS } from '../local/aws-clients.ts';
-import { addAwsTraceHeaderShim } from '../local/aws-trace-header-shim.ts';
+import type { BatonClient } from '../client/baton-client.ts';
 import { readLocalStackConfig } from '../local/local-config.ts';
-import { systemClock } from '../ports/clock.ts';
+import { clientForTarget, type StoreTarget } from '../local/store-target.ts';
 
 /** Where the resources live: the local stack's local.json or a deployed stack's outputs. */
-export interface Target {
-  readonly region: string;
-  readonly endpoints?: { dynamodb?: string; sqs?: string; s3?: string } | undefined;
-  readonly local: boolean;
-  readonly table: string;
-  readonly bucket: string;
-  readonly ticketsQueueUrl: string;
-  readonly workQueueUrl: string;
+export interface Target extends StoreTarget {
   readonly resultsQueueUrl: string;
 }
 
@@ -72,21 +58,5 @@ async function stackTarget(stackName: string, region: string): Promise<Target> {
 
 /** A client over the real adapters for the target. */
 export function clientFor(target: Target): BatonClient {
-  const aws = {
-    region: target.region,
-    endpoints: target.endpoints,
-    ...(target.local ? { credentials: LOCAL_CREDENTIALS } : {}),
-  };
-  const sqs = createSqsClient(aws);
-  if (target.local) addAwsTraceHeaderShim(sqs);
-  const blobs = new S3BlobStore({ client: createS3Client(aws), bucket: target.bucket });
-  const documents = createDocumentClient(aws);
-  return new BatonClient({
-    store: new DynamoDbSessionStore({ client: documents, table: target.table, blobs }),
-    live: new DynamoDbLiveText({ client: documents, table: target.table }),
-    tickets: new SqsTicketQueue({ client: sqs, queueUrl: target.ticketsQueueUrl }),
-    workQueue: new SqsWorkQueue({ client: sqs, queueUrl: target.workQueueUrl }),
-    blobs,
-    clock: systemClock,
-  });
+  return clientForTarget(target).client;
 }

@@ -18,7 +18,7 @@ export interface CommandIo {
 const client = async (io: CommandIo): Promise<BatonTransport> =>
   io.connect.api ? new HttpBatonClient({ baseUrl: io.connect.api }) : clientFor(await resolveTarget(io.connect));
 
-/** Conversation operations (send, approve, resolve) reach the store directly; the HTTP API has no routes for them yet. */
+/** Background tasks and release reach the store directly; the HTTP API has no routes for them yet. */
 const storeClient = async (io: CommandIo, command: string): Promise<BatonClient> => {
   if (io.connect.api) throw new Error(`baton ${command} talks to the store directly; --api does not serve it yet`);
   return clientFor(await resolveTarget(io.connect));
@@ -208,7 +208,7 @@ export async function send(args: string[], io: CommandIo): Promise<number> {
   if (values.mode !== undefined && !modes.includes(values.mode))
     throw new Error(`--mode must be one of ${modes.join(', ')}`);
   const input = values.text !== undefined ? { text: values.text } : await readInput(values, positionals.slice(1));
-  const sent = await (await storeClient(io, 'send')).send(sessionId, input, {
+  const sent = await (await client(io)).send(sessionId, input, {
     id: values.id,
     mode: values.mode as SendMode | undefined,
     ifLastTurn: values['if-last-turn'],
@@ -227,7 +227,7 @@ export async function approve(args: string[], io: CommandIo): Promise<number> {
   const [sessionId, callId] = positionals;
   if (!sessionId || !callId) throw new Error('usage: baton approve SESSION CALL_ID [--deny] [--reason TEXT]');
   const approved = !values.deny;
-  await (await storeClient(io, 'approve')).approve(sessionId, callId, {
+  await (await client(io)).approve(sessionId, callId, {
     approved,
     ...(values.reason !== undefined ? { reason: values.reason } : {}),
   });
@@ -258,7 +258,7 @@ export async function resolve(args: string[], io: CommandIo): Promise<number> {
     }
   }
   const done = values.done === true;
-  await (await storeClient(io, 'resolve')).resolve(sessionId, callId, {
+  await (await client(io)).resolve(sessionId, callId, {
     done,
     ...(output !== undefined ? { output } : {}),
   });

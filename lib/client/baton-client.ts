@@ -240,6 +240,12 @@ export interface BatonTransport {
   events(sessionId: string, options: EventsOptions & { live: true }): AsyncGenerator<FollowEvent>;
   events(sessionId: string, options?: EventsOptions): AsyncGenerator<SessionEvent>;
   cancel(sessionId: string): Promise<CancelResult>;
+  /** A further turn or a message into the running turn; a refusal throws TurnRefusedError. */
+  send(sessionId: string, input: unknown, options?: SendOptions): Promise<Sent>;
+  /** A human's decision on a call that waits for approval. */
+  approve(sessionId: string, callId: string, decision: { approved: boolean; reason?: string }): Promise<void>;
+  /** An operator's verdict on a parked once-only call. */
+  resolve(sessionId: string, callId: string, verdict: { done: boolean; output?: unknown }): Promise<void>;
 }
 
 /** Rows shown when a list request names no limit. */

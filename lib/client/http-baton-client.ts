@@ -1,10 +1,13 @@
 import { parseSse } from '../api/sse.ts';
+import { TurnRefusedError } from '../core/errors.ts';
 import type {
   BatonTransport,
   CancelResult,
   EventsOptions,
   FollowEvent,
   ModelTextEvent,
+  SendOptions,
+  Sent,
   SessionEvent,
   SessionListPage,
   SessionListQuery,
@@ -34,6 +37,16 @@ export class ApiCallError extends Error {
     this.name = 'ApiCallError';
   }
 }
+
+/** The refusal each of the API's refusal codes stands for: the same error the store-backed client throws. */
+const REFUSALS: Readonly<Record<string, TurnRefusedError['reason']>> = {
+  not_found: 'not-found',
+  already_finished: 'finished',
+  not_a_conversation: 'one-shot',
+  stale_turn: 'stale',
+  too_many_pending: 'full',
+  released: 'released',
+};
 
 /** How long one events request may wait for news when following (the API caps it at 25 s). */
 const FOLLOW_WAIT_MS = 20_000;
@@ -106,6 +119,30 @@ export class HttpBatonClient implements BatonTransport {
     if (answer.status === 404) return 'not-found';
     if (answer.status === 409) return 'already-finished';
     return 'requested';
+  }
+
+  async send(sessionId: string, input: unknown, options: SendOptions = {}): Promise<Sent> {
+    const body = { input, id: options.id, mode: options.mode, ifLastTurn: options.ifLastTurn };
+    return (await this.#refusable(`/sessions/${encodeURIComponent(sessionId)}/send`, body)) as Sent;
+  }
+
+  async approve(sessionId: string, callId: string, decision: { approved: boolean; reason?: string }): Promise<void> {
+    await this.#refusable(`/sessions/${encodeURIComponent(sessionId)}/approve`, { callId, ...decision });
+  }
+
+  async resolve(sessionId: string, callId: string, verdict: { done: boolean; output?: unknown }): Promise<void> {
+    await this.#refusable(`/sessions/${encodeURIComponent(sessionId)}/resolve`, { callId, ...verdict });
+  }
+
+  /** A POST whose refusals come back as TurnRefusedError, as from the store-backed client. */
+  async #refusable(path: string, body: unknown): Promise<unknown> {
+    try {
+      return (await this.#call('POST', path, body)).json;
+    } catch (error) {
+      const reason = error instanceof ApiCallError ? REFUSALS[error.code] : undefined;
+      if (reason !== undefined) throw new TurnRefusedError(reason, (error as ApiCallError).message);
+      throw error;
+    }
   }
 
   async #call(

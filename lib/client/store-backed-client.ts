@@ -1,43 +1,53 @@
-import { createDocumentClient, createS3Client, createSqsClient } from '../adapters/aws-clients.ts';
+import type { SQSClient } from '@aws-sdk/client-sqs';
+import {
+  type AwsClientConfig,
+  createDocumentClient,
+  createS3Client,
+  createSqsClient,
+} from '../adapters/aws-clients.ts';
 import { DynamoDbLiveText } from '../adapters/dynamodb/dynamodb-live-text.ts';
 import { DynamoDbSessionStore } from '../adapters/dynamodb/dynamodb-session-store.ts';
 import { S3BlobStore } from '../adapters/s3/s3-blob-store.ts';
 import { SqsTicketQueue, SqsWorkQueue } from '../adapters/sqs/sqs-queues.ts';
-import { LOCAL_CREDENTIALS } from '../local/aws-clients.ts';
-import { addAwsTraceHeaderShim } from '../local/aws-trace-header-shim.ts';
 import { systemClock } from '../ports/clock.ts';
 import { BatonClient } from './baton-client.ts';
 
-/** The resources a store-backed client talks to (a deployed stack's outputs or the local stack). */
-export interface StoreTarget {
-  readonly region: string;
-  readonly endpoints?: { dynamodb?: string; sqs?: string; s3?: string } | undefined;
-  /** Emulators: local credentials and the AWSTraceHeader shim. */
-  readonly local: boolean;
+/** The resources a store-backed client talks to: a deployed stack's outputs, or the local stack's. */
+export interface StoreResources {
   readonly table: string;
   readonly bucket: string;
   readonly ticketsQueueUrl: string;
   readonly workQueueUrl: string;
 }
 
-/** A client over the real adapters (DynamoDB, SQS, S3), and the store it reads. */
-export function storeBackedClient(target: StoreTarget): { client: BatonClient; store: DynamoDbSessionStore } {
-  const aws = {
-    region: target.region,
-    endpoints: target.endpoints,
-    ...(target.local ? { credentials: LOCAL_CREDENTIALS } : {}),
-  };
+export interface StoreBackedClientOptions {
+  readonly aws: AwsClientConfig;
+  readonly resources: StoreResources;
+  /** Adjusts the SQS client before use (the local stack adds its trace-header shim). */
+  readonly configureSqs?: ((sqs: SQSClient) => void) | undefined;
+}
+
+/**
+ * A client over the production adapters (DynamoDB, SQS, S3), and the store it reads: what the
+ * API function, the CLI and `baton dev`'s API build. Nothing of the local stack is imported here.
+ * @example const { client } = storeBackedClient({ aws: { region }, resources: { table, bucket, ticketsQueueUrl, workQueueUrl } });
+ */
+export function storeBackedClient(options: StoreBackedClientOptions): {
+  client: BatonClient;
+  store: DynamoDbSessionStore;
+} {
+  const { aws, resources } = options;
   const sqs = createSqsClient(aws);
-  if (target.local) addAwsTraceHeaderShim(sqs);
-  const blobs = new S3BlobStore({ client: createS3Client(aws), bucket: target.bucket });
+  options.configureSqs?.(sqs);
+  const blobs = new S3BlobStore({ client: createS3Client(aws), bucket: resources.bucket });
   const documents = createDocumentClient(aws);
-  const store = new DynamoDbSessionStore({ client: documents, table: target.table, blobs });
+  const store = new DynamoDbSessionStore({ client: documents, table: resources.table, blobs });
   const client = new BatonClient({
     store,
-    tickets: new SqsTicketQueue({ client: sqs, queueUrl: target.ticketsQueueUrl }),
-    workQueue: new SqsWorkQueue({ client: sqs, queueUrl: target.workQueueUrl }),
+    tickets: new SqsTicketQueue({ client: sqs, queueUrl: resources.ticketsQueueUrl }),
+    workQueue: new SqsWorkQueue({ client: sqs, queueUrl: resources.workQueueUrl }),
     blobs,
-    live: new DynamoDbLiveText({ client: documents, table: target.table }),
+    live: new DynamoDbLiveText({ client: documents, table: resources.table }),
     clock: systemClock,
   });
   return { client, store };

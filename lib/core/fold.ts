@@ -191,7 +191,8 @@ export function applyEntry(view: SessionView, entry: JournalEntry): SessionView 
       // The task ledger reads it (lib/core/tasks.ts); the turn goes on.
       return next;
     case 'outcome':
-      return { ...next, outcome: entry.data };
+      // Errors before the outcome were the steps'; the result's own sends count from here.
+      return { ...next, outcome: entry.data, failedAttempts: 0, retryAt: undefined, lastError: undefined };
     case 'published':
       return { ...next, published: true };
   }

@@ -63,7 +63,8 @@ export const EntryData = {
     output: z.unknown().optional(),
     error: z.string().optional(),
   }),
-  published: z.object({}),
+  /** The result was sent; or, with `undelivered`, given up after it kept failing (the turn keeps the outcome). */
+  published: z.object({ undelivered: z.string().optional() }),
 } satisfies Record<EntryKind, z.ZodType>;
 
 export type EntryDataOf<K extends EntryKind> = z.infer<(typeof EntryData)[K]>;

@@ -26,7 +26,7 @@ export interface LeaseState {
 
 export type AcquirePlan =
   | { readonly kind: 'acquire'; readonly recovery: boolean; readonly expectOwner?: string | undefined }
-  | { readonly kind: 'drop'; readonly why: 'finished' | 'held' | 'no-work' };
+  | { readonly kind: 'drop'; readonly why: 'finished' | 'held' | 'no-work' | 'wrong-handoff' };
 
 /** Is there something for a new owner to do? */
 export function hasWork(lease: LeaseState, kick: Pick<Kick, 'reason'>, now: number): boolean {
@@ -55,8 +55,11 @@ export function planAcquire(
     return { kind: 'acquire', recovery: true, expectOwner: lease.owner };
   // A live lease is handed over only to the continuation its holder sent: right epoch and nonce.
   const fromHolder = kick.handoff !== undefined && kick.handoff === lease.handoff;
-  if (kick.reason === 'continuation' && kick.fromEpoch === lease.epoch && fromHolder) {
-    return { kind: 'acquire', recovery: false, expectOwner: lease.owner };
+  if (kick.reason === 'continuation' && kick.fromEpoch === lease.epoch) {
+    // The holder stores its nonce before it sends its continuation: one without it is forged.
+    return fromHolder
+      ? { kind: 'acquire', recovery: false, expectOwner: lease.owner }
+      : { kind: 'drop', why: 'wrong-handoff' };
   }
   return { kind: 'drop', why: 'held' };
 }

@@ -33,7 +33,12 @@ export interface LegFacts {
 /** What to do next, given the view and the turn the session record says is active. */
 export function nextAction(view: SessionView, activeTurnId: string | undefined, now: number): NextAction {
   if (activeTurnId !== undefined && view.turnId !== activeTurnId) return { kind: 'start-turn' };
-  if (view.outcome) return view.published ? { kind: 'done' } : { kind: 'publish' };
+  if (view.outcome) {
+    if (view.published) return { kind: 'done' };
+    // A result whose send failed waits for its retry like a step does.
+    if (view.retryAt !== undefined && view.retryAt > now) return { kind: 'wait-retry', retryAt: view.retryAt };
+    return { kind: 'publish' };
+  }
   if (view.parkedCallId !== undefined) return { kind: 'parked', callId: view.parkedCallId };
   if (view.awaitingApproval.length > 0) return { kind: 'await-approval', callIds: view.awaitingApproval };
   if (view.retryAt !== undefined && view.retryAt > now) return { kind: 'wait-retry', retryAt: view.retryAt };

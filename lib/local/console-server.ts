@@ -6,8 +6,8 @@ import { fileURLToPath } from 'node:url';
 import { type ApiHandler, createApiHandler } from '../api/api-handler.ts';
 import { devCallerResolver } from '../api/caller.ts';
 import { serveWithHandler } from '../api/node-adapter.ts';
-import { type StoreTarget, storeBackedClient } from '../client/store-backed-client.ts';
 import { systemClock } from '../ports/clock.ts';
+import { clientForTarget, type StoreTarget } from './store-target.ts';
 
 /** The console's static assets (plain ES modules, CSS, one HTML page). */
 export const CONSOLE_DIR = fileURLToPath(new URL('../../console', import.meta.url));
@@ -42,7 +42,7 @@ export interface ConsoleServerOptions {
 
 /** The API handler as `baton dev` serves it: the same handler as the function, tenants from a header. */
 export function localApiHandler(target: StoreTarget, log: (line: string) => void = () => {}): ApiHandler {
-  const { client, store } = storeBackedClient(target);
+  const { client, store } = clientForTarget(target);
   return createApiHandler({
     services: { client, store, clock: systemClock, eventsWaitMs: 15_000, eventsPollMs: 300 },
     resolveCaller: devCallerResolver(),

@@ -8,7 +8,7 @@ import { type Emulators, type Endpoints, startEmulators } from './emulators.ts';
 import { DEFAULT_WAIT_TIME_S } from './event-source-mapping.ts';
 import { type LocalStackConfig, removeLocalStackConfig, writeLocalStackConfig } from './local-config.ts';
 import { provisionResources, type Resources } from './provision.ts';
-import { type Supervisor, type SupervisorEvent, startSupervisor } from './supervisor.ts';
+import { type Supervisor, type SupervisorEvent, startSupervisor, type WorkerOutput } from './supervisor.ts';
 import type { MappingConfig, ScheduleConfig } from './worker-protocol.ts';
 
 /** `--timeout-s` default: the step function's timeout in the cloud stack. */
@@ -71,7 +71,7 @@ export interface LocalStackOptions {
   /** Reuse running emulators (tests, or a stack started elsewhere) instead of starting them. */
   readonly emulators?: { readonly region: string; readonly endpoints: Endpoints } | undefined;
   readonly log?: ((line: string) => void) | undefined;
-  readonly workerOutput?: 'inherit' | 'ignore' | undefined;
+  readonly workerOutput?: WorkerOutput | undefined;
   readonly onEvent?: ((event: SupervisorEvent) => void) | undefined;
   /** Aborting it while the stack starts stops what was started and rejects. */
   readonly signal?: AbortSignal | undefined;

@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { extname } from 'node:path';
+import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { workerEnvironment } from './worker-env.ts';
 import { isWorkerMessage, WORKER_CONFIG_ENV, type WorkerConfig, type WorkerMessage } from './worker-protocol.ts';
@@ -31,10 +32,13 @@ export interface SupervisorOptions {
   readonly deadlineGraceMs?: number | undefined;
   /** Supervisor log lines (restarts, deadline kills); stderr by default. */
   readonly log?: ((line: string) => void) | undefined;
-  /** Worker stdout/stderr: shared with this process by default. */
-  readonly workerOutput?: 'inherit' | 'ignore' | undefined;
+  /** Worker stdout/stderr: shared with this process by default, dropped, or handed line by line to a function. */
+  readonly workerOutput?: WorkerOutput | undefined;
   readonly onEvent?: ((event: SupervisorEvent) => void) | undefined;
 }
+
+/** Where the workers' stdout and stderr go (their log lines): 'inherit', 'ignore', or each line to a function. */
+export type WorkerOutput = 'inherit' | 'ignore' | ((line: string) => void);
 
 export type SupervisorEvent =
   | { readonly type: 'worker-started'; readonly slot: number; readonly pid: number }
@@ -109,6 +113,7 @@ export function startSupervisor(options: SupervisorOptions): Supervisor {
   const configFor = (index: number): WorkerConfig =>
     index === 0 ? options.config : { ...options.config, schedules: [] };
 
+  const output = typeof options.workerOutput === 'function' ? 'pipe' : (options.workerOutput ?? 'inherit');
   const spawnWorker = (index: number): ChildProcess => {
     const child = spawn(process.execPath, [...loaderArgs, WORKER_PATH], {
       cwd: options.cwd,
@@ -118,8 +123,13 @@ export function startSupervisor(options: SupervisorOptions): Supervisor {
       },
       // Own process group: Ctrl-C reaches the supervisor only, which then stops the workers itself.
       detached: true,
-      stdio: ['ignore', options.workerOutput ?? 'inherit', options.workerOutput ?? 'inherit', 'ipc'],
+      stdio: ['ignore', output, output, 'ipc'],
     });
+    if (typeof options.workerOutput === 'function') {
+      const onLine = options.workerOutput;
+      for (const stream of [child.stdout, child.stderr])
+        if (stream) createInterface({ input: stream, crlfDelay: Number.POSITIVE_INFINITY }).on('line', onLine);
+    }
     return child;
   };
 

@@ -42,6 +42,8 @@ export interface SessionRecord {
   readonly sweepAt?: number | undefined;
   /** The nonce the current holder stored when it yielded (lib/core/lease.ts planAcquire). */
   readonly handoff?: string | undefined;
+  /** When every item of the session last had its expiry moved forward (refreshExpiry); absent: never. */
+  readonly expiryRefreshedAt?: number | undefined;
   readonly createdAt: number;
   readonly updatedAt: number;
   /** A background task's session names the session that started it (same tenant). */
@@ -100,6 +102,8 @@ export interface AcquireRequest {
   readonly expectOwner?: string | undefined;
   /** Taking over an expired lease: counts a recovery and requires `until < now`. */
   readonly recovery: boolean;
+  /** The record's new expiry (epoch s): a session in use never expires under its holder. */
+  readonly ttlSeconds?: number | undefined;
 }
 
 export type AcquireResult =
@@ -265,6 +269,14 @@ export interface SessionStore {
   release(key: SessionKey, request: ReleaseRequest): Promise<ReleaseResult>;
   /** Records an external event: pendingVersion + 1 (and cancelRequested). */
   bump(key: SessionKey, request: BumpRequest): Promise<BumpResult>;
+
+  /**
+   * Moves the expiry of every item of the session but the record (turns, journal, snapshots) that
+   * expires before `ttlSeconds` forward to it, and stamps `expiryRefreshedAt` on the record: a
+   * session in use longer than the retention keeps its first entries. Items without an expiry are
+   * left so. Returns how many moved.
+   */
+  refreshExpiry(key: SessionKey, request: { readonly ttlSeconds: number; readonly now: number }): Promise<number>;
 
   /** Appends at entry.seq, conditional on the seq being free; throws SeqTakenError otherwise. */
   append(key: SessionKey, entry: JournalEntry, ttlSeconds?: number): Promise<void>;

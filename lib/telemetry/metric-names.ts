@@ -38,6 +38,10 @@ export const METRIC = {
   /** Chunks of streamed model text written for live followers (never journaled), and the writes that failed. */
   liveTextWrites: 'LiveTextWrites',
   liveTextWriteFailures: 'LiveTextWriteFailures',
+  /** Continuations refused for lacking their holder's hand-off nonce (forged or tampered with). */
+  forgedKicksRefused: 'ForgedKicksRefused',
+  /** Results given up after the publish retries: the turn keeps its outcome, the consumer never hears. */
+  resultsUndelivered: 'ResultsUndelivered',
 } as const;
 export type MetricName = (typeof METRIC)[keyof typeof METRIC];
 

@@ -534,6 +534,98 @@ export function describeSessionStoreContract(name: string, makeHarness: MakeHarn
       });
     });
 
+    describe('item expiry', () => {
+      const CREATED_TTL = 1_800_000_000;
+      const ttlOf = async (harness: SessionStoreHarness, key: SessionKey) => (await harness.rawItem(key, META_SK))?.ttl;
+
+      it('moves the record’s expiry forward on acquire, and keeps it when the acquire names none', async () => {
+        // Arrange
+        const harness = await makeHarness();
+        const { store } = harness;
+        const now = Date.now();
+        const key = newKey();
+        await store.createSession(newSession(key, now, { ttlSeconds: CREATED_TTL }));
+        const request = { owner: 'owner-a', until: now + TTL_MS, now, expectEpoch: 0, recovery: false };
+
+        // Act
+        await store.acquire(key, { ...request, ttlSeconds: CREATED_TTL + 100 });
+        const afterAcquire = await ttlOf(harness, key);
+        await store.release(key, { owner: 'owner-a', epoch: 1, state: 'queued', seenVersion: 1, progressed: false });
+        await store.acquire(key, { ...request, owner: 'owner-b', expectEpoch: 1 });
+
+        // Assert
+        expect(afterAcquire).toBe(CREATED_TTL + 100);
+        expect(await ttlOf(harness, key)).toBe(CREATED_TTL + 100);
+      });
+
+      it('moves the record’s expiry forward when the owner releases into waiting and when a turn ends idle', async () => {
+        // Arrange
+        const harness = await makeHarness();
+        const { store } = harness;
+        const now = Date.now();
+        const key = newKey();
+        await store.putTurn(key, { turnId: 'turn-1', ticketId: 'turn-1', input: {}, inputHash: 'h', createdAt: now });
+        await store.createSession(newSession(key, now, { ttlSeconds: CREATED_TTL, conversation: true }));
+        await acquireFree(store, key, 'owner-a', now);
+
+        // Act
+        await store.release(key, {
+          owner: 'owner-a',
+          epoch: 1,
+          state: 'waiting',
+          expectPendingVersion: 1,
+          seenVersion: 1,
+          progressed: true,
+          ttlSeconds: CREATED_TTL + 200,
+        });
+        const whileWaiting = await ttlOf(harness, key);
+        await store.acquire(key, { owner: 'owner-b', until: now + TTL_MS, now, expectEpoch: 1, recovery: false });
+        await store.endTurn(key, {
+          owner: 'owner-b',
+          epoch: 2,
+          next: undefined,
+          now,
+          sweepAt: now + 5_000,
+          progressed: true,
+          ttlSeconds: CREATED_TTL + 300,
+        });
+
+        // Assert
+        expect(whileWaiting).toBe(CREATED_TTL + 200);
+        expect(await ttlOf(harness, key)).toBe(CREATED_TTL + 300);
+        expect((await store.getSession(key))?.state).toBe('idle');
+      });
+    });
+
+    describe('refreshExpiry', () => {
+      it('moves every item expiring earlier forward, stamps the record, and leaves later and absent expiries', async () => {
+        // Arrange: a turn, two entries and a snapshot written with the creation's expiry, one entry without any.
+        const harness = await makeHarness();
+        const { store } = harness;
+        const now = Date.now();
+        const key = newKey();
+        const early = 1_800_000_000;
+        await store.createSession(newSession(key, now, { ttlSeconds: early }));
+        await store.putTurn(key, { turnId: 'turn-1', ticketId: 't', input: {}, inputHash: 'h', createdAt: now }, early);
+        await store.append(key, entry(1, 1), early);
+        await store.append(key, entry(2, 1), early + 1_000);
+        await store.append(key, entry(3, 1));
+
+        // Act
+        const moved = await store.refreshExpiry(key, { ttlSeconds: early + 500, now: now + 1 });
+
+        // Assert
+        const ttl = async (sk: string) => (await harness.rawItem(key, sk))?.ttl;
+        expect(moved).toBe(2);
+        expect([await ttl(turnSk('turn-1')), await ttl(journalSk(1))]).toEqual([early + 500, early + 500]);
+        expect(await ttl(journalSk(2))).toBe(early + 1_000);
+        expect(await ttl(journalSk(3))).toBeUndefined();
+        expect(await ttl(META_SK)).toBe(early);
+        expect((await store.getSession(key))?.expiryRefreshedAt).toBe(now + 1);
+        expect((await store.readJournal(key)).map((e) => e.seq)).toEqual([1, 2, 3]);
+      });
+    });
+
     describe('bump', () => {
       it('counts an event, requests a cancel, and keeps a sweep time that is already set', async () => {
         // Arrange

@@ -88,18 +88,25 @@ describe('BatonRuntime producers', { timeout: 180_000 }, () => {
     return { intake: variables(intake), step: variables(step), baton, stack };
   };
 
-  it('passes the map of senders to tenants to intake, as JSON it parses', () => {
-    const { intake, step } = intakeEnvironment({
+  it('passes the map of senders to tenants to intake, as JSON it parses, with the API’s role for every tenant', () => {
+    const { intake, step, baton, stack } = intakeEnvironment({
       producers: [
         { sender: 'AROAACMEPRODUCER', tenants: ['acme'] },
         { sender: '111122223333', tenants: ['default', 'globex'] },
       ],
     });
+    // The API role's unique id is resolved at deploy time: stand a name in for it.
+    const apiRole = stack.getLogicalId(baton.apiFunction.role.node.defaultChild as CfnRole);
+    const [, parts] = (intake.BATON_PRODUCERS as { 'Fn::Join': [string, unknown[]] })['Fn::Join'];
+    const tokens = parts.filter((part) => typeof part !== 'string');
+    const json = parts.map((part) => (typeof part === 'string' ? part : 'API_ROLE')).join('');
 
-    expect(parseProducers(intake.BATON_PRODUCERS as string)).toEqual(
+    expect(tokens).toEqual([{ 'Fn::GetAtt': [apiRole, 'RoleId'] }]);
+    expect(parseProducers(json)).toEqual(
       new Map([
         ['AROAACMEPRODUCER', ['acme']],
         ['111122223333', ['default', 'globex']],
+        ['API_ROLE', ['*']],
       ]),
     );
     expect(step.BATON_PRODUCERS).toBeUndefined();

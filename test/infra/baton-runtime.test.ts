@@ -287,6 +287,7 @@ describe('BatonRuntime with its defaults (the Baton stack)', () => {
         'dynamodb:GetItem',
         'dynamodb:PutItem',
         'dynamodb:UpdateItem',
+        'dynamodb:ConditionCheckItem',
         'sqs:SendMessage',
       ]),
     );
@@ -311,7 +312,9 @@ describe('BatonRuntime with its defaults (the Baton stack)', () => {
         ...payloads,
         'dynamodb:GetItem',
         'dynamodb:Query',
+        'dynamodb:PutItem',
         'dynamodb:UpdateItem',
+        'dynamodb:ConditionCheckItem',
         'sqs:SendMessage',
       ]),
     );

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseSse } from '../../lib/api/sse.ts';
 import { main } from '../../lib/cli/main.ts';
 import { ApiCallError, HttpBatonClient } from '../../lib/client/http-baton-client.ts';
+import { TurnRefusedError } from '../../lib/core/errors.ts';
 import { readProbes } from '../fixtures/agents/probe-log.ts';
 import { TEST_AGENTS_MODULE } from '../fixtures/agents/registry.ts';
 import { startTestStack, type TestStack } from '../fixtures/stack.ts';
@@ -80,7 +81,12 @@ describe('the HTTP API served by the local stack', { timeout: 180_000 }, () => {
     });
     const session = submitted.json();
     const status = await settled(session.sessionId, headers);
-    const list = await call('GET', `/sessions?tenant=${tenant}&agent=echo&state=completed&limit=10`, { headers });
+    // Status shows the turn's outcome as soon as it is written; the record's state (what the list
+    // filters on, through an eventually consistent index) follows at the release.
+    const list = await waitFor('the list to show the session completed', async () => {
+      const page = await call('GET', `/sessions?tenant=${tenant}&agent=echo&state=completed&limit=10`, { headers });
+      return page.json().sessions.length > 0 ? page : undefined;
+    });
     const all = await call('GET', '/sessions?limit=1', { headers });
     const events = await call('GET', `/sessions/${session.sessionId}/events`, { headers });
     const parsed = parseSse(events.text).filter((e) => e.event === 'entry');
@@ -216,6 +222,62 @@ describe('the HTTP API served by the local stack', { timeout: 180_000 }, () => {
     expect((refused as ApiCallError).code).toBe('invalid_request');
   });
 
+  it('sends turns, approves a call and answers refusals by code over HTTP, for the caller’s tenants only, and the CLI does it with --api', async () => {
+    // Arrange: a conversation of one tenant, idle after its first turn.
+    const tenant = `conv${Date.now().toString(36)}`;
+    const http = new HttpBatonClient({ baseUrl: api, headers: { 'x-baton-tenants': tenant } });
+    const stranger = { 'x-baton-tenants': `other${Date.now().toString(36)}` };
+    const { sessionId } = await http.submit({ agent: 'support-desk', input: { text: 'hello' }, tenant });
+    const turnDone = (turnId: string) =>
+      waitFor(`turn ${turnId} to finish`, async () => {
+        const status = await http.status(sessionId);
+        return status?.turns?.find((turn) => turn.turnId === turnId && turn.outcome !== undefined);
+      });
+    const first = (await waitFor('the first turn', () => http.status(sessionId))).turnId as string;
+    await turnDone(first);
+
+    // Act
+    const strangerSend = await call('POST', `/sessions/${sessionId}/send`, {
+      body: { input: { text: 'refund O-9' } },
+      headers: stranger,
+    });
+    const sent = await http.send(sessionId, { text: 'refund O-7' }, { id: 'api-refund' });
+    const again = await http.send(sessionId, { text: 'refund O-7' }, { id: 'api-refund' });
+    const waiting = await waitFor('the approval request', async () => {
+      const status = await http.status(sessionId);
+      return status?.pendingApprovals?.length ? status : undefined;
+    });
+    const callId = waiting.pendingApprovals?.[0]?.callId as string;
+    const strangerApprove = await call('POST', `/sessions/${sessionId}/approve`, {
+      body: { callId, approved: true },
+      headers: stranger,
+    });
+    const lines: string[] = [];
+    const approved = await main(['--api', api, '--json', 'approve', sessionId, callId], (line) => lines.push(line));
+    const refunded = await turnDone('api-refund');
+    const stale = await call('POST', `/sessions/${sessionId}/send`, {
+      body: { input: { text: 'late' }, ifLastTurn: first },
+    });
+    const noParked = await call('POST', `/sessions/${sessionId}/resolve`, { body: { callId, done: false } });
+    const noInput = await call('POST', `/sessions/${sessionId}/send`, { body: { mode: 'queue' } });
+    const oneShot = await http.submit({ agent: 'echo', input: { text: 'once' }, tenant });
+    await waitFor('intake to create the one-shot session', () => http.status(oneShot.sessionId));
+    const toOneShot = await http.send(oneShot.sessionId, { text: 'more' }).catch((error: unknown) => error);
+
+    // Assert
+    expect([strangerSend.status, strangerApprove.status]).toEqual([404, 404]);
+    expect(sent).toEqual({ sessionId, turnId: 'api-refund', mode: 'queue', accepted: true });
+    expect(again.accepted).toBe(false);
+    expect(approved).toBe(0);
+    expect(JSON.parse(lines[0] as string)).toMatchObject({ sessionId, callId, approved: true });
+    expect(refunded.outcome).toBe('completed');
+    expect([stale.status, stale.json().error.code]).toEqual([409, 'stale_turn']);
+    expect([noParked.status, noParked.json().error.message]).toEqual([400, expect.stringContaining('no parked call')]);
+    expect([noInput.status, noInput.json().error.message]).toEqual([400, expect.stringContaining('input')]);
+    expect(toOneShot).toBeInstanceOf(TurnRefusedError);
+    expect((toOneShot as TurnRefusedError).reason).toBe('one-shot');
+  });
+
   it('serves an OpenAPI 3.1 document generated from the same schemas as the queues', async () => {
     // Act
     const document = (await call('GET', '/openapi.json')).json();
@@ -223,7 +285,15 @@ describe('the HTTP API served by the local stack', { timeout: 180_000 }, () => {
     // Assert
     expect(document.openapi).toBe('3.1.0');
     expect(Object.keys(document.paths)).toEqual(
-      expect.arrayContaining(['/sessions', '/sessions/{id}', '/sessions/{id}/events', '/sessions/{id}/cancel']),
+      expect.arrayContaining([
+        '/sessions',
+        '/sessions/{id}',
+        '/sessions/{id}/events',
+        '/sessions/{id}/cancel',
+        '/sessions/{id}/send',
+        '/sessions/{id}/approve',
+        '/sessions/{id}/resolve',
+      ]),
     );
     const submit = document.paths['/sessions'].post;
     const ref = submit.requestBody.content['application/json'].schema.$ref as string;

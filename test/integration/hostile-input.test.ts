@@ -68,6 +68,8 @@ async function queueEmpty(sqs: SQSClient, queueUrl: string): Promise<boolean> {
 describe('hostile tickets on the local stack', () => {
   let t: TestStack;
   const MAX_RECEIVES = 2;
+  /** The workers' log lines, as an operator reads them (JSON, one per line). */
+  const workerLines: string[] = [];
   beforeAll(async () => {
     // Short visibility and few receives: a ticket that can never be recorded reaches the DLQ fast.
     // Producers bound to tenants: the local sender may use the default tenant only.
@@ -75,6 +77,7 @@ describe('hostile tickets on the local stack', () => {
       visibilityTimeoutS: 3,
       maxReceiveCount: MAX_RECEIVES,
       handlerEnv: { [ENV.producers]: HOSTILE_PRODUCERS },
+      workerOutput: (line) => workerLines.push(line),
     });
   });
   afterAll(async () => {
@@ -211,6 +214,77 @@ describe('hostile tickets on the local stack', () => {
     );
     expect(deadKicks.filter((body) => kicks.some((k) => JSON.stringify(k) === body))).toEqual([]);
   }, 90_000);
+
+  it('refuses forged kicks for a held session where an operator sees them, and the session and its neighbour go on untouched', async () => {
+    // Arrange: a session whose lease is held (as while a leg runs) and a neighbour that runs.
+    const ticketId = 'h-forge-victim';
+    const quietIntake = { ...intakeDepsFor(t), workQueue: { sendKick: async () => {} } };
+    const input = { steps: 2, payloadBytes: 8, stepMs: 0 };
+    await acceptTicket(ticketBody('long-haul', ticketId, input), undefined, quietIntake, { senderId: LOCAL_SENDER_ID });
+    const victim: SessionKey = {
+      tenant: DEFAULT_TENANT,
+      agent: 'long-haul',
+      id: deriveSessionId(DEFAULT_TENANT, 'long-haul', ticketId),
+    };
+    const now = Date.now();
+    const held = await t.store.acquire(victim, {
+      owner: 'live-owner',
+      until: now + 120_000,
+      now,
+      expectEpoch: 0,
+      recovery: false,
+    });
+    if (!held.ok) throw new Error('setup: could not hold the victim’s lease');
+    await t.client.submit({ agent: 'long-haul', ticketId: 'h-forge-neighbour', input });
+    const epoch = held.record.epoch;
+    const forged = [
+      { v: 1, session: victim, reason: 'continuation', fromEpoch: epoch, handoff: 'f'.repeat(32) },
+      { v: 1, session: victim, reason: 'continuation', fromEpoch: epoch },
+      { v: 1, session: { ...victim, id: 'forged#session' }, reason: 'first' },
+      { v: 1, session: victim, reason: 'retry', notBefore: now + 400 * 24 * 3600 * 1000 },
+    ];
+    const logged = (message: string) =>
+      workerLines.filter(
+        (line) => line.includes(message) && (line.includes(victim.id) || line.includes('forged#session')),
+      ).length;
+
+    // Act
+    for (const kick of forged)
+      await t.sqs.send(
+        new SendMessageCommand({ QueueUrl: t.stack.resources.queues.work.url, MessageBody: JSON.stringify(kick) }),
+      );
+    await waitFor(
+      () =>
+        logged('continuation without its hand-off nonce refused') === 2 &&
+        workerLines.filter((line) => line.includes('malformed kick dropped')).length === 1 &&
+        logged('delayed kick due more than 30 days ahead; dropped') === 1,
+      { what: () => `the four refusals in the workers' logs (have ${workerLines.length} lines)`, timeoutMs: 60_000 },
+    );
+    const during = await t.store.getSession(victim);
+    const journalDuring = await t.store.readJournal(victim);
+    await t.store.release(victim, {
+      owner: 'live-owner',
+      epoch,
+      state: 'queued',
+      seenVersion: 0,
+      sweepAt: Date.now(),
+      progressed: false,
+    });
+    await t.awaitResults(
+      (all) => ['h-forge-victim', 'h-forge-neighbour'].every((id) => all.some((r) => r.ticketId === id)),
+      90_000,
+    );
+
+    // Assert: the holder kept its lease, nothing was journaled, and both sessions finish.
+    expect(during).toMatchObject({ owner: 'live-owner', epoch });
+    expect(journalDuring).toEqual([]);
+    const results = t.results.filter((r) => r.ticketId.startsWith('h-forge-'));
+    expect(results.map((r) => [r.ticketId, r.status]).sort()).toEqual([
+      ['h-forge-neighbour', 'completed'],
+      ['h-forge-victim', 'completed'],
+    ]);
+    expect(await t.store.getSession({ ...victim, id: 'forged#session' })).toBeUndefined();
+  }, 150_000);
 });
 
 /** What acceptTicket needs to reach its validation; the hostile bodies never get past it. */

@@ -84,6 +84,9 @@ export interface DynamoDbSessionStoreOptions {
 /** How many times enqueueTurn reads again when the session moved between its read and its write. */
 const ENQUEUE_ATTEMPTS = 8;
 
+/** Item expiries refreshExpiry moves at once: a long session's thousands of items in seconds. */
+const REFRESH_CONCURRENCY = 16;
+
 /** What listSessions returns when the caller names no limit. */
 const DEFAULT_LIST_LIMIT = 100;
 /** Index pages one querySessions call reads at most (a filtered list may match few rows per page). */
@@ -165,18 +168,10 @@ export class DynamoDbSessionStore implements SessionStore {
     const turnExists = `attribute_exists(${x.name('pk')})`;
     const noOutcomeYet = `attribute_not_exists(${x.name('outcome')}) AND attribute_not_exists(${x.name('outcomeBlob')})`;
     const sets = Object.entries(attributes).map(([attribute, value]) => `${x.name(attribute)} = ${x.value(value)}`);
-    const result = await conditional(() =>
-      this.#db.send(
-        new UpdateCommand({
-          TableName: this.#table,
-          Key: { pk: pkOf(key), sk: turnSk(turnId) },
-          UpdateExpression: `SET ${sets.join(', ')}`,
-          ConditionExpression: allOf(turnExists, noOutcomeYet),
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-          ...x.attributes(),
-        }),
-      ),
-    );
+    const result = await this.#update(key, turnSk(turnId), x, {
+      update: `SET ${sets.join(', ')}`,
+      condition: allOf(turnExists, noOutcomeYet),
+    });
     if (result.ok) return outcome;
     if (result.old === undefined) {
       throw new CorruptStateError(`outcome for turn ${turnId} of ${formatSessionKey(key)}, which does not exist`);
@@ -319,18 +314,10 @@ export class DynamoDbSessionStore implements SessionStore {
     }
     if (request.progressed) sets.push(`${x.name('recoveries')} = ${x.value(0)}`);
     if (request.ttlSeconds !== undefined) sets.push(`${x.name('ttl')} = ${x.value(request.ttlSeconds)}`);
-    const result = await conditional(() =>
-      this.#db.send(
-        new UpdateCommand({
-          TableName: this.#table,
-          Key: { pk: pkOf(key), sk: META_SK },
-          UpdateExpression: `SET ${sets.join(', ')} REMOVE ${removes.join(', ')}`,
-          ConditionExpression: allOf(holdsLease, headMatches),
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-          ...x.attributes(),
-        }),
-      ),
-    );
+    const result = await this.#update(key, META_SK, x, {
+      update: `SET ${sets.join(', ')} REMOVE ${removes.join(', ')}`,
+      condition: allOf(holdsLease, headMatches),
+    });
     if (result.ok) return { ok: true };
     const current = result.old === undefined ? undefined : decodeSession(result.old, key);
     const ownWrite =
@@ -359,20 +346,12 @@ export class DynamoDbSessionStore implements SessionStore {
       `${x.name('sweepShard')} = ${x.value(sweepShardAttr(key.id))}`,
       `${x.name('updatedAt')} = ${x.value(request.now)}`,
     ];
-    const result = await conditional(() =>
-      this.#db.send(
-        new UpdateCommand({
-          TableName: this.#table,
-          Key: { pk: pkOf(key), sk: META_SK },
-          UpdateExpression: `SET ${sets.join(', ')}`,
-          ConditionExpression: allOf(exists, notFinished, fresh, room),
-          ReturnValues: 'ALL_NEW',
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-          ...x.attributes(),
-        }),
-      ),
-    );
-    if (result.ok) return { ok: true, record: decodeSession(result.value.Attributes, key), posted: true };
+    const result = await this.#update(key, META_SK, x, {
+      update: `SET ${sets.join(', ')}`,
+      condition: allOf(exists, notFinished, fresh, room),
+      returnNew: true,
+    });
+    if (result.ok) return { ok: true, record: decodeSession(result.value, key), posted: true };
     const current = result.old === undefined ? undefined : decodeSession(result.old, key);
     const decision = decidePost(current, request.item.id, request.maxPending);
     if (decision === 'posted-before') return { ok: true, record: current!, posted: false };
@@ -392,18 +371,10 @@ export class DynamoDbSessionStore implements SessionStore {
       ...request.taken.map((t) => `${ids}[${t.index}] = ${x.value(t.id)}`),
     ];
     const removes = request.taken.flatMap((t) => [`${inbox}[${t.index}]`, `${ids}[${t.index}]`]);
-    const result = await conditional(() =>
-      this.#db.send(
-        new UpdateCommand({
-          TableName: this.#table,
-          Key: { pk: pkOf(key), sk: META_SK },
-          UpdateExpression: `SET ${x.name('updatedAt')} = ${x.value(this.#clock.now())} REMOVE ${removes.join(', ')}`,
-          ConditionExpression: allOf(...conditions),
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-          ...x.attributes(),
-        }),
-      ),
-    );
+    const result = await this.#update(key, META_SK, x, {
+      update: `SET ${x.name('updatedAt')} = ${x.value(this.#clock.now())} REMOVE ${removes.join(', ')}`,
+      condition: allOf(...conditions),
+    });
     if (result.ok) return;
     const current = result.old === undefined ? undefined : decodeSession(result.old, key);
     const ours = current?.owner === request.owner && current.epoch === request.epoch;
@@ -443,21 +414,14 @@ export class DynamoDbSessionStore implements SessionStore {
       const recovered = x.name('recovered');
       sets.push(`${recovered} = if_not_exists(${recovered}, ${x.value(0)}) + ${one}`);
     }
-    const result = await conditional(() =>
-      this.#db.send(
-        new UpdateCommand({
-          TableName: this.#table,
-          Key: { pk: pkOf(key), sk: META_SK },
-          // A new holder starts without its predecessor's hand-off nonce.
-          UpdateExpression: `SET ${sets.join(', ')} REMOVE ${x.name('handoff')}`,
-          ConditionExpression: allOf(epochMatches, ownerMatches, leaseExpired, notFinished),
-          ReturnValues: 'ALL_NEW',
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-          ...x.attributes(),
-        }),
-      ),
-    );
-    if (result.ok) return { ok: true, record: decodeSession(result.value.Attributes, key) };
+    if (request.ttlSeconds !== undefined) sets.push(`${x.name('ttl')} = ${x.value(request.ttlSeconds)}`);
+    // A new holder starts without its predecessor's hand-off nonce.
+    const result = await this.#update(key, META_SK, x, {
+      update: `SET ${sets.join(', ')} REMOVE ${x.name('handoff')}`,
+      condition: allOf(epochMatches, ownerMatches, leaseExpired, notFinished),
+      returnNew: true,
+    });
+    if (result.ok) return { ok: true, record: decodeSession(result.value, key) };
     const current = result.old === undefined ? undefined : decodeSession(result.old, key);
     const ownWrite = current?.owner === request.owner && current.epoch === request.expectEpoch + 1;
     return ownWrite && current ? { ok: true, record: current } : { ok: false, current };
@@ -479,20 +443,12 @@ export class DynamoDbSessionStore implements SessionStore {
     ];
     if (request.progressed) sets.push(`${x.name('recoveries')} = ${x.value(0)}`);
     if (request.handoff !== undefined) sets.push(`${x.name('handoff')} = ${x.value(request.handoff)}`);
-    const result = await conditional(() =>
-      this.#db.send(
-        new UpdateCommand({
-          TableName: this.#table,
-          Key: { pk: pkOf(key), sk: META_SK },
-          UpdateExpression: `SET ${sets.join(', ')}`,
-          ConditionExpression: holdsLease,
-          ReturnValues: 'ALL_NEW',
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-          ...x.attributes(),
-        }),
-      ),
-    );
-    if (result.ok) return decodeSession(result.value.Attributes, key);
+    const result = await this.#update(key, META_SK, x, {
+      update: `SET ${sets.join(', ')}`,
+      condition: holdsLease,
+      returnNew: true,
+    });
+    if (result.ok) return decodeSession(result.value, key);
     throw leaseLost(`renew of epoch ${request.epoch} by ${request.owner} refused`, result.old, key);
   }
 
@@ -521,18 +477,10 @@ export class DynamoDbSessionStore implements SessionStore {
     if (request.ttlSeconds !== undefined) sets.push(`${x.name('ttl')} = ${x.value(request.ttlSeconds)}`);
     // ADD inside a conditional write: an SDK retry of a committed release fails its condition, so it never counts twice.
     const add = request.tokens ? ` ADD ${x.name('tokens')} ${x.value(request.tokens)}` : '';
-    const result = await conditional(() =>
-      this.#db.send(
-        new UpdateCommand({
-          TableName: this.#table,
-          Key: { pk: pkOf(key), sk: META_SK },
-          UpdateExpression: `SET ${sets.join(', ')} REMOVE ${removes.join(', ')}${add}`,
-          ConditionExpression: allOf(holdsLease, noNewEvent),
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-          ...x.attributes(),
-        }),
-      ),
-    );
+    const result = await this.#update(key, META_SK, x, {
+      update: `SET ${sets.join(', ')} REMOVE ${removes.join(', ')}${add}`,
+      condition: allOf(holdsLease, noNewEvent),
+    });
     if (result.ok) return { ok: true };
     const current = result.old === undefined ? undefined : decodeSession(result.old, key);
     const ownWrite =
@@ -566,22 +514,59 @@ export class DynamoDbSessionStore implements SessionStore {
       sets.push(`${at} = if_not_exists(${at}, ${x.value(request.now)})`);
       sets.push(`${timeout} = if_not_exists(${timeout}, ${x.value(request.release.timeoutMs)})`);
     }
-    const result = await conditional(() =>
-      this.#db.send(
-        new UpdateCommand({
-          TableName: this.#table,
-          Key: { pk: pkOf(key), sk: META_SK },
-          UpdateExpression: `SET ${sets.join(', ')}`,
-          ConditionExpression: allOf(exists, notFinished),
-          ReturnValues: 'ALL_NEW',
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-          ...x.attributes(),
-        }),
-      ),
-    );
-    if (result.ok) return { ok: true, record: decodeSession(result.value.Attributes, key) };
+    const result = await this.#update(key, META_SK, x, {
+      update: `SET ${sets.join(', ')}`,
+      condition: allOf(exists, notFinished),
+      returnNew: true,
+    });
+    if (result.ok) return { ok: true, record: decodeSession(result.value, key) };
     if (result.old === undefined) return { ok: false, reason: 'not-found' };
     return { ok: false, reason: 'finished', current: decodeSession(result.old, key) };
+  }
+
+  /**
+   * Reads the partition's keys and expiries (a projection: no payloads), then moves each item
+   * expiring earlier forward, and stamps the record last. Each update is conditioned on the item still being
+   * there and still expiring earlier, so nothing deleted in between comes back.
+   */
+  async refreshExpiry(key: SessionKey, request: { ttlSeconds: number; now: number }): Promise<number> {
+    const due: string[] = [];
+    let startKey: Item | undefined;
+    do {
+      const x = new Expression();
+      const page = await this.#db.send(
+        new QueryCommand({
+          TableName: this.#table,
+          KeyConditionExpression: `${x.name('pk')} = ${x.value(pkOf(key))}`,
+          ProjectionExpression: `${x.name('sk')}, ${x.name('ttl')}`,
+          ConsistentRead: true,
+          ExclusiveStartKey: startKey,
+          ...x.attributes(),
+        }),
+      );
+      for (const item of page.Items ?? [])
+        if (typeof item.ttl === 'number' && item.ttl < request.ttlSeconds && item.sk !== META_SK)
+          due.push(String(item.sk));
+      startKey = page.LastEvaluatedKey;
+    } while (startKey !== undefined);
+    const moveForward = (sk: string) => {
+      const x = new Expression();
+      const ttl = x.name('ttl');
+      const newTtl = x.value(request.ttlSeconds);
+      return this.#update(key, sk, x, {
+        update: `SET ${ttl} = ${newTtl}`,
+        condition: allOf(`attribute_exists(${x.name('pk')})`, `${ttl} < ${newTtl}`),
+      });
+    };
+    for (let i = 0; i < due.length; i += REFRESH_CONCURRENCY)
+      await Promise.all(due.slice(i, i + REFRESH_CONCURRENCY).map(moveForward));
+    // The record's own expiry moves at every acquire and release; here it only learns when.
+    const x = new Expression();
+    await this.#update(key, META_SK, x, {
+      update: `SET ${x.name('expiryRefreshedAt')} = ${x.value(request.now)}`,
+      condition: `attribute_exists(${x.name('pk')})`,
+    });
+    return due.length;
   }
 
   async append(key: SessionKey, entry: JournalEntry, ttlSeconds?: number): Promise<void> {
@@ -745,6 +730,32 @@ export class DynamoDbSessionStore implements SessionStore {
     // Nothing matched in the rounds read: go on from where the index stopped.
     const stop = startKey as Item;
     return { sessions, cursor: encodeListCursor({ key: this.#keyOf(stop), createdAt: Number(stop.createdAt) }) };
+  }
+
+  /**
+   * A conditional UpdateItem on one item of the session: the one shape of every fenced write. A
+   * failed condition answers with the item as it was (ALL_OLD); `returnNew` answers the item as written.
+   */
+  #update(
+    key: SessionKey,
+    sk: string,
+    x: Expression,
+    write: { readonly update: string; readonly condition: string; readonly returnNew?: boolean },
+  ): Promise<Conditional<Item | undefined>> {
+    return conditional(async () => {
+      const { Attributes } = await this.#db.send(
+        new UpdateCommand({
+          TableName: this.#table,
+          Key: { pk: pkOf(key), sk },
+          UpdateExpression: write.update,
+          ConditionExpression: write.condition,
+          ...(write.returnNew ? { ReturnValues: 'ALL_NEW' as const } : {}),
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          ...x.attributes(),
+        }),
+      );
+      return Attributes;
+    });
   }
 
   /** Puts an item only where its key is free; on refusal, ALL_OLD tells whose item is there. */

@@ -67,7 +67,8 @@ export type StoreWrite =
   | 'enqueueTurn'
   | 'endTurn'
   | 'postInbox'
-  | 'takeInbox';
+  | 'takeInbox'
+  | 'refreshExpiry';
 
 /**
  * A fault for the next write of one operation:
@@ -148,6 +149,7 @@ export class MemorySessionStore implements SessionStore {
     endTurn: 0,
     postInbox: 0,
     takeInbox: 0,
+    refreshExpiry: 0,
   };
   /** Bytes of journal items written (attribute values as stored), for cost-per-step checks. */
   journalBytesWritten = 0;
@@ -377,6 +379,7 @@ export class MemorySessionStore implements SessionStore {
         ...(request.recovery
           ? { recoveries: Number(old.recoveries) + 1, recovered: Number(old.recovered ?? 0) + 1 }
           : {}),
+        ...(request.ttlSeconds === undefined ? {} : { ttl: request.ttlSeconds }),
       };
       this.#setMeta(key, next);
       return { ok: true, record: decodeSession(next, key) };
@@ -467,6 +470,22 @@ export class MemorySessionStore implements SessionStore {
       };
       this.#setMeta(key, next);
       return { ok: true, record: decodeSession(next, key) };
+    });
+  }
+
+  async refreshExpiry(key: SessionKey, request: { ttlSeconds: number; now: number }): Promise<number> {
+    return this.#write('refreshExpiry', key, () => {
+      const partition = this.#items.get(pkOf(key));
+      if (partition === undefined || !partition.has(META_SK)) return 0;
+      let moved = 0;
+      for (const [sk, item] of partition) {
+        if (sk === META_SK || typeof item.ttl !== 'number' || item.ttl >= request.ttlSeconds) continue;
+        partition.set(sk, { ...item, ttl: request.ttlSeconds });
+        moved++;
+      }
+      // The record's own expiry moves at every acquire and release; here it only learns when.
+      this.#setMeta(key, { ...(this.#meta(key) as Item), expiryRefreshedAt: request.now });
+      return moved;
     });
   }
 

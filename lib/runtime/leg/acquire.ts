@@ -2,7 +2,7 @@ import { planAcquire } from '../../core/lease.ts';
 import type { Kick } from '../../core/messages.ts';
 import type { KickReason } from '../../core/vocabulary.ts';
 import type { SessionRecord } from '../../ports/session-store.ts';
-import type { RuntimeDeps, RuntimeLogger } from '../deps.ts';
+import { type RuntimeDeps, type RuntimeLogger, ttlSeconds } from '../deps.ts';
 import { MAX_DELAY_SECONDS } from './hand-off.ts';
 import type { Invocation, KickOutcome } from './leg-context.ts';
 
@@ -43,6 +43,15 @@ export async function acquireForKick(
     }
     const now = deps.clock.now();
     const plan = planAcquire(record, kick, now);
+    if (plan.kind === 'drop' && plan.why === 'wrong-handoff') {
+      // Only the holder knows its nonce: this continuation was forged (or tampered with).
+      log.warn('continuation without its hand-off nonce refused; the holder keeps the lease', {
+        epoch: record.epoch,
+        owner: record.owner,
+      });
+      deps.telemetry.metrics.count('ForgedKicksRefused');
+      return 'dropped';
+    }
     if (plan.kind === 'drop') {
       log.debug('kick dropped', { why: plan.why, epoch: record.epoch });
       deps.telemetry.metrics.count('DuplicateKicksDropped');
@@ -55,6 +64,7 @@ export async function acquireForKick(
       expectEpoch: record.epoch,
       expectOwner: plan.expectOwner,
       recovery: plan.recovery,
+      ttlSeconds: ttlSeconds(deps.config, now),
     });
     if (acquired.ok) return { before: record, record: acquired.record, recovery: plan.recovery, owner };
     // The record moved under the write — most often a predecessor releasing just as its

@@ -1,5 +1,6 @@
 import type { AgentDefinition } from '../../agent/define-agent.ts';
 import type { PendingCall, SessionView } from '../../core/fold.ts';
+import { ttlSeconds } from '../deps.ts';
 import type { KickOutcome, LegContext } from './leg-context.ts';
 
 /** The pending calls sorted by approval: to request, denied (with the reason), free to run. */
@@ -62,6 +63,7 @@ export async function waitForHuman(leg: LegContext, what: string): Promise<KickO
     seenVersion: seen,
     sweepAt: undefined,
     progressed: leg.journal.progressed,
+    ttlSeconds: ttlSeconds(leg.deps.config, leg.deps.clock.now()),
   });
   if (released.ok) {
     leg.log.info('waiting for a human', { what });
@@ -77,6 +79,7 @@ export async function waitForHuman(leg: LegContext, what: string): Promise<KickO
       seenVersion: seen,
       sweepAt: leg.deps.clock.now() + leg.deps.config.sweepGraceMs,
       progressed: leg.journal.progressed,
+      ttlSeconds: ttlSeconds(leg.deps.config, leg.deps.clock.now()),
     });
     return 'waiting';
   }

@@ -1,3 +1,4 @@
+import { type RetryPolicy, retryDelayAfter } from '../../agent/retry-policy.ts';
 import { stepFits } from '../../core/budget.ts';
 import { contentDigest } from '../../core/content-digest.ts';
 import { errorMessage, LeaseLostError } from '../../core/errors.ts';
@@ -7,6 +8,7 @@ import { takeSnapshot } from '../../core/snapshot.ts';
 import { childContext } from '../../core/trace-context.ts';
 import { type OutcomeStatus, type SessionState, TERMINAL_SESSION_STATES } from '../../core/vocabulary.ts';
 import { ttlSeconds } from '../deps.ts';
+import { FailpointCrash } from '../failpoints.ts';
 import { STEP_KINDS } from './journal-writer.ts';
 import type { KickOutcome, LegContext } from './leg-context.ts';
 import { endConversationTurn } from './turn-end.ts';
@@ -46,7 +48,7 @@ export async function finish(
       ...(error ? { error } : {}),
     });
   }
-  if (!leg.journal.view.published) await publish(leg);
+  if (!leg.journal.view.published && !(await publish(leg))) return waitToPublishAgain(leg);
   const final = leg.journal.view.outcome?.status ?? status;
   const record = leg.signals.record;
   // A conversation goes on after a turn, whatever its outcome; a cancel ends it.
@@ -57,20 +59,72 @@ export async function finish(
   return 'finished';
 }
 
-/** Records the journaled outcome on the turn, sends the result message, and journals that it did. */
-export async function publish(leg: LegContext): Promise<void> {
+/**
+ * How often a result is sent before it is given up: 8 attempts over about 50 minutes, so a queue
+ * that is down for a while still gets it, and one that can never take it ends the session.
+ */
+export const PUBLISH_RETRY_POLICY: RetryPolicy = {
+  attempts: 8,
+  initialDelayMs: 5_000,
+  multiplier: 4,
+  maxDelayMs: MAX_DELAY_SECONDS * 1000,
+  jitter: 0.25,
+};
+
+/**
+ * Records the journaled outcome on the turn, sends the result message, and journals that it did.
+ * A send that fails is journaled as an error with its backoff (false: the caller waits for the
+ * retry); past the policy's attempts the result is given up, so a result the queue can never take
+ * ends the session instead of looping for ever: `published` says it is undelivered, the turn
+ * keeps the outcome (status shows it) and an error log and the ResultsUndelivered metric say so.
+ */
+export async function publish(leg: LegContext): Promise<boolean> {
   await leg.deps.failpoint('between-outcome-and-publish');
   const view = leg.journal.view;
   const outcome = view.outcome!;
   const turnId = view.turnId ?? leg.signals.record.activeTurnId ?? '';
   await leg.deps.store.setTurnOutcome(leg.key, turnId, { ...outcome, at: leg.deps.clock.now() });
   await notifyParent(leg);
-  const result = await withinMessageLimit(
-    leg,
-    resultMessage(leg, turnId, outcome.status, outcome.output, outcome.error),
-  );
-  await leg.deps.results.publish(result, { trace: leg.trace });
+  try {
+    const result = await withinMessageLimit(
+      leg,
+      resultMessage(leg, turnId, outcome.status, outcome.output, outcome.error),
+    );
+    await leg.deps.results.publish(result, { trace: leg.trace });
+  } catch (error) {
+    if (error instanceof FailpointCrash) throw error;
+    const attempt = view.failedAttempts + 1;
+    const message = errorMessage(error);
+    if (attempt < PUBLISH_RETRY_POLICY.attempts) {
+      const retryAt = leg.deps.clock.now() + retryDelayAfter(PUBLISH_RETRY_POLICY, attempt, leg.deps.random(), error);
+      await leg.journal.append('error', { source: 'publish', message, attempt, retryAt });
+      leg.log.warn('result not published; retrying after backoff', { turnId, attempt, retryAt, error: message });
+      return false;
+    }
+    const undelivered = `result not published after ${attempt} attempts; last error: ${message}`;
+    leg.log.error('result given up; the turn keeps its outcome', { turnId, error: undelivered });
+    leg.deps.telemetry.metrics.count('ResultsUndelivered');
+    await leg.journal.append('published', { undelivered });
+    return true;
+  }
   await leg.journal.append('published', {});
+  return true;
+}
+
+/** How many times the wait for a result's next send is tried when an event lands under its release. */
+const PUBLISH_WAIT_ATTEMPTS = 3;
+
+/**
+ * Waits for the result's next send. An event that lands under the release (a message, a cancel)
+ * changes nothing for a turn that has its outcome, so the release is tried again; past the
+ * attempts the lease is left to expire and a recovery sends the result.
+ */
+async function waitToPublishAgain(leg: LegContext): Promise<KickOutcome> {
+  for (let attempt = 1; attempt < PUBLISH_WAIT_ATTEMPTS; attempt++) {
+    const left = await waitForRetry(leg);
+    if (left) return left;
+  }
+  return (await waitForRetry(leg)) ?? 'waiting';
 }
 
 /**
@@ -206,12 +260,6 @@ export async function waitForTasks(leg: LegContext, deadline: number): Promise<K
   return 'waiting';
 }
 
-/** A once-only call in an unknown state: release and wait for a human. */
-export async function park(leg: LegContext, callId: string): Promise<KickOutcome | undefined> {
-  leg.log.warn('once-only call in an unknown state: parked for a human', { callId });
-  return (await releaseToWait(leg, undefined)) ? 'parked' : undefined;
-}
-
 /** Hands the session to the next leg: a continuation first, then a release that may fail. */
 export async function yieldForBudget(leg: LegContext, what: string): Promise<KickOutcome> {
   if (leg.journal.stepsThisLeg === 0 && idleLegsAtEnd(leg.journal.entries) >= MAX_IDLE_LEGS) {
@@ -252,6 +300,7 @@ export async function yieldForBudget(leg: LegContext, what: string): Promise<Kic
       seenVersion: leg.signals.record.pendingVersion,
       sweepAt: leg.deps.clock.now() + leg.deps.config.sweepGraceMs,
       progressed: leg.journal.progressed,
+      ttlSeconds: ttlSeconds(leg.deps.config, leg.deps.clock.now()),
       tokens: leg.journal.tokensThisLeg,
     })
     .catch(() => undefined);

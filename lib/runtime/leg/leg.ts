@@ -12,6 +12,7 @@ import { NOOP_LEG_SPAN, startLegSpan } from '../leg-tracing.ts';
 import { waitForHuman } from './approval-step.ts';
 import { failUnjournaled, finish, publish, waitForRetry, yieldForBudget } from './hand-off.ts';
 import { deliverInbox } from './inbox-step.ts';
+import { refreshItemExpiry } from './item-expiry.ts';
 import { JournalWriter } from './journal-writer.ts';
 import type { Invocation, KickOutcome, LegContext } from './leg-context.ts';
 import { LegAborted, LegSignals } from './leg-signals.ts';
@@ -80,6 +81,7 @@ export class Leg implements LegContext {
   }
 
   async #runLoaded(): Promise<KickOutcome> {
+    await refreshItemExpiry(this);
     try {
       await this.journal.load();
     } catch (error) {

@@ -19,11 +19,18 @@ describe('lease math', () => {
     });
   });
 
-  it('drops a continuation for the current epoch without the nonce its predecessor stored', () => {
-    expect(planAcquire(held, { reason: 'continuation', fromEpoch: 3 }, NOW)).toEqual({ kind: 'drop', why: 'held' });
+  it('drops a continuation for the current epoch without the nonce its predecessor stored, as forged', () => {
+    expect(planAcquire(held, { reason: 'continuation', fromEpoch: 3 }, NOW)).toEqual({
+      kind: 'drop',
+      why: 'wrong-handoff',
+    });
+    expect(planAcquire(held, { reason: 'continuation', fromEpoch: 3, handoff: 'f'.repeat(32) }, NOW)).toEqual({
+      kind: 'drop',
+      why: 'wrong-handoff',
+    });
     expect(planAcquire({ ...held, handoff: undefined }, { reason: 'continuation', fromEpoch: 3 }, NOW)).toEqual({
       kind: 'drop',
-      why: 'held',
+      why: 'wrong-handoff',
     });
   });
 

@@ -33,7 +33,7 @@ async function sessionWithLiveLease(ticketId: string) {
 describe('forged kicks', () => {
   it('cannot take a live lease with a continuation that guesses the epoch but not the yielding leg’s nonce', async () => {
     // Arrange
-    const { deps, store, key, epoch, clock } = await sessionWithLiveLease('T-forged');
+    const { deps, store, key, epoch, clock, lines, total } = await sessionWithLiveLease('T-forged');
 
     // Act: the epoch is a small counter anyone can guess.
     const forged = await runKick(
@@ -47,9 +47,14 @@ describe('forged kicks', () => {
       deps,
     );
 
-    // Assert: the live owner keeps its lease.
+    // Assert: the live owner keeps its lease, and the refusals are warnings an operator sees.
     expect([forged, withWrongNonce]).toEqual(['dropped', 'dropped']);
     expect(await store.getSession(key)).toMatchObject({ owner: 'live-owner', epoch });
+    const refusals = lines.filter(
+      (l) => l.level === 'warn' && l.message.startsWith('continuation without its hand-off'),
+    );
+    expect(refusals.map((l) => l.sessionId)).toEqual([key.id, key.id]);
+    expect(total('ForgedKicksRefused')).toBe(2);
   });
 
   it('binds a real continuation to a nonce stored when its leg yields, and lets it take over', async () => {

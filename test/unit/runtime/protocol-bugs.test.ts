@@ -1,12 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { MemoryTicketQueue } from '../../../lib/adapters/memory/memory-queues.ts';
+import { MemoryResultPublisher, MemoryTicketQueue } from '../../../lib/adapters/memory/memory-queues.ts';
 import { defineTool } from '../../../lib/agent/define-tool.ts';
 import { BatonClient } from '../../../lib/client/baton-client.ts';
 import { StepError, TicketConflictError } from '../../../lib/core/errors.ts';
 import { deriveSessionId } from '../../../lib/core/ids.ts';
 import { FailpointCrash } from '../../../lib/runtime/failpoints.ts';
 import { acceptTicket, recordRejectedTicket } from '../../../lib/runtime/intake.ts';
+import { PUBLISH_RETRY_POLICY } from '../../../lib/runtime/leg/hand-off.ts';
 import { runKick } from '../../../lib/runtime/step-runner.ts';
 import { drain, invocation, lookupAgent, makeTestDeps, ticketBody } from '../../fixtures/runtime.ts';
 
@@ -279,6 +280,67 @@ describe('protocol regressions (issue 13)', () => {
     ]);
     expect(results.bodies[0]?.output).toBeUndefined();
     expect((await store.getSession(key))?.state).toBe('completed');
+  });
+
+  it('bug 2: a result the queue keeps refusing is retried with backoff, then given up: the session ends', async () => {
+    // Arrange: every send fails, as for a message the queue can never take.
+    const agent = lookupAgent({ script: () => ({ final: 'done' }) });
+    let sends = 0;
+    const { deps, store, lines, total } = makeTestDeps([agent], {
+      results: {
+        publish: async () => {
+          sends++;
+          throw Object.assign(new Error('message refused'), { name: 'InvalidParameterValue' });
+        },
+      },
+    });
+    const key = keyOf('lookup-agent', 'T-b2c');
+    await acceptTicket(ticketBody('lookup-agent', 'T-b2c', {}), undefined, deps);
+
+    // Act
+    const outcomes = await drain(deps);
+
+    // Assert: the policy's attempts, each after a backoff wait, then a terminal state.
+    expect(sends).toBe(PUBLISH_RETRY_POLICY.attempts);
+    expect(outcomes.filter((o) => o === 'waiting')).toHaveLength(PUBLISH_RETRY_POLICY.attempts - 1);
+    expect(outcomes.at(-1)).toBe('finished');
+    expect((await store.getSession(key))?.state).toBe('completed');
+    expect((await store.getTurn(key, 'T-b2c'))?.outcome).toMatchObject({ status: 'completed', output: 'done' });
+    const journal = await store.readJournal(key);
+    expect(journal.filter((e) => e.kind === 'error')).toHaveLength(PUBLISH_RETRY_POLICY.attempts - 1);
+    expect(journal.filter((e) => e.kind === 'published').map((e) => e.data)).toEqual([
+      { undelivered: `result not published after 8 attempts; last error: InvalidParameterValue: message refused` },
+    ]);
+    expect(lines.some((l) => l.level === 'error' && l.message.startsWith('result given up'))).toBe(true);
+    expect(total('ResultsUndelivered')).toBe(1);
+  });
+
+  it('bug 2: a result whose send fails once is sent again after a backoff, and the turn completes', async () => {
+    // Arrange: the results queue is unreachable for one send.
+    const agent = lookupAgent({ script: () => ({ final: 'done' }) });
+    const results = new MemoryResultPublisher();
+    let failed = false;
+    const { deps, store } = makeTestDeps([agent], {
+      results: {
+        publish: async (result, options) => {
+          if (!failed) {
+            failed = true;
+            throw Object.assign(new Error('connect ETIMEDOUT'), { name: 'TimeoutError' });
+          }
+          return results.publish(result, options);
+        },
+      },
+    });
+    const key = keyOf('lookup-agent', 'T-b2d');
+    await acceptTicket(ticketBody('lookup-agent', 'T-b2d', {}), undefined, deps);
+
+    // Act
+    await drain(deps);
+
+    // Assert
+    expect(results.bodies).toEqual([expect.objectContaining({ status: 'completed', output: 'done' })]);
+    expect((await store.getSession(key))?.state).toBe('completed');
+    expect((await store.readJournal(key)).filter((e) => e.kind === 'published').map((e) => e.data)).toEqual([{}]);
   });
 
   it('bug 4: a conflicting duplicate refused while the accepted ticket is between its writes never touches it', async () => {

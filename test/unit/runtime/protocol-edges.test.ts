@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ManualClock } from '../../../lib/adapters/memory/manual-clock.ts';
+import { META_SK } from '../../../lib/adapters/session-item-codec.ts';
 import { defineTool } from '../../../lib/agent/define-tool.ts';
 import { LeaseLostError } from '../../../lib/core/errors.ts';
 import { deriveSessionId } from '../../../lib/core/ids.ts';
@@ -200,5 +201,56 @@ describe('protocol edges (issue 13, "Also")', () => {
     await waitFor('the heartbeat to give the lease up', () => lostAt !== undefined);
     await heartbeat.stop();
     expect(lostAt).toBe(100_800);
+  });
+  it('moves the session record’s expiry forward when a leg acquires it and when it waits for a human', async () => {
+    // Arrange: retention 1 day; the session is 20 hours old when its first leg runs.
+    const HOUR_MS = 3_600_000;
+    const approve = defineTool({
+      name: 'approve-me',
+      description: 'Needs a human.',
+      input: z.object({}),
+      effect: 'pure',
+      maxDurationMs: 200,
+      requiresApproval: true,
+      run: async () => ({ ok: true }),
+    });
+    const agent = lookupAgent({
+      tools: [approve],
+      script: () => ({ toolCalls: [{ id: 'a', name: 'approve-me', input: {} }] }),
+    });
+    const { deps, store, clock } = makeTestDeps([agent]);
+    const key = keyOf('lookup-agent', 'T-ttl');
+    await acceptTicket(ticketBody('lookup-agent', 'T-ttl', {}), undefined, deps);
+    const createdTtl = Number(store.rawItem(key, META_SK)?.ttl);
+    clock.set(clock.now() + 20 * HOUR_MS);
+    const legStartedTtl = Math.floor(clock.now() / 1000) + 24 * 3600;
+
+    // Act
+    await drain(deps);
+
+    // Assert: the waiting record expires a day after its last leg, not a day after its creation.
+    expect((await store.getSession(key))?.state).toBe('waiting');
+    expect(Number(store.rawItem(key, META_SK)?.ttl)).toBeGreaterThanOrEqual(legStartedTtl);
+    expect(legStartedTtl - createdTtl).toBeGreaterThanOrEqual(20 * 3600);
+  });
+  it('moves the expiry of every item of a session forward once half the retention has passed, so its first entries stay', async () => {
+    // Arrange: retention 1 day; the first leg runs 13 hours after intake wrote the turn.
+    const { deps, store, clock } = makeTestDeps([lookupAgent()]);
+    const key = keyOf('lookup-agent', 'T-items');
+    await acceptTicket(ticketBody('lookup-agent', 'T-items', { ids: ['a'] }), undefined, deps);
+    const turnTtl = Number(store.rawItem(key, 'T#T-items')?.ttl);
+    clock.set(clock.now() + 13 * 3_600_000);
+    const refreshedTtl = Math.floor(clock.now() / 1000) + 24 * 3600;
+
+    // Act
+    await drain(deps);
+
+    // Assert
+    expect(Number(store.rawItem(key, 'T#T-items')?.ttl)).toBeGreaterThanOrEqual(refreshedTtl);
+    expect(refreshedTtl - turnTtl).toBeGreaterThanOrEqual(13 * 3600);
+    expect((await store.getSession(key))?.expiryRefreshedAt).toBeGreaterThanOrEqual(
+      refreshedTtl * 1000 - 24 * 3_600_000,
+    );
+    expect(store.writes.refreshExpiry).toBe(1);
   });
 });

@@ -1,0 +1,26 @@
+import type { DynamoDbSessionStore } from '../adapters/dynamodb/dynamodb-session-store.ts';
+import type { BatonClient } from '../client/baton-client.ts';
+import { type StoreResources, storeBackedClient } from '../client/store-backed-client.ts';
+import { LOCAL_CREDENTIALS } from './aws-clients.ts';
+import { addAwsTraceHeaderShim } from './aws-trace-header-shim.ts';
+
+/** Where a store-backed client connects: a deployed stack (default credentials) or the local stack's emulators. */
+export interface StoreTarget extends StoreResources {
+  readonly region: string;
+  readonly endpoints?: { dynamodb?: string; sqs?: string; s3?: string } | undefined;
+  /** Emulators: local credentials and the AWSTraceHeader shim. */
+  readonly local: boolean;
+}
+
+/** The store-backed client for a target, with the emulators' credentials and trace-header shim when local. */
+export function clientForTarget(target: StoreTarget): { client: BatonClient; store: DynamoDbSessionStore } {
+  return storeBackedClient({
+    aws: {
+      region: target.region,
+      endpoints: target.endpoints,
+      ...(target.local ? { credentials: LOCAL_CREDENTIALS } : {}),
+    },
+    resources: target,
+    configureSqs: target.local ? addAwsTraceHeaderShim : undefined,
+  });
+}
