@@ -24,6 +24,7 @@ export {
 } from './agent/define-tool.ts';
 export type { RetryPolicy } from './agent/retry-policy.ts';
 export { type ScriptedModelOptions, type ScriptReply, scriptedModel, toolResults } from './agent/scripted-model.ts';
+export { type ParkRequest, parkFor, parkUntil, waitTool } from './agent/timer.ts';
 export {
   BatonClient,
   type BatonClientDeps,

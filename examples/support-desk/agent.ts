@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { defineAgent } from '../../lib/agent/define-agent.ts';
 import { defineTool } from '../../lib/agent/define-tool.ts';
 import { type ScriptReply, scriptedModel, toolResults } from '../../lib/agent/scripted-model.ts';
+import { waitTool } from '../../lib/agent/timer.ts';
 import { systemClock } from '../../lib/ports/clock.ts';
 import type { ChatMessage } from '../../lib/ports/model-client.ts';
 import { ledgerPath } from '../simulated/ledger.ts';
@@ -44,6 +45,7 @@ function parseTurnInput(text: string): string | undefined {
  * The scripted support agent, deterministic from the transcript:
  * - `refund O-<n>`: looks the order up, then asks for approval of the once-only refund;
  * - `work <k>`: k tool calls, then `done <k>` with any notes injected meanwhile;
+ * - `remind me in <s> s`: parks on a durable timer (the built-in `wait` tool), then `reminder`;
  * - anything else: `turn <N>: <text>`.
  */
 export function supportScript(messages: readonly ChatMessage[]): ScriptReply {
@@ -61,6 +63,12 @@ export function supportScript(messages: readonly ChatMessage[]): ScriptReply {
       return { toolCalls: [{ id: id('refund'), name: 'issueRefund', input: { orderId, amountCents: totalCents } }] };
     if (!issued.ok) return { final: `refund for ${orderId} not issued: ${(issued.output as { error: string }).error}` };
     return { final: `refund ${(issued.output as { refundId: string }).refundId} issued for ${orderId}` };
+  }
+  const remind = /^remind me in (\d+(?:\.\d+)?) ?s$/i.exec(text.trim());
+  if (remind) {
+    if (!results.has(id('wait')))
+      return { toolCalls: [{ id: id('wait'), name: 'wait', input: { seconds: Number(remind[1]) } }] };
+    return { final: 'reminder' };
   }
   const work = /^work (\d+)$/i.exec(text.trim());
   if (work) {
@@ -82,6 +90,7 @@ export function supportDesk(options: { workMs?: number } = {}) {
     input: SupportTurn,
     model: scriptedModel({ id: 'scripted-support-desk', maxDurationMs: 2_000, script: supportScript }),
     tools: [
+      waitTool(),
       defineTool({
         name: 'lookupOrder',
         description: 'Reads an order from the order database.',

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { asText } from '../agent/transcript.ts';
 import { contentDigest, ticketBlobPrefix } from '../core/content-digest.ts';
 import { InvalidInputError, TicketConflictError, TurnRefusedError } from '../core/errors.ts';
-import { foldJournal, type SessionView } from '../core/fold.ts';
+import { foldJournal, nextWakeAt, type SessionView } from '../core/fold.ts';
 import { DEFAULT_TENANT, deriveSessionId, hashJson } from '../core/ids.ts';
 import type { InboxItem } from '../core/inbox.ts';
 import type { JournalEntry } from '../core/journal.ts';
@@ -78,6 +78,8 @@ export interface SessionStatus {
   readonly pendingApprovals?: readonly PendingApproval[] | undefined;
   /** A once-only call parked for a human (`baton resolve`). */
   readonly parked?: { readonly callId: string; readonly tool: string } | undefined;
+  /** When a waiting session wakes by itself (a durable timer, an approval timeout, a retry), ISO 8601. */
+  readonly wakeAt?: string | undefined;
 }
 
 /** One journal entry as a stream event; `cursor` resumes the stream after it. */
@@ -458,7 +460,7 @@ export class BatonClient implements BatonTransport {
   }
 
   /** What a waiting session waits for: approvals (call, tool, input) or a parked call. */
-  async #waits(record: SessionRecord): Promise<Pick<SessionStatus, 'pendingApprovals' | 'parked'>> {
+  async #waits(record: SessionRecord): Promise<Pick<SessionStatus, 'pendingApprovals' | 'parked' | 'wakeAt'>> {
     const entries = await this.deps.store.readJournal(record.key);
     const view = foldJournal(entries);
     const requests = entries.flatMap((e) => (e.kind === 'approval' && e.turnId === view.turnId ? [e.data] : []));
@@ -467,7 +469,9 @@ export class BatonClient implements BatonTransport {
       return request ? [{ callId, tool: request.tool, input: request.input }] : [];
     });
     const parkedCall = view.pendingCalls.find((p) => p.call.id === view.parkedCallId);
+    const wakeAt = nextWakeAt(view);
     return {
+      ...(wakeAt === undefined ? {} : { wakeAt: new Date(wakeAt).toISOString() }),
       ...(pendingApprovals.length > 0 ? { pendingApprovals } : {}),
       ...(parkedCall ? { parked: { callId: parkedCall.call.id, tool: parkedCall.call.name } } : {}),
     };

@@ -126,4 +126,28 @@ describe('conversations on the local stack with two workers', { timeout: 180_000
     expect(message?.turnId).toBe('conv-3-work');
     expect(message!.seq).toBeLessThan(lastModel!.seq);
   });
+
+  it('parks a turn on a durable timer holding no lease, and the timer wakes it', async () => {
+    // Arrange
+    const sessionId = await start('conv-4', 'hello');
+
+    // Act
+    await t.client.send(sessionId, { text: 'remind me in 2 s' }, { id: 'conv-4-remind' });
+    const parked = await waitFor('the turn to park on its timer', async () => {
+      const status = await t.client.status(sessionId);
+      return status?.wakeAt ? status : undefined;
+    });
+    const record = await t.store.getSession({ tenant: 'default', agent: AGENT, id: sessionId });
+    const reminded = await resultOf('conv-4-remind');
+
+    // Assert
+    expect(parked.status).toBe('waiting');
+    expect(record?.owner).toBeUndefined();
+    expect(reminded).toMatchObject({ status: 'completed', output: 'reminder' });
+    const journal = await t.store.readJournal({ tenant: 'default', agent: AGENT, id: sessionId });
+    const timer = journal.find((e) => e.kind === 'timer');
+    const woke = journal.find((e) => e.kind === 'tool' && e.turnId === 'conv-4-remind');
+    expect(Date.parse(parked.wakeAt!)).toBe(timer?.kind === 'timer' ? timer.data.wakeAt : Number.NaN);
+    expect(woke!.at).toBeGreaterThanOrEqual(Date.parse(parked.wakeAt!));
+  });
 });
