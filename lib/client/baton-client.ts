@@ -110,7 +110,7 @@ export interface SendOptions {
 export interface Sent {
   readonly sessionId: string;
   readonly turnId: string;
-  /** `inject` falls back to `queue` when no turn is running to take the message. */
+  /** `inject` and `steer` fall back to `queue` when no turn is running to take them. */
   readonly mode: SendMode;
   /** False when this id was sent before: the send converged on it. */
   readonly accepted: boolean;
@@ -305,8 +305,9 @@ export class BatonClient implements BatonTransport {
   }
 
   /**
-   * Sends an input to a session from any process: a further turn (`queue`), or a message into
-   * the running turn (`inject`), which the owner journals before its next model call.
+   * Sends an input to a session from any process: a further turn (`queue`), a message into the
+   * running turn (`inject`), which the owner journals before its next model call, or a turn that
+   * supersedes the running one at its next step boundary and starts at once (`steer`).
    */
   async send(sessionId: string, input: unknown, options: SendOptions = {}): Promise<Sent> {
     if (input === undefined) throw new InvalidInputError('input is required');
@@ -314,7 +315,6 @@ export class BatonClient implements BatonTransport {
     if (!record) throw new TurnRefusedError('not-found', `session ${sessionId} not found`);
     const id = options.id ?? randomUUID();
     const mode = options.mode ?? SendMode.queue;
-    if (mode === SendMode.steer) throw new InvalidInputError('--mode steer is not supported yet; use queue or inject');
     if (mode === SendMode.inject && (await this.#turnRunning(record))) {
       const now = this.deps.clock.now();
       const posted = await this.deps.store.postInbox(record.key, {
@@ -336,11 +336,12 @@ export class BatonClient implements BatonTransport {
         input,
         ifLastTurn: options.ifLastTurn,
         maxPendingInputs: this.deps.maxPendingInputs,
+        steer: mode === SendMode.steer,
         sweepGraceMs: this.deps.sweepGraceMs ?? DEFAULT_SWEEP_GRACE_MS,
       },
       this.deps,
     );
-    return { sessionId, turnId: id, mode: SendMode.queue, accepted: turn.queued };
+    return { sessionId, turnId: id, mode: turn.steered ? SendMode.steer : SendMode.queue, accepted: turn.queued };
   }
 
   /** A human's answer to a pending approval, from any process, at any time; the turn resumes. */

@@ -142,6 +142,11 @@ export interface EnqueueTurnRequest {
   readonly maxPending: number;
   /** Refused unless the turn accepted last is this one (the sender's view is current). */
   readonly ifLastTurn?: string | undefined;
+  /**
+   * Steer: when a turn is active, the new turn goes to the head of the queue and a `steer` inbox
+   * item (same write) tells the owner to supersede the running turn. Idle, it is queued as usual.
+   */
+  readonly steer?: boolean | undefined;
 }
 
 /** Why a new turn was refused. */
@@ -160,6 +165,8 @@ export type EnqueueTurnResult =
       readonly record: SessionRecord;
       /** False when the turn was accepted before (active, waiting or finished): nothing changed. */
       readonly queued: boolean;
+      /** The turn was queued at the head and the running turn told to wind down. */
+      readonly steered?: boolean | undefined;
     }
   | { readonly ok: false; readonly reason: EnqueueRefusal; readonly current?: SessionRecord | undefined };
 

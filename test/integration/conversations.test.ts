@@ -150,4 +150,28 @@ describe('conversations on the local stack with two workers', { timeout: 180_000
     expect(Date.parse(parked.wakeAt!)).toBe(timer?.kind === 'timer' ? timer.data.wakeAt : Number.NaN);
     expect(woke!.at).toBeGreaterThanOrEqual(Date.parse(parked.wakeAt!));
   });
+
+  it('steers: the running turn winds down as superseded, its partial work kept, and the steering turn runs at once', async () => {
+    // Arrange
+    const sessionId = await start('conv-5', 'hello');
+    await t.client.send(sessionId, { text: 'work 20' }, { id: 'conv-5-work' });
+    await waitFor('the work turn to run', async () => {
+      const journal = await t.store.readJournal({ tenant: 'default', agent: AGENT, id: sessionId });
+      return journal.some((e) => e.kind === 'tool' && e.turnId === 'conv-5-work') ? true : undefined;
+    });
+
+    // Act
+    const sent = await t.client.send(sessionId, { text: 'stop, do this' }, { id: 'conv-5-steer', mode: 'steer' });
+    const superseded = await resultOf('conv-5-work');
+    const steered = await resultOf('conv-5-steer');
+
+    // Assert
+    expect(sent.mode).toBe('steer');
+    expect(superseded).toMatchObject({ status: 'superseded', error: 'superseded by turn conv-5-steer' });
+    expect(steered).toMatchObject({ status: 'completed', output: 'turn 3: stop, do this' });
+    const journal = await t.store.readJournal({ tenant: 'default', agent: AGENT, id: sessionId });
+    const workResults = journal.filter((e) => e.kind === 'tool' && e.turnId === 'conv-5-work');
+    expect(workResults.length).toBeGreaterThan(0);
+    expect(workResults.length).toBeLessThan(20);
+  });
 });
