@@ -235,6 +235,7 @@ export function decodeSession(raw: unknown, expected?: SessionKey): SessionRecor
     ...(item.handoff === undefined ? {} : { handoff: item.handoff }),
     createdAt: item.createdAt,
     updatedAt: item.updatedAt,
+    ...(item.ttl === undefined ? {} : { expiresAt: item.ttl * 1000 }),
   };
 }
 

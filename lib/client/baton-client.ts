@@ -1,14 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import { asText } from '../agent/transcript.ts';
 import { contentDigest, ticketBlobPrefix } from '../core/content-digest.ts';
-import { InvalidInputError, TicketConflictError, TurnRefusedError } from '../core/errors.ts';
+import { GoneError, InvalidInputError, NotFoundError, TicketConflictError, TurnRefusedError } from '../core/errors.ts';
 import { foldJournal, nextWakeAt, type SessionView } from '../core/fold.ts';
 import { DEFAULT_TENANT, deriveSessionId, hashJson } from '../core/ids.ts';
 import type { InboxItem } from '../core/inbox.ts';
 import type { JournalEntry } from '../core/journal.ts';
 import { INLINE_PAYLOAD_LIMIT_BYTES } from '../core/messages.ts';
 import { childContext, newTraceId } from '../core/trace-context.ts';
-import { DEFAULT_MAX_PENDING_INPUTS, reportedState, type SessionState } from '../core/vocabulary.ts';
+import {
+  DEFAULT_MAX_PENDING_INPUTS,
+  reportedState,
+  type SessionState,
+  TERMINAL_SESSION_STATES,
+} from '../core/vocabulary.ts';
 import type { BlobStore } from '../ports/blob-store.ts';
 import type { Clock } from '../ports/clock.ts';
 import type { TicketQueue, WorkQueue } from '../ports/queues.ts';
@@ -254,38 +259,47 @@ export class BatonClient implements BatonTransport {
     };
   }
 
-  /** The journal as a stream from a cursor; with `follow`, polls until the session finishes or the signal aborts. */
+  /**
+   * The journal as a stream from a cursor (the `cursor` of the last event seen; 0 from the start);
+   * with `turnId` only that turn's entries, ending with its published result; with `follow`, polls
+   * until the session (or the turn) finishes or the signal aborts. A client that reconnects with
+   * its last cursor, whatever happened to the workers meanwhile, continues the same transcript.
+   * Throws NotFoundError for an unknown session or turn, GoneError past the retention.
+   */
   async *events(
     sessionId: string,
     options: { after?: number; follow?: boolean; pollMs?: number; signal?: AbortSignal; turnId?: string } = {},
   ): AsyncGenerator<SessionEvent> {
     const record = await this.deps.store.findSession(sessionId);
-    if (!record) throw new InvalidInputError(`session ${sessionId} not found`);
+    if (!record) throw new NotFoundError(`session ${sessionId} not found`);
+    if (record.expiresAt !== undefined && record.expiresAt <= this.deps.clock.now())
+      throw new GoneError(
+        `session ${sessionId} is past its retention (expired ${new Date(record.expiresAt).toISOString()})`,
+      );
     const { turnId } = options;
     if (turnId !== undefined && !(await this.deps.store.getTurn(record.key, turnId)))
-      throw new InvalidInputError(`session ${sessionId} has no turn ${turnId}`);
-    let cursor = options.after ?? 0;
-    for (;;) {
+      throw new NotFoundError(`session ${sessionId} has no turn ${turnId}`);
+    const after = options.after ?? 0;
+    let cursor = after;
+    let follow = options.follow ?? false;
+    for (let first = true; ; first = false) {
       const entries = await this.deps.store.readJournal(record.key, cursor);
+      // Entries expire by TTL oldest first: a cursor behind the oldest kept one cannot be resumed.
+      const oldest = entries[0]?.seq;
+      if (first && after > 0 && oldest !== undefined && oldest > after + 1)
+        throw new GoneError(
+          `cursor ${after} of session ${sessionId} is past retention: its journal now starts at seq ${oldest}`,
+        );
       for (const entry of entries) {
         cursor = entry.seq;
         if (turnId !== undefined && entry.turnId !== turnId) continue;
         // A turn's stream ends with its published result.
-        if (turnId !== undefined && entry.kind === 'published') options = { ...options, follow: false };
-        yield {
-          cursor,
-          kind: entry.kind,
-          seq: entry.seq,
-          epoch: entry.epoch,
-          at: new Date(entry.at).toISOString(),
-          turnId: entry.turnId,
-          data: entry.data,
-        };
+        if (turnId !== undefined && entry.kind === 'published') follow = false;
         yield toEvent(entry);
       }
-      if (!options.follow || options.signal?.aborted) return;
+      if (!follow || options.signal?.aborted) return;
       const fresh = await this.deps.store.getSession(record.key);
-      if (fresh && ['completed', 'failed', 'cancelled'].includes(fresh.state) && entries.length === 0) return;
+      if (!fresh || (TERMINAL_SESSION_STATES.includes(fresh.state) && entries.length === 0)) return;
       await this.deps.clock.sleep(options.pollMs ?? 500, options.signal).catch(() => undefined);
     }
   }

@@ -44,6 +44,8 @@ export interface SessionRecord {
   readonly handoff?: string | undefined;
   readonly createdAt: number;
   readonly updatedAt: number;
+  /** When the retention TTL lets the store delete it (epoch ms); deletion may lag, so readers check. */
+  readonly expiresAt?: number | undefined;
 }
 
 export interface NewSession {

@@ -174,4 +174,35 @@ describe('conversations on the local stack with two workers', { timeout: 180_000
     expect(workResults.length).toBeGreaterThan(0);
     expect(workResults.length).toBeLessThan(20);
   });
+
+  // Last: it kills the workers (the supervisor starts new ones).
+  it('a client that reconnects with its last cursor after the workers died converges on the same turn transcript', async () => {
+    // Arrange
+    const sessionId = await start('conv-9', 'hello');
+    await t.client.send(sessionId, { text: 'work 8' }, { id: 'conv-9-work' });
+    const seen: number[] = [];
+    for await (const event of t.client.events(sessionId, { turnId: 'conv-9-work', follow: true, pollMs: 100 })) {
+      seen.push(event.cursor);
+      if (event.kind === 'tool') break; // the client disconnects mid-turn
+    }
+
+    // Act
+    for (const { pid } of t.stack.supervisor.workers()) process.kill(pid, 'SIGKILL');
+    for await (const event of t.client.events(sessionId, {
+      turnId: 'conv-9-work',
+      after: seen.at(-1) ?? 0,
+      follow: true,
+      pollMs: 100,
+    }))
+      seen.push(event.cursor);
+
+    // Assert
+    const result = await resultOf('conv-9-work');
+    expect(result).toMatchObject({ status: 'completed', output: 'done 8' });
+    const journal = await t.store.readJournal({ tenant: 'default', agent: AGENT, id: sessionId });
+    expect(seen).toEqual(journal.filter((e) => e.turnId === 'conv-9-work').map((e) => e.seq));
+    expect(journal.some((e) => e.kind === 'leg' && e.turnId === 'conv-9-work' && e.data.reason === 'recovery')).toBe(
+      true,
+    );
+  });
 });
