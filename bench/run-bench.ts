@@ -3,6 +3,7 @@ import { cpus, loadavg, totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { startBenchDatabase } from './bench-database.ts';
 import { type BundleFigures, measureStepBundle } from './bundle.ts';
+import { type ConversationFigures, measureConversationCost } from './conversation-cost.ts';
 import type { DurableReplayFigures } from './durable-replay.ts';
 import { measureFullRewrite } from './full-rewrite-baseline.ts';
 import { measureResumeCost, measureSessionCost, type ResumeCost, type SessionCost } from './journal-cost.ts';
@@ -14,7 +15,15 @@ import {
   type ThroughputFigures,
 } from './throughput.ts';
 
-export const BENCH_SECTIONS = ['journal', 'resume', 'durable', 'throughput', 'recovery', 'bundle'] as const;
+export const BENCH_SECTIONS = [
+  'journal',
+  'resume',
+  'conversation',
+  'durable',
+  'throughput',
+  'recovery',
+  'bundle',
+] as const;
 export type BenchSection = (typeof BENCH_SECTIONS)[number];
 
 /** The workload: a long-haul session of 250 tool calls = 501 steps (a model call and a tool result per call, and the answer). */
@@ -32,6 +41,12 @@ export const BENCH_WORKLOAD = {
   recoverySamples: 5,
   /** A durable function's invocation ends at a wait (or a timeout); one every 50 steps stands for a leg. */
   durableStepsPerInvocation: 50,
+  /** The conversation: 20 turns of `work 10` (21 steps each), an idle period, injected messages. */
+  conversationTurns: 20,
+  conversationWorkPerTurn: 10,
+  conversationWorkMs: 20,
+  conversationIdleMs: 5_000,
+  conversationInjectSamples: 5,
 } as const;
 
 export interface BenchReport {
@@ -41,6 +56,7 @@ export interface BenchReport {
   readonly workload: typeof BENCH_WORKLOAD;
   readonly journal?: { baton: SessionCost; fullRewrite: SessionCost; bytesRatio: number } | undefined;
   readonly resume?: ResumeCost[] | undefined;
+  readonly conversation?: ConversationFigures | undefined;
   readonly durable?: DurableReplayFigures | { unavailable: string } | undefined;
   readonly throughput?: { baton: ThroughputFigures; raw: RawWriteFigures; ratio: number } | undefined;
   readonly recovery?: RecoveryFigures | { unavailable: string } | undefined;
@@ -67,7 +83,7 @@ export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
     workload: w,
     seconds: 0,
   };
-  const needsDb = (['journal', 'resume', 'throughput', 'recovery'] as const).some(want);
+  const needsDb = (['journal', 'resume', 'conversation', 'throughput', 'recovery'] as const).some(want);
   const db = needsDb ? await startBenchDatabase() : undefined;
   try {
     if (db && want('journal')) {
@@ -91,6 +107,20 @@ export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
           }),
         );
       }
+    }
+    if (db && want('conversation')) {
+      options.progress(
+        `conversation: ${w.conversationTurns} turns of work ${w.conversationWorkPerTurn}, an idle ${w.conversationIdleMs / 1000} s, ${w.conversationInjectSamples} injected messages`,
+      );
+      report.conversation = await measureConversationCost({
+        db,
+        turns: w.conversationTurns,
+        workPerTurn: w.conversationWorkPerTurn,
+        workMs: w.conversationWorkMs,
+        idleMs: w.conversationIdleMs,
+        injectSamples: w.conversationInjectSamples,
+        functionTimeoutMs: w.functionTimeoutMs,
+      });
     }
     if (want('durable')) {
       options.progress('durable: the same loop on the durable execution SDK local runner (real-time waits, ~15 s)');
@@ -190,7 +220,7 @@ const dec = (n: number, digits = 2) => n.toFixed(digits);
 export function formatBenchReport(report: BenchReport): string[] {
   const rows: Array<[string, string, string]> = [];
   const section = (title: string) => rows.push([`— ${title}`, '', '']);
-  const { journal, resume, durable, throughput, recovery, bundle } = report;
+  const { journal, resume, conversation, durable, throughput, recovery, bundle } = report;
   if (journal) {
     section('journal cost (DynamoDB Local, counted at the client)');
     for (const [i, window] of journal.baton.windows.entries()) {
@@ -237,6 +267,23 @@ export function formatBenchReport(report: BenchReport): string[] {
         `${r.journalEntries} entries, 0 re-executed`,
       ]);
     }
+  }
+  if (conversation) {
+    const c = conversation;
+    section(`conversation: ${c.turns} turns, ${c.steps} steps (DynamoDB Local, counted at the client)`);
+    rows.push(['writes per step, all of it', dec(c.writesPerStep), 'intake, turn hand-over, legs and steps']);
+    rows.push([`writes per step in turn ${c.turns}`, dec(c.lastTurnWritesPerStep), 'target ≤ 1.05']);
+    rows.push([
+      `idle ${dec(c.idle.periodMs / 1000, 0)} s, sweeper polling (${c.idle.sweeps} polls)`,
+      `${c.idle.writes} writes, ${c.idle.kicks} kicks`,
+      'target 0 and 0',
+    ]);
+    const sorted = [...c.injectLatencyMs].sort((a, b) => a - b);
+    rows.push([
+      'inject → journaled message, median / max',
+      `${int(sorted[Math.floor(sorted.length / 2)] ?? 0)} / ${int(sorted.at(-1) ?? 0)} ms`,
+      'in process on DynamoDB Local; bounded by the step in flight',
+    ]);
   }
   if (durable) {
     section('AWS Lambda durable function, SDK local runner, same loop');
