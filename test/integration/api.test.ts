@@ -80,7 +80,12 @@ describe('the HTTP API served by the local stack', { timeout: 180_000 }, () => {
     });
     const session = submitted.json();
     const status = await settled(session.sessionId, headers);
-    const list = await call('GET', `/sessions?tenant=${tenant}&agent=echo&state=completed&limit=10`, { headers });
+    // The turn's outcome (what status reports) is written just before the owner's release, which
+    // sets the state the list filters on: wait for the release.
+    const list = await waitFor('the session to be listed as completed', async () => {
+      const r = await call('GET', `/sessions?tenant=${tenant}&agent=echo&state=completed&limit=10`, { headers });
+      return r.json().sessions.length > 0 ? r : undefined;
+    });
     const all = await call('GET', '/sessions?limit=1', { headers });
     const events = await call('GET', `/sessions/${session.sessionId}/events`, { headers });
     const parsed = parseSse(events.text).filter((e) => e.event === 'entry');
