@@ -81,6 +81,8 @@ export interface InProcessRuntimeOptions {
   readonly reserveMs?: number | undefined;
   readonly leaseTtlMs?: number | undefined;
   readonly onAppend?: AppendListener | undefined;
+  /** Wraps the store the runtime uses (to count what one session writes). */
+  readonly wrapStore?: ((store: SessionStore) => SessionStore) | undefined;
 }
 
 /**
@@ -104,7 +106,7 @@ export class InProcessRuntime {
     });
     const leaseTtlMs = options.leaseTtlMs ?? 30_000;
     this.deps = {
-      store: observedStore(store, options.onAppend),
+      store: (options.wrapStore ?? ((s) => s))(observedStore(store, options.onAppend)),
       workQueue: this.work,
       results: this.results,
       clock: systemClock,

@@ -5,6 +5,7 @@ import { startBenchDatabase } from './bench-database.ts';
 import { type BundleFigures, measureStepBundle } from './bundle.ts';
 import { type ConversationFigures, measureConversationCost } from './conversation-cost.ts';
 import type { DurableReplayFigures } from './durable-replay.ts';
+import { type FanOutFigures, measureFanOut } from './fan-out.ts';
 import { measureFullRewrite } from './full-rewrite-baseline.ts';
 import { measureResumeCost, measureSessionCost, type ResumeCost, type SessionCost } from './journal-cost.ts';
 import { measureRecovery, type RecoveryFigures } from './recovery.ts';
@@ -21,6 +22,7 @@ export const BENCH_SECTIONS = [
   'conversation',
   'durable',
   'throughput',
+  'fanout',
   'recovery',
   'bundle',
 ] as const;
@@ -39,6 +41,8 @@ export const BENCH_WORKLOAD = {
   throughputToolCalls: 50,
   rawWriteMs: 5_000,
   recoverySamples: 5,
+  /** Background tasks of one dispatcher in the fan-out section. */
+  fanOutChildren: 100,
   /** A durable function's invocation ends at a wait (or a timeout); one every 50 steps stands for a leg. */
   durableStepsPerInvocation: 50,
   /** The conversation: 20 turns of `work 10` (21 steps each), an idle period, injected messages. */
@@ -59,6 +63,7 @@ export interface BenchReport {
   readonly conversation?: ConversationFigures | undefined;
   readonly durable?: DurableReplayFigures | { unavailable: string } | undefined;
   readonly throughput?: { baton: ThroughputFigures; raw: RawWriteFigures; ratio: number } | undefined;
+  readonly fanout?: FanOutFigures | undefined;
   readonly recovery?: RecoveryFigures | { unavailable: string } | undefined;
   readonly bundle?: BundleFigures[] | { unavailable: string } | undefined;
   readonly seconds: number;
@@ -83,7 +88,7 @@ export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
     workload: w,
     seconds: 0,
   };
-  const needsDb = (['journal', 'resume', 'conversation', 'throughput', 'recovery'] as const).some(want);
+  const needsDb = (['journal', 'resume', 'conversation', 'throughput', 'fanout', 'recovery'] as const).some(want);
   const db = needsDb ? await startBenchDatabase() : undefined;
   try {
     if (db && want('journal')) {
@@ -156,6 +161,12 @@ export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
       };
       report.throughput = { baton, raw, ratio: baton.stepsPerSecond / raw.writesPerSecond };
     }
+    if (db && want('fanout')) {
+      options.progress(
+        `fanout: a dispatcher with ${w.fanOutChildren} background tasks, then a release of as many running`,
+      );
+      report.fanout = await measureFanOut({ db, children: w.fanOutChildren });
+    }
     if (db && want('recovery')) {
       options.progress(`recovery: kill -9 of the owner mid-step, ${w.recoverySamples} times, on the local stack`);
       report.recovery = await measureRecovery({
@@ -220,7 +231,7 @@ const dec = (n: number, digits = 2) => n.toFixed(digits);
 export function formatBenchReport(report: BenchReport): string[] {
   const rows: Array<[string, string, string]> = [];
   const section = (title: string) => rows.push([`— ${title}`, '', '']);
-  const { journal, resume, conversation, durable, throughput, recovery, bundle } = report;
+  const { journal, resume, conversation, durable, throughput, fanout, recovery, bundle } = report;
   if (journal) {
     section('journal cost (DynamoDB Local, counted at the client)');
     for (const [i, window] of journal.baton.windows.entries()) {
@@ -321,6 +332,20 @@ export function formatBenchReport(report: BenchReport): string[] {
       `same DynamoDB Local, concurrency ${throughput.raw.concurrency}`,
     ]);
     rows.push(['ratio', dec(throughput.ratio), 'target ≥ 0.5']);
+  }
+  if (fanout) {
+    section(`fan-out: one parent, ${fanout.children} background tasks (in process, DynamoDB Local)`);
+    rows.push([
+      'parent writes per child outcome',
+      dec(fanout.parentWritesPerChildOutcome),
+      `${dec(fanout.parentWritesPerChild)} per child over the whole run; target O(1)`,
+    ]);
+    rows.push(['last child outcome → parent’s next step', `${int(fanout.lastOutcomeToParentStepMs)} ms`, '']);
+    rows.push([
+      `release of ${fanout.children} running tasks`,
+      `${int(fanout.releaseMs)} ms`,
+      `${fanout.releaseCancelled} cancelled, ${fanout.releaseStragglers} stragglers; lease TTL 3 s`,
+    ]);
   }
   if (recovery) {
     section('recovery: kill -9 of the owner mid-step → next journal append by another worker');

@@ -90,6 +90,10 @@ const SessionItemSchema = z.object({
   createdAt: int,
   updatedAt: int,
   ttl: int.optional(),
+  parentAgent: z.string().min(1).optional(),
+  parentId: z.string().min(1).optional(),
+  releaseAt: int.optional(),
+  releaseTimeoutMs: count.optional(),
 });
 export type SessionItem = z.infer<typeof SessionItemSchema>;
 
@@ -183,6 +187,7 @@ export function newSessionItem(session: NewSession): SessionItem {
     createdAt: session.now,
     updatedAt: session.now,
     ...(session.ttlSeconds === undefined ? {} : { ttl: session.ttlSeconds }),
+    ...(session.parent === undefined ? {} : { parentAgent: session.parent.agent, parentId: session.parent.id }),
   };
 }
 
@@ -236,6 +241,12 @@ export function decodeSession(raw: unknown, expected?: SessionKey): SessionRecor
     createdAt: item.createdAt,
     updatedAt: item.updatedAt,
     ...(item.ttl === undefined ? {} : { expiresAt: item.ttl * 1000 }),
+    ...(item.parentAgent === undefined || item.parentId === undefined
+      ? {}
+      : { parent: { tenant: item.tenant, agent: item.parentAgent, id: item.parentId } }),
+    ...(item.releaseAt === undefined
+      ? {}
+      : { releaseRequested: { at: item.releaseAt, timeoutMs: item.releaseTimeoutMs ?? 0 } }),
   };
 }
 
@@ -254,6 +265,7 @@ export function decideEnqueue(
     return 'accepted-before';
   if (TERMINAL_SESSION_STATES.includes(record.state)) return EnqueueRefusal.finished;
   if (!record.conversation) return EnqueueRefusal.oneShot;
+  if (record.releaseRequested) return EnqueueRefusal.released;
   if (request.ifLastTurn !== undefined && record.lastTurnId !== request.ifLastTurn) return EnqueueRefusal.stale;
   if (record.turnQueue.length >= request.maxPending) return EnqueueRefusal.full;
   return 'enqueue';

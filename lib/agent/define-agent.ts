@@ -2,6 +2,7 @@ import type { ZodType } from 'zod';
 import { MAX_CLOCK_SKEW_MS, onceOnlyCanEverFit, stepCanEverFit } from '../core/budget.ts';
 import { InvalidInputError } from '../core/errors.ts';
 import { NAME_PATTERN } from '../core/ids.ts';
+import { TASK_TOOL_NAMES } from '../core/tasks.ts';
 import type { ModelClient } from '../ports/model-client.ts';
 import type { AnyTool } from './define-tool.ts';
 import type { RetryPolicy } from './retry-policy.ts';
@@ -31,7 +32,17 @@ export interface AgentDefinition {
   readonly output?: ZodType | undefined;
   /** Its sessions take further turns and go idle between them; otherwise a session is one turn. */
   readonly conversation?: boolean | undefined;
+  /**
+   * The agents it may start as background tasks: the model gets the task tools (start_task,
+   * wait_tasks, get_task, list_tasks, continue_task, clear_task, cancel_task).
+   */
+  readonly delegates?: readonly string[] | undefined;
+  /** How long one wait_tasks call waits at most (the host's bound; the model cannot change it). Default 10 minutes. */
+  readonly taskWaitTimeoutMs?: number | undefined;
 }
+
+/** A wait_tasks call returns after this long at most unless the agent sets its own bound. */
+export const DEFAULT_TASK_WAIT_TIMEOUT_MS = 10 * 60_000;
 
 export interface DefineAgentOptions extends Omit<AgentDefinition, 'limits' | 'tools'> {
   readonly tools?: readonly AnyTool[];
@@ -51,6 +62,15 @@ export function defineAgent(options: DefineAgentOptions): AgentDefinition {
     if (names.has(tool.name))
       throw new InvalidInputError(`agent ${options.name}: tool "${tool.name}" is defined twice`);
     names.add(tool.name);
+  }
+  if (options.delegates !== undefined) {
+    const builtIn = tools.find((t) => TASK_TOOL_NAMES.has(t.name));
+    if (builtIn)
+      throw new InvalidInputError(
+        `agent ${options.name}: tool "${builtIn.name}" is a built-in task tool of delegating agents`,
+      );
+    const bad = options.delegates.find((d) => !NAME_PATTERN.test(d));
+    if (bad !== undefined) throw new InvalidInputError(`agent ${options.name}: delegate "${bad}" is not an agent name`);
   }
   return { ...options, tools, limits: { ...DEFAULT_LIMITS, ...options.limits } };
 }

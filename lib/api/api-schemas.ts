@@ -89,6 +89,11 @@ export const SessionStatusView = z
     traceId: z.string(),
     createdAt: z.string(),
     updatedAt: z.string(),
+    /** A background task's session: the session that started it. */
+    parent: z.string().optional(),
+    /** A session with background tasks: how many are in each status. */
+    tasks: z.record(z.string(), z.number().int()).optional(),
+    release: z.enum(['requested', 'released']).optional(),
   })
   .meta({ id: 'SessionStatus' });
 

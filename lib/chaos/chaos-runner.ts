@@ -26,6 +26,8 @@ import { drainResults, readLedgerFile, readSessions } from './snapshot-reader.ts
 /** The two example agents the run mixes: every effect kind (pure, once-only) and multi-leg jobs. */
 const ORDER_AGENT = 'order-investigator';
 const LONG_HAUL_AGENT = 'long-haul';
+/** Fans out to a long-haul job and an order investigation in the background. */
+const DISPATCHER_AGENT = 'dispatcher';
 /** As deployed: a schedule fires the sweeper every minute; it polls every sweepIntervalMs within its window. */
 const SWEEP_EVERY_MS = 60_000;
 const SWEEP_WINDOW_MS = 55_000;
@@ -231,12 +233,13 @@ export async function runChaos(options: ChaosOptions, hooks: ChaosRunHooks = {})
   }
 }
 
-/** The run's tickets, interleaving the two agents. */
+/** The run's tickets, interleaving the agents. */
 function planTickets(options: ChaosOptions, runId: string): SubmittedTicket[] {
   return Array.from({ length: options.tickets }, (_, i) => {
     // A low-discrepancy sequence spreads long-haul jobs evenly through the run.
     const longHaul = ((i + 1) * 0.6180339887) % 1 < options.longHaulShare;
-    const agent = longHaul ? LONG_HAUL_AGENT : ORDER_AGENT;
+    const delegating = !longHaul && ((i + 1) * 0.7548776662) % 1 < options.delegateShare;
+    const agent = longHaul ? LONG_HAUL_AGENT : delegating ? DISPATCHER_AGENT : ORDER_AGENT;
     const ticketId = `chaos-${runId}-${i}`;
     return { ticketId, tenant: DEFAULT_TENANT, agent, sessionId: deriveSessionId(DEFAULT_TENANT, agent, ticketId) };
   });
@@ -254,14 +257,29 @@ async function submitTickets(
   // Every other long-haul job answers with more than a queue message holds: its result travels
   // through the payload bucket.
   const inputOf = (ticket: SubmittedTicket, i: number) =>
-    ticket.agent === LONG_HAUL_AGENT
+    ticket.agent === DISPATCHER_AGENT
       ? {
-          steps: options.longHaulSteps,
-          payloadBytes: 256,
-          stepMs: options.longHaulStepMs,
-          ...(i % 2 === 0 ? { answerBytes: LARGE_ANSWER_BYTES } : {}),
+          tasks: [
+            {
+              agent: LONG_HAUL_AGENT,
+              input: { steps: Math.ceil(options.longHaulSteps / 4), payloadBytes: 256, stepMs: options.longHaulStepMs },
+              description: 'fetch',
+            },
+            {
+              agent: ORDER_AGENT,
+              input: { orderId: `O-${runId}-${i}`, complaint: 'My parcel never arrived.' },
+              description: 'investigate',
+            },
+          ],
         }
-      : { orderId: `O-${runId}-${i}`, complaint: 'My parcel never arrived.' };
+      : ticket.agent === LONG_HAUL_AGENT
+        ? {
+            steps: options.longHaulSteps,
+            payloadBytes: 256,
+            stepMs: options.longHaulStepMs,
+            ...(i % 2 === 0 ? { answerBytes: LARGE_ANSWER_BYTES } : {}),
+          }
+        : { orderId: `O-${runId}-${i}`, complaint: 'My parcel never arrived.' };
   const gapMs = options.submitPerSecond > 0 ? 1000 / options.submitPerSecond : 0;
   const began = Date.now();
   let next = 0;

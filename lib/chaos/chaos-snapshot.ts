@@ -43,6 +43,12 @@ export interface RawSession {
         readonly legs: number;
         readonly recoveries: number;
         readonly activeTurnId?: string | undefined;
+        /** A conversation goes idle between turns (the dispatcher, background tasks). */
+        readonly conversation?: boolean | undefined;
+        /** A background task's session: its parent's id. */
+        readonly parentId?: string | undefined;
+        readonly pendingVersion?: number | undefined;
+        readonly seenVersion?: number | undefined;
       }
     | undefined;
   readonly turns: readonly RawTurn[];

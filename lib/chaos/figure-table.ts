@@ -46,6 +46,7 @@ export function formatFigureTable(report: ChaosReport): string {
     ['acquires that died before their leg marker', String(f.unmarkedLegs)],
     ['turns failed as honest crash loops', String(f.crashLoops)],
     ['steps journaled', String(f.steps)],
+    ['background tasks (lost, duplicated)', `${f.tasks} (${count('lost-task')}, ${count('duplicate-task')})`],
     ['once-only calls executed', `${f.onceOnlyCalls} (reconciled after a crash: ${f.reconciled})`],
     ['result messages (at least once)', String(f.resultMessages)],
     ['dead letters (tickets, kicks)', `${report.deadLetters.tickets}, ${report.deadLetters.work}`],

@@ -24,6 +24,10 @@ export const Invariant = {
   onceJournaled: 'once-journaled',
   /** A turn the runtime failed for a reason chaos must never cause (crash loop, corrupt state, …). */
   runtimeFailure: 'runtime-failure',
+  /** A background task reported lost, or started with no outcome. */
+  lostTask: 'lost-task',
+  /** A task's session that its parent's journal does not list (a start that ran twice). */
+  duplicateTask: 'duplicate-task',
 } as const;
 export type Invariant = (typeof Invariant)[keyof typeof Invariant];
 
@@ -61,6 +65,8 @@ export interface ChaosFigures {
   readonly crashLoops: number;
   /** Acquires whose owner died (or was fenced) before its leg marker landed. */
   readonly unmarkedLegs: number;
+  /** Background tasks (child sessions) the delegating tickets started. */
+  readonly tasks: number;
 }
 
 export interface CheckOptions {
@@ -154,7 +160,13 @@ export function checkInvariants(
       );
     }
     const recordState = session.record.state;
-    const expectedState = outcome.status === 'superseded' ? 'completed' : outcome.status;
+    // A conversation (the dispatcher) goes idle after a turn, whatever its outcome, unless cancelled.
+    const expectedState =
+      session.record.conversation && outcome.status !== 'cancelled'
+        ? 'idle'
+        : outcome.status === 'superseded'
+          ? 'completed'
+          : outcome.status;
     if (recordState !== expectedState) {
       add(
         Invariant.oneOutcome,
@@ -180,6 +192,8 @@ export function checkInvariants(
   for (const session of snapshot.sessions.values()) {
     const record = session.record;
     if (!record || TERMINAL.has(record.state)) continue;
+    // Idle with nothing new to take: a conversation between turns, not stuck.
+    if (record.state === 'idle' && (record.pendingVersion ?? 0) <= (record.seenVersion ?? 0)) continue;
     const leaseDead = record.owner === undefined || (record.until ?? 0) < snapshot.takenAt - snapshot.sweepPeriodMs;
     if (leaseDead) {
       stuck++;
@@ -206,6 +220,8 @@ export function checkInvariants(
     const markers = session.journal.filter((e) => e.kind === 'leg').length;
     unmarkedLegs += Math.max(0, (session.record?.epoch ?? 0) - markers);
   }
+
+  const tasks = checkTasks(snapshot, add);
 
   const onceCalls = snapshot.ledger.filter((l) => l.effect === 'once' && isEffect(l));
   const refusedCalls = snapshot.ledger.filter((l) => l.effect === 'once' && l.operation.startsWith(REFUSED));
@@ -254,8 +270,50 @@ export function checkInvariants(
       failures,
       crashLoops,
       unmarkedLegs,
+      tasks,
     },
   };
+}
+
+/**
+ * Background tasks: every child session is listed by its parent's journal (a start_task result
+ * naming it), so no start ran twice; every listed task reached an outcome on its first turn; no
+ * parent's answer reports a task lost. Returns how many tasks there were.
+ */
+function checkTasks(
+  snapshot: ChaosSnapshot,
+  add: (invariant: Invariant, sessionId: string | undefined, detail: string) => void,
+): number {
+  const listed = new Map<string, Set<string>>();
+  for (const session of snapshot.sessions.values()) {
+    for (const entry of session.journal) {
+      const output =
+        entry.kind === 'tool' && entry.data?.tool === 'start_task' && entry.data.ok === true
+          ? (entry.data.output as { taskId?: unknown } | undefined)
+          : undefined;
+      if (typeof output?.taskId === 'string')
+        listed.set(session.sessionId, (listed.get(session.sessionId) ?? new Set()).add(output.taskId));
+      if (entry.kind === 'outcome' && JSON.stringify(entry.data?.output ?? null).includes('"status":"lost"'))
+        add(Invariant.lostTask, session.sessionId, `turn ${entry.turnId}: the answer reports a task lost`);
+    }
+  }
+  let tasks = 0;
+  for (const session of snapshot.sessions.values()) {
+    const parentId = session.record?.parentId;
+    if (parentId === undefined) continue;
+    tasks++;
+    if (!listed.get(parentId)?.has(session.sessionId)) {
+      const cancelledBeforeStart = session.record?.state === 'cancelled';
+      // A start whose result a killed parent never journaled is cancelled by the release or cancel that follows.
+      if (!cancelledBeforeStart)
+        add(Invariant.duplicateTask, session.sessionId, `task of ${parentId} that its parent's journal does not list`);
+      continue;
+    }
+    const first = session.turns.find((t) => t.turnId === `task-${session.sessionId}`);
+    if (!first?.outcome)
+      add(Invariant.lostTask, session.sessionId, `task of ${parentId} has no outcome (state ${session.record?.state})`);
+  }
+  return tasks;
 }
 
 /** Ledger operations that are not effects: a key voided by reconcile, and a call refused for one. */

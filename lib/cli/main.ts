@@ -7,7 +7,19 @@ import { extname } from 'node:path';
 import { CHAOS_USAGE } from '../chaos/chaos-options.ts';
 import { dev } from './dev.ts';
 import { schemas } from './schemas.ts';
-import { approve, type CommandIo, cancel, events, list, resolve, send, status, submit } from './session-commands.ts';
+import {
+  approve,
+  type CommandIo,
+  cancel,
+  events,
+  list,
+  release,
+  resolve,
+  send,
+  status,
+  submit,
+  tasks,
+} from './session-commands.ts';
 
 /** A signal repeated within this window is one Ctrl-C delivered twice (terminal and parent), not an insistence. */
 const REPEATED_SIGNAL_WINDOW_MS = 1_000;
@@ -86,6 +98,16 @@ const COMMANDS: Record<string, CommandEntry> = {
     usage: 'baton resolve SESSION CALL_ID (--done [--output JSON] | --not-done)',
   },
   cancel: { run: cancel, summary: 'ask a running session to stop', usage: 'baton cancel SESSION' },
+  tasks: {
+    run: tasks,
+    summary: "list a session's background tasks with their status, result or error",
+    usage: 'baton tasks SESSION',
+  },
+  release: {
+    run: release,
+    summary: 'release a session: cancel its running tasks, wait for them, refuse new work',
+    usage: 'baton release SESSION [--no-cancel] [--timeout-s 30]',
+  },
   chaos: {
     run: fromCheckout('chaos'),
     summary: 'kill, pause and fault a local stack, then check the invariants',

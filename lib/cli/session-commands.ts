@@ -99,6 +99,14 @@ export async function status(args: string[], io: CommandIo): Promise<number> {
       io.out(`  awaiting approval: call ${a.callId} ${a.tool} ${JSON.stringify(a.input)}`);
     if (found.parked) io.out(`  parked: call ${found.parked.callId} ${found.parked.tool} (baton resolve)`);
     if (found.wakeAt) io.out(`  wakes at ${found.wakeAt}`);
+    if (found.parent) io.out(`  task of session ${found.parent}`);
+    if (found.tasks)
+      io.out(
+        `  tasks ${Object.entries(found.tasks)
+          .map(([s, n]) => `${s} ${n}`)
+          .join(' · ')} (baton tasks)`,
+      );
+    if (found.release) io.out(`  release ${found.release}`);
   }
   return 0;
 }
@@ -257,4 +265,47 @@ export async function resolve(args: string[], io: CommandIo): Promise<number> {
       : `resolved call ${callId} of ${sessionId} as ${done ? 'done' : 'not done'}`,
   );
   return 0;
+}
+
+/** `baton tasks SESSION`: a session's background tasks, with status read now from the store. */
+export async function tasks(args: string[], io: CommandIo): Promise<number> {
+  const sessionId = args.find((a) => !a.startsWith('-'));
+  if (!sessionId) throw new Error('usage: baton tasks SESSION');
+  const found = await (await storeClient(io, 'tasks')).tasks(sessionId);
+  if (io.json) {
+    for (const t of found) io.out(JSON.stringify(t));
+    return 0;
+  }
+  if (found.length === 0) io.out(`session ${sessionId} has no tasks`);
+  for (const t of found) {
+    const result =
+      t.error !== undefined ? `error: ${t.error}` : t.output !== undefined ? `result: ${JSON.stringify(t.output)}` : '';
+    io.out(`${t.taskId}  ${t.agent.padEnd(20)} ${t.status.padEnd(10)} ${t.description}${result ? `  ${result}` : ''}`);
+  }
+  return 0;
+}
+
+/** `baton release SESSION [--no-cancel] [--timeout-s 30]` */
+export async function release(args: string[], io: CommandIo): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { 'no-cancel': { type: 'boolean' }, 'timeout-s': { type: 'string' } },
+  });
+  const sessionId = positionals[0];
+  if (!sessionId) throw new Error('usage: baton release SESSION [--no-cancel] [--timeout-s 30]');
+  const timeoutS = values['timeout-s'] === undefined ? undefined : Number(values['timeout-s']);
+  if (timeoutS !== undefined && !(Number.isFinite(timeoutS) && timeoutS >= 0))
+    throw new Error(`--timeout-s must be a number of seconds, 0 or more, got '${values['timeout-s']}'`);
+  const outcome = await (await storeClient(io, 'release')).release(sessionId, {
+    cancel: values['no-cancel'] !== true,
+    timeoutS,
+  });
+  if (io.json) io.out(JSON.stringify(outcome));
+  else if (!outcome.released) io.out(`release of ${sessionId} requested; its holder has not carried it out yet`);
+  else
+    io.out(
+      `released ${sessionId}: ${outcome.cancelled.length} task(s) cancelled, ${outcome.stragglers.length} recorded failed after the bound`,
+    );
+  return outcome.released ? 0 : 1;
 }

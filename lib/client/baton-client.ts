@@ -7,6 +7,7 @@ import { DEFAULT_TENANT, deriveSessionId, hashJson } from '../core/ids.ts';
 import type { InboxItem } from '../core/inbox.ts';
 import type { JournalEntry } from '../core/journal.ts';
 import { INLINE_PAYLOAD_LIMIT_BYTES } from '../core/messages.ts';
+import { childKey, countByStatus, TaskStatus, taskLedger } from '../core/tasks.ts';
 import { childContext, newTraceId } from '../core/trace-context.ts';
 import {
   DEFAULT_MAX_PENDING_INPUTS,
@@ -18,6 +19,7 @@ import type { BlobStore } from '../ports/blob-store.ts';
 import type { Clock } from '../ports/clock.ts';
 import type { TicketQueue, WorkQueue } from '../ports/queues.ts';
 import type { SessionRecord, SessionStore, TurnOutcome } from '../ports/session-store.ts';
+import { cancelChild, readTaskLines } from '../runtime/tasks/read-tasks.ts';
 import { acceptTurn } from '../runtime/turn-intake.ts';
 
 /** Ticket inputs above this go to the payload bucket (the queues keep to MAX_MESSAGE_BYTES, attributes included). */
@@ -85,7 +87,49 @@ export interface SessionStatus {
   readonly parked?: { readonly callId: string; readonly tool: string } | undefined;
   /** When a waiting session wakes by itself (a durable timer, an approval timeout, a retry), ISO 8601. */
   readonly wakeAt?: string | undefined;
+  /** A background task's session: the session that started it. */
+  readonly parent?: string | undefined;
+  /** A session with background tasks: how many are in each status. */
+  readonly tasks?: Partial<Record<TaskStatus, number>> | undefined;
+  /** A release was asked for (`requested`) or carried out (`released`). */
+  readonly release?: 'requested' | 'released' | undefined;
 }
+
+/** One background task of a session, as `baton tasks` lists it. */
+export interface TaskInfo {
+  readonly taskId: string;
+  /** The child session that runs it (today the task id itself). */
+  readonly sessionId: string;
+  readonly agent: string;
+  readonly description: string;
+  readonly status: TaskStatus;
+  /** The child turn the task is on (a continued task moves to a new one). */
+  readonly turnId: string;
+  readonly output?: unknown;
+  readonly error?: string | undefined;
+}
+
+export interface ReleaseOptions {
+  /** Cancel running tasks (default). Without it, a session with running tasks is refused and nothing changes. */
+  readonly cancel?: boolean | undefined;
+  /** How long the release waits for cancelled tasks before recording them failed (default 30 s). */
+  readonly timeoutS?: number | undefined;
+}
+
+export interface ReleaseOutcome {
+  readonly sessionId: string;
+  /** False when the session's holder had not carried the release out when the client stopped waiting. */
+  readonly released: boolean;
+  /** Tasks that were running and were cancelled. */
+  readonly cancelled: readonly string[];
+  /** Tasks still running at the bound: recorded as failed, "cancelled because the session was released". */
+  readonly stragglers: readonly string[];
+}
+
+/** A release's bound unless told otherwise. */
+export const DEFAULT_RELEASE_TIMEOUT_S = 30;
+/** How long after its bound a release waits for the session's holder to journal it. */
+const RELEASE_GRACE_MS = 60_000;
 
 /** One journal entry as a stream event; `cursor` resumes the stream after it. */
 export interface SessionEvent {
@@ -389,6 +433,87 @@ export class BatonClient implements BatonTransport {
     });
   }
 
+  /** A session's background tasks with their status read now from the store. */
+  async tasks(sessionId: string): Promise<TaskInfo[]> {
+    const record = await this.#find(sessionId);
+    const ledger = taskLedger(await this.deps.store.readJournal(record.key));
+    const lines = await readTaskLines(this.deps.store, record.key, ledger.tasks);
+    return lines.map((t) => ({
+      taskId: t.taskId,
+      sessionId: t.taskId,
+      agent: t.agent,
+      description: t.description,
+      status: t.status,
+      turnId: t.turnId,
+      ...(t.output !== undefined ? { output: t.output } : {}),
+      ...(t.error !== undefined ? { error: t.error } : {}),
+    }));
+  }
+
+  /**
+   * Releases a session from any process: marks the release on its record (the first mark stands,
+   * so a second release waits for the same one) and wakes its holder, which cancels the running
+   * tasks wherever they run, waits for them up to the bound and journals the stragglers. Waits
+   * for that entry. With `cancel: false` a session with running tasks is refused, unchanged.
+   */
+  async release(sessionId: string, options: ReleaseOptions = {}): Promise<ReleaseOutcome> {
+    const record = await this.#find(sessionId);
+    const timeoutMs = Math.round((options.timeoutS ?? DEFAULT_RELEASE_TIMEOUT_S) * 1000);
+    if (!(timeoutMs >= 0)) throw new InvalidInputError('the release timeout must be a number of seconds, 0 or more');
+    if (options.cancel === false && record.releaseRequested === undefined) {
+      const running = (await this.tasks(sessionId)).filter((t) => t.status === TaskStatus.running);
+      if (running.length > 0)
+        throw new InvalidInputError(
+          `session ${sessionId} has ${running.length} running task(s) (${running.map((t) => t.taskId).join(', ')}): release without --no-cancel, or wait for them`,
+        );
+    }
+    if (TERMINAL_SESSION_STATES.includes(record.state)) return this.#releaseEnded(record, timeoutMs);
+    const now = this.deps.clock.now();
+    const bumped = await this.deps.store.bump(record.key, { now, release: { timeoutMs }, sweepAt: now + 1_000 });
+    if (!bumped.ok) {
+      const current = bumped.current ?? record;
+      if (bumped.reason === 'finished') return this.#releaseEnded(current, timeoutMs);
+      throw new TurnRefusedError('not-found', `session ${sessionId} not found`);
+    }
+    await this.#wake(record);
+    const mark = bumped.record.releaseRequested!;
+    const deadline = mark.at + mark.timeoutMs + RELEASE_GRACE_MS;
+    let after = 0;
+    for (;;) {
+      const entries = await this.deps.store.readJournal(record.key, after);
+      const done = entries.find((e) => e.kind === 'released');
+      if (done?.kind === 'released')
+        return { sessionId, released: true, cancelled: done.data.cancelled, stragglers: done.data.stragglers };
+      after = entries.at(-1)?.seq ?? after;
+      if (this.deps.clock.now() > deadline) return { sessionId, released: false, cancelled: [], stragglers: [] };
+      await this.deps.clock.sleep(200);
+    }
+  }
+
+  /**
+   * A session that has ended has no holder to carry a release out: its tasks are cancelled from
+   * here (a child's own cancel cascades to its tasks) and waited for up to the bound.
+   */
+  async #releaseEnded(record: SessionRecord, timeoutMs: number): Promise<ReleaseOutcome> {
+    const ledger = taskLedger(await this.deps.store.readJournal(record.key));
+    const running = (await readTaskLines(this.deps.store, record.key, ledger.tasks)).filter(
+      (t) => t.status === TaskStatus.running,
+    );
+    await Promise.all(running.map((t) => cancelChild(this.deps, childKey(record.key, t), record.traceId)));
+    const deadline = this.deps.clock.now() + timeoutMs;
+    let left = running;
+    while (left.length > 0 && this.deps.clock.now() < deadline) {
+      await this.deps.clock.sleep(200);
+      left = (await readTaskLines(this.deps.store, record.key, left)).filter((t) => t.status === TaskStatus.running);
+    }
+    return {
+      sessionId: record.key.id,
+      released: true,
+      cancelled: running.map((t) => t.taskId),
+      stragglers: left.map((t) => t.taskId),
+    };
+  }
+
   async #find(sessionId: string): Promise<SessionRecord> {
     const record = await this.deps.store.findSession(sessionId);
     if (!record) throw new TurnRefusedError('not-found', `session ${sessionId} not found`);
@@ -440,6 +565,7 @@ export class BatonClient implements BatonTransport {
   async #status(record: SessionRecord): Promise<SessionStatus> {
     const turn = record.activeTurnId ? await this.deps.store.getTurn(record.key, record.activeTurnId) : undefined;
     const waits = record.state === 'waiting' ? await this.#waits(record) : {};
+    const tasks = await this.#taskFacts(record);
     const conversation = record.conversation
       ? {
           turns: (await this.deps.store.listTurns(record.key)).map((t) => ({
@@ -471,6 +597,19 @@ export class BatonClient implements BatonTransport {
       activeTurnId: record.activeTurnId,
       pendingInputs: record.turnQueue.length + record.inbox.length,
       ...waits,
+      ...(record.parent ? { parent: record.parent.id } : {}),
+      ...tasks,
+    };
+  }
+
+  /** A parent's task counts by status and its release, read from its journal and its children. */
+  async #taskFacts(record: SessionRecord): Promise<Pick<SessionStatus, 'tasks' | 'release'>> {
+    const ledger = taskLedger(await this.deps.store.readJournal(record.key));
+    const release = ledger.released ? 'released' : record.releaseRequested ? 'requested' : undefined;
+    const lines = ledger.tasks.length ? await readTaskLines(this.deps.store, record.key, ledger.tasks) : [];
+    return {
+      ...(lines.length ? { tasks: countByStatus(lines) } : {}),
+      ...(release ? { release } : {}),
     };
   }
 

@@ -107,7 +107,7 @@ export const errorMessage = (error: unknown): string =>
 /** A further turn the session cannot take: not found, finished, one-shot, a stale view, or too many pending. */
 export class TurnRefusedError extends InvalidInputError {
   constructor(
-    readonly reason: 'not-found' | 'finished' | 'one-shot' | 'stale' | 'full',
+    readonly reason: 'not-found' | 'finished' | 'one-shot' | 'stale' | 'full' | 'released',
     message: string,
   ) {
     super(message);

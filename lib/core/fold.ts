@@ -223,6 +223,9 @@ export function applyEntry(view: SessionView, entry: JournalEntry): SessionView 
     case 'message':
       // A message after the final answer reopens the turn: the model answers what it was told.
       return { ...(entry.data.id === undefined ? next : delivered(next, entry.data.id)), finalText: undefined };
+    case 'released':
+      // The task ledger reads it (lib/core/tasks.ts); the turn goes on.
+      return next;
     case 'outcome':
       return { ...next, outcome: entry.data };
     case 'published':

@@ -64,6 +64,8 @@ export const EntryData = {
     /** The inbox item of an operator's `resolve`; absent when the tool's reconcile answered. */
     id: z.string().optional(),
   }),
+  /** A release carried out by the lease holder: tasks still running at its deadline are stragglers. */
+  released: z.object({ cancelled: z.array(z.string()), stragglers: z.array(z.string()) }),
   outcome: z.object({
     status: z.enum(Object.values(OutcomeStatus) as [OutcomeStatus, ...OutcomeStatus[]]),
     output: z.unknown().optional(),

@@ -57,6 +57,8 @@ export const EntryKind = {
   /** A durable timer: the call's result waits until `wakeAt`; the session holds nothing meanwhile. */
   timer: 'timer',
   reconciled: 'reconciled',
+  /** The session's release was carried out: its tasks cancelled, the stragglers named. */
+  released: 'released',
   outcome: 'outcome',
   published: 'published',
 } as const;

@@ -89,6 +89,18 @@ export function summarize(input: SummaryInput): DemoSummary {
       problems.push({ label: t.ticket.label, problem: `output does not match the ${t.ticket.agent} schema` });
       continue;
     }
+    // A fan-out is correct when every one of its background tasks completed.
+    const unfinished = Object.entries(
+      t.ticket.agent === 'dispatcher' ? (result.output as Record<string, { status?: string }>) : {},
+    ).filter(([, task]) => task.status !== 'completed');
+    if (unfinished.length > 0) {
+      failed++;
+      problems.push({
+        label: t.ticket.label,
+        problem: `task(s) ${unfinished.map(([name, task]) => `${name} ${task.status}`).join(', ')}`,
+      });
+      continue;
+    }
     const verdict = (result.output as { verdict?: string } | undefined)?.verdict;
     const refunds = refundsBySession.get(t.key.id) ?? 0;
     if (verdict === 'refund' && refunds !== 1) {

@@ -68,7 +68,11 @@ export class ProgressTracker {
           const entries = await this.store.readJournal(t.key, t.cursor);
           for (const entry of entries) apply(t, entry);
           t.state = record.state;
-          if (['completed', 'failed', 'cancelled'].includes(record.state)) t.finishedAt ??= record.updatedAt;
+          // A conversation (the dispatcher) goes idle when its turn is over.
+          const over =
+            ['completed', 'failed', 'cancelled'].includes(record.state) ||
+            (record.conversation && record.state === 'idle');
+          if (over) t.finishedAt ??= record.updatedAt;
           if (line(t) !== before) changed.push(t);
         }),
     );

@@ -46,6 +46,16 @@ export interface SessionRecord {
   readonly updatedAt: number;
   /** When the retention TTL lets the store delete it (epoch ms); deletion may lag, so readers check. */
   readonly expiresAt?: number | undefined;
+  /** A background task's session names the session that started it (same tenant). */
+  readonly parent?: SessionKey | undefined;
+  /** A release was asked for (when, and how long it waits for running tasks): new work is refused. */
+  readonly releaseRequested?: ReleaseRequestMark | undefined;
+}
+
+/** When a release was asked for and the bound of its wait; the first request's mark is kept. */
+export interface ReleaseRequestMark {
+  readonly at: number;
+  readonly timeoutMs: number;
 }
 
 export interface NewSession {
@@ -61,6 +71,8 @@ export interface NewSession {
   readonly ttlSeconds?: number | undefined;
   /** The agent declares `conversation: true`: the session takes further turns. */
   readonly conversation?: boolean | undefined;
+  /** A background task's session: the session that started it. */
+  readonly parent?: SessionKey | undefined;
 }
 
 /** A turn: one input of a session, write-once outcome. */
@@ -127,8 +139,16 @@ export type ReleaseResult = { readonly ok: true } | { readonly ok: false; readon
 export interface BumpRequest {
   readonly now: number;
   readonly cancel?: boolean | undefined;
+  /** Marks a release (kept if one is marked already), which the lease holder carries out. */
+  readonly release?: { readonly timeoutMs: number } | undefined;
   /** When the sweeper should look if no kick arrives (kept if already earlier). */
   readonly sweepAt: number;
+  /**
+   * Set `sweepAt` to this one even when one is set: for a session waiting on a far timer (a task
+   * wait), so a lost wake-up kick costs a sweep, not the rest of the wait. An early look is
+   * harmless: it finds the new version, or the timer not yet due, and waits again.
+   */
+  readonly sweepSoon?: boolean | undefined;
 }
 
 export type BumpResult =
@@ -158,6 +178,7 @@ export const EnqueueRefusal = {
   oneShot: 'one-shot',
   stale: 'stale',
   full: 'full',
+  released: 'released',
 } as const;
 export type EnqueueRefusal = (typeof EnqueueRefusal)[keyof typeof EnqueueRefusal];
 

@@ -91,6 +91,7 @@ function refusal(
     finished: `${session} has ended (${current?.state}): it takes no further turns`,
     'one-shot': `${session} belongs to agent ${key.agent}, which takes one turn per session; declare conversation: true to send further turns`,
     stale: `turn ${turnId} was written against a stale view: the last turn of ${session} is ${current?.lastTurnId ?? 'none'}`,
+    released: `${session} was released: it takes no further turns`,
     full: `${session} already has ${current?.turnQueue.length ?? 'too many'} turns waiting, its limit of pending inputs${maxPending === undefined ? '' : ` (${maxPending})`}; wait for one to finish or raise maxPendingInputs`,
   };
   return new TurnRefusedError(reason, `turn ${turnId} refused: ${why[reason]}`);

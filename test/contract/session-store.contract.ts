@@ -928,6 +928,51 @@ export function describeSessionStoreContract(name: string, makeHarness: MakeHarn
         expect((await store.getSession(key))?.turnQueue).toEqual(['turn-2', 'turn-3', 'turn-4']);
       });
 
+      it('keeps the first release mark, and refuses new turns once a release is marked', async () => {
+        // Arrange
+        const { store, key, now } = await idleConversation();
+        await store.putTurn(key, turnOf('turn-2', now));
+
+        // Act
+        const first = await store.bump(key, { now, release: { timeoutMs: 30_000 }, sweepAt: now + 1_000 });
+        const second = await store.bump(key, { now: now + 5, release: { timeoutMs: 5_000 }, sweepAt: now + 1_000 });
+        const refused = await enqueue(store, key, 'turn-2', now);
+
+        // Assert
+        expect(first.ok && first.record.releaseRequested).toEqual({ at: now, timeoutMs: 30_000 });
+        expect(second.ok && second.record.releaseRequested).toEqual({ at: now, timeoutMs: 30_000 });
+        expect(refused).toMatchObject({ ok: false, reason: 'released' });
+        expect((await store.getSession(key))?.turnQueue).toEqual([]);
+      });
+
+      it('brings a waiting session’s sweep forward when a bump asks for it', async () => {
+        // Arrange
+        const { store, key, now } = await idleConversation();
+        await store.bump(key, { now, sweepAt: now + 60_000 });
+
+        // Act
+        const kept = await store.bump(key, { now, sweepAt: now + 90_000 });
+        const forward = await store.bump(key, { now, sweepAt: now + 1_000, sweepSoon: true });
+
+        // Assert
+        expect(kept.ok && kept.record.sweepAt).toBe(now + 60_000);
+        expect(forward.ok && forward.record.sweepAt).toBe(now + 1_000);
+      });
+
+      it('records the parent of a task’s session', async () => {
+        // Arrange
+        const { store, now } = await idleConversation();
+        const parent = newKey();
+        const child = newKey();
+
+        // Act
+        await store.createSession(newSession(child, now, { parent, conversation: true }));
+
+        // Assert
+        expect((await store.getSession(child))?.parent).toEqual(parent);
+        expect((await store.findSession(child.id))?.parent).toEqual(parent);
+      });
+
       it('keeps a held session running, and hands the owner the queue head when its turn ends', async () => {
         // Arrange
         const { store, key, now } = await idleConversation();

@@ -243,6 +243,7 @@ export class DynamoDbSessionStore implements SessionStore {
         current.turnQueue.length === 0
           ? `(attribute_not_exists(${queue}) OR size(${queue}) = ${x.value(0)})`
           : `size(${queue}) = ${x.value(current.turnQueue.length)}`,
+        `attribute_not_exists(${x.name('releaseAt')})`,
       );
       const sweepAt = x.name('sweepAt');
       // A steering turn heads the queue, and its inbox item (same write) tells the owner to wind down.
@@ -565,11 +566,21 @@ export class DynamoDbSessionStore implements SessionStore {
     const sweepAt = x.name('sweepAt');
     const sets = [
       `${x.name('pendingVersion')} = ${x.name('pendingVersion')} + ${x.value(1)}`,
-      `${sweepAt} = if_not_exists(${sweepAt}, ${x.value(request.sweepAt)})`,
+      // Brought forward (a later timer is only a backstop; an early look finds the new version).
+      request.sweepSoon
+        ? `${sweepAt} = ${x.value(request.sweepAt)}`
+        : `${sweepAt} = if_not_exists(${sweepAt}, ${x.value(request.sweepAt)})`,
       `${x.name('sweepShard')} = ${x.value(sweepShardAttr(key.id))}`,
       `${x.name('updatedAt')} = ${x.value(request.now)}`,
     ];
     if (request.cancel) sets.push(`${x.name('cancelRequested')} = ${x.value(true)}`);
+    if (request.release) {
+      // The first release's mark stands: a second release waits for the same one.
+      const at = x.name('releaseAt');
+      const timeout = x.name('releaseTimeoutMs');
+      sets.push(`${at} = if_not_exists(${at}, ${x.value(request.now)})`);
+      sets.push(`${timeout} = if_not_exists(${timeout}, ${x.value(request.release.timeoutMs)})`);
+    }
     const result = await conditional(() =>
       this.#db.send(
         new UpdateCommand({

@@ -466,10 +466,13 @@ export class MemorySessionStore implements SessionStore {
       const next: Item = {
         ...old,
         pendingVersion: Number(old.pendingVersion) + 1,
-        sweepAt: old.sweepAt ?? request.sweepAt,
+        sweepAt: request.sweepSoon ? request.sweepAt : (old.sweepAt ?? request.sweepAt),
         sweepShard: sweepShardAttr(key.id),
         updatedAt: request.now,
         ...(request.cancel ? { cancelRequested: true } : {}),
+        ...(request.release && old.releaseAt === undefined
+          ? { releaseAt: request.now, releaseTimeoutMs: request.release.timeoutMs }
+          : {}),
       };
       this.#setMeta(key, next);
       return { ok: true, record: decodeSession(next, key) };

@@ -4,7 +4,8 @@ import { errorMessage, LeaseLostError } from '../../core/errors.ts';
 import type { JournalEntry } from '../../core/journal.ts';
 import { INLINE_PAYLOAD_LIMIT_BYTES, type Result } from '../../core/messages.ts';
 import { takeSnapshot } from '../../core/snapshot.ts';
-import type { OutcomeStatus, SessionState } from '../../core/vocabulary.ts';
+import { childContext } from '../../core/trace-context.ts';
+import { type OutcomeStatus, type SessionState, TERMINAL_SESSION_STATES } from '../../core/vocabulary.ts';
 import { ttlSeconds } from '../deps.ts';
 import { STEP_KINDS } from './journal-writer.ts';
 import type { KickOutcome, LegContext } from './leg-context.ts';
@@ -64,12 +65,40 @@ export async function publish(leg: LegContext): Promise<void> {
   const outcome = view.outcome!;
   const turnId = view.turnId ?? leg.signals.record.activeTurnId ?? '';
   await leg.deps.store.setTurnOutcome(leg.key, turnId, { ...outcome, at: leg.deps.clock.now() });
+  await notifyParent(leg);
   const result = await withinMessageLimit(
     leg,
     resultMessage(leg, turnId, outcome.status, outcome.output, outcome.error),
   );
   await leg.deps.results.publish(result, { trace: leg.trace });
   await leg.journal.append('published', {});
+}
+
+/**
+ * A task's outcome wakes its parent: one bump (pendingVersion + 1) and a kick, whatever the
+ * number of its siblings. A parent idle between turns, or finished, has nothing waiting for it
+ * (its next turn reads every task's status from the store), so it is left alone. A retried
+ * publish bumps again, which the parent absorbs as one more look.
+ */
+async function notifyParent(leg: LegContext): Promise<void> {
+  const parentKey = leg.signals.record.parent;
+  if (parentKey === undefined) return;
+  const { deps } = leg;
+  const parent = await deps.store.getSession(parentKey);
+  if (!parent || parent.state === 'idle' || TERMINAL_SESSION_STATES.includes(parent.state)) return;
+  const now = deps.clock.now();
+  // A parent waiting on its tasks has its wait's deadline as sweepAt: bring it forward, so a
+  // lost wake-up kick costs a sweep, not the rest of the wait.
+  const bumped = await deps.store.bump(parentKey, {
+    now,
+    sweepAt: now + deps.config.sweepGraceMs,
+    sweepSoon: parent.state === 'waiting',
+  });
+  if (bumped.ok)
+    await deps.workQueue.sendKick(
+      { v: 1, session: parentKey, reason: 'wake' },
+      { trace: childContext(parent.traceId) },
+    );
 }
 
 /** Longest error text a result message carries; the turn record keeps the whole of it. */
@@ -106,6 +135,7 @@ export async function failUnjournaled(leg: LegContext, error: string): Promise<K
   leg.log.error('turn failed', { error });
   const turnId = leg.signals.record.activeTurnId ?? '';
   await leg.deps.store.setTurnOutcome(leg.key, turnId, { status: 'failed', error, at: leg.deps.clock.now() });
+  await notifyParent(leg);
   const result = await withinMessageLimit(leg, resultMessage(leg, turnId, 'failed', undefined, error));
   await leg.deps.results.publish(result, { trace: leg.trace });
   await release(leg, 'failed', undefined);
@@ -141,6 +171,26 @@ function resultMessage(
 /** Waits for a retry timer: a delayed kick wakes the session; the sweeper is the backstop. */
 export async function waitForRetry(leg: LegContext): Promise<KickOutcome | undefined> {
   return waitUntil(leg, leg.journal.view.retryAt ?? leg.deps.clock.now(), 'retry');
+}
+
+/**
+ * Waits for background tasks holding no lease: a child's outcome bumps this session and kicks
+ * it; a delayed kick at the wait's deadline (the sweeper as backstop) ends the wait otherwise.
+ */
+export async function waitForTasks(leg: LegContext, deadline: number): Promise<KickOutcome | undefined> {
+  const delayMs = Math.max(0, deadline - leg.deps.clock.now());
+  await leg.deps.workQueue.sendKick(
+    {
+      v: 1,
+      session: leg.key,
+      reason: 'retry',
+      ...(delayMs > MAX_DELAY_SECONDS * 1000 ? { notBefore: deadline } : {}),
+    },
+    { trace: leg.trace, delaySeconds: Math.min(MAX_DELAY_SECONDS, Math.ceil(delayMs / 1000)) },
+  );
+  if (!(await releaseToWait(leg, deadline))) return undefined;
+  leg.log.info('waiting for tasks', { until: deadline });
+  return 'waiting';
 }
 
 /** A once-only call in an unknown state: release and wait for a human. */

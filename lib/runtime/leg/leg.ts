@@ -16,6 +16,9 @@ import { JournalWriter } from './journal-writer.ts';
 import type { Invocation, KickOutcome, LegContext } from './leg-context.ts';
 import { LegAborted, LegSignals } from './leg-signals.ts';
 import { modelStep } from './model-step.ts';
+import { cancelTasks, releasePending, releaseStep } from './release-step.ts';
+import { refuseOrphanTask } from './task-start-check.ts';
+import { isTaskCall, taskStep } from './task-step.ts';
 import { waitUntil, wakeTimer } from './timer-step.ts';
 import { reconcileStep, toolStep } from './tool-step.ts';
 import { finalOutcome, startTurn } from './turn-step.ts';
@@ -112,6 +115,8 @@ export class Leg implements LegContext {
     if (isCrashLoop(this.journal.view, this.reason === 'recovery', recoveries, agent.limits.maxRecoveries)) {
       return finish(this, 'failed', undefined, `crash loop: ${recoveries} consecutive recoveries without progress`);
     }
+    const refused = await refuseOrphanTask(this);
+    if (refused) return refused;
     return this.#loop(agent);
   }
 
@@ -132,6 +137,7 @@ export class Leg implements LegContext {
   async #next(agent: AgentDefinition): Promise<KickOutcome | undefined> {
     this.signals.throwIfLeaseLost();
     await deliverInbox(this);
+    if (releasePending(this)) return releaseStep(this);
     const view = this.journal.view;
     const record = this.signals.record;
     const action = decideNext(view, {
@@ -142,6 +148,7 @@ export class Leg implements LegContext {
     });
     switch (action.kind) {
       case 'cancel':
+        await cancelTasks(this);
         await this.journal.append('outcome', { status: 'cancelled', error: 'cancelled by request' });
         return undefined;
       case 'start-turn':
@@ -151,8 +158,11 @@ export class Leg implements LegContext {
         return undefined;
       case 'model':
         return modelStep(this, agent);
-      case 'tools':
-        return toolStep(this, agent, action.calls);
+      case 'tools': {
+        // The agent's own tools first; the built-in task tools (wait_tasks last) after them.
+        const own = action.calls.filter((p) => !isTaskCall(agent, p));
+        return own.length > 0 ? toolStep(this, agent, own) : taskStep(this, agent, action.calls);
+      }
       case 'reconcile':
         await reconcileStep(this, agent, action.call);
         return undefined;

@@ -1,10 +1,13 @@
 import type { AgentDefinition } from '../../agent/define-agent.ts';
 import { toolInputSchema } from '../../agent/define-tool.ts';
+import { taskToolSpecs } from '../../agent/task-tools.ts';
 import { buildTranscript } from '../../agent/transcript.ts';
 import type { ToolCall } from '../../core/journal.ts';
-import type { ModelResponse } from '../../ports/model-client.ts';
+import { formatTaskBlock, taskLedger } from '../../core/tasks.ts';
+import type { ChatMessage, ModelResponse } from '../../ports/model-client.ts';
 import { traceModelCall } from '../leg-tracing.ts';
 import { liveModelText } from '../live-model-text.ts';
+import { readTaskLines } from '../tasks/read-tasks.ts';
 import { fitsInBudget, waitForRetry, yieldForBudget } from './hand-off.ts';
 import type { KickOutcome, LegContext } from './leg-context.ts';
 import { runStep } from './retry.ts';
@@ -19,10 +22,11 @@ export async function modelStep(leg: LegContext, agent: AgentDefinition): Promis
 async function callModel(leg: LegContext, agent: AgentDefinition): Promise<void> {
   const { deps } = leg;
   const started = deps.clock.now();
+  const tools = agent.tools.map((t) => ({ name: t.name, description: t.description, inputSchema: toolInputSchema(t) }));
   const request = {
     system: agent.instructions,
-    messages: buildTranscript(leg.journal.entries),
-    tools: agent.tools.map((t) => ({ name: t.name, description: t.description, inputSchema: toolInputSchema(t) })),
+    messages: await withTaskStatus(leg, buildTranscript(leg.journal.entries)),
+    tools: agent.delegates ? [...tools, ...taskToolSpecs(agent.delegates)] : tools,
   };
   const stream = liveModelText(deps.live, leg.key, leg.journal.view.lastSeq + 1);
   const pending = traceModelCall(leg.span, agent.model.id, () =>
@@ -40,6 +44,21 @@ async function callModel(leg: LegContext, agent: AgentDefinition): Promise<void>
     stopReason: response.stopReason,
     usage: response.usage,
   });
+}
+
+/**
+ * A delegating session's model sees its tasks' statuses, read from the store just now, as a user
+ * text after the transcript: never journaled, so it is always current, whichever worker asks.
+ */
+async function withTaskStatus(leg: LegContext, messages: ChatMessage[]): Promise<ChatMessage[]> {
+  if (!leg.agent?.delegates) return messages;
+  const ledger = taskLedger(leg.journal.entries);
+  if (ledger.tasks.length === 0) return messages;
+  const lines = await readTaskLines(leg.deps.store, leg.key, ledger.tasks);
+  const block = { type: 'text' as const, text: formatTaskBlock(lines) };
+  const last = messages.at(-1);
+  if (last?.role === 'user') return [...messages.slice(0, -1), { role: 'user', content: [...last.content, block] }];
+  return [...messages, { role: 'user', content: [block] }];
 }
 
 /**

@@ -241,4 +241,50 @@ describe('the chaos invariant checker', () => {
     expect(honest.figures.crashLoops).toBe(1);
     expect(contradicted.violations.map((v) => v.invariant)).toEqual(['runtime-failure']);
   });
+
+  it('checks background tasks: each listed by its parent, each with an outcome, none reported lost', () => {
+    // Arrange: a parent that started tasks t1 and t2; t3 is a child its journal never lists.
+    const start = (seq: number, taskId: string): RawEntry => ({
+      seq,
+      kind: 'tool',
+      epoch: 2,
+      writeId: `p-${seq}`,
+      turnId: 'p',
+      data: { callId: `s${seq}`, tool: 'start_task', ok: true, output: { taskId } },
+    });
+    const base = finishedSession('p');
+    const parent: RawSession = {
+      ...base,
+      journal: [
+        ...base.journal.slice(0, 2),
+        start(3, 't1'),
+        start(4, 't2'),
+        ...base.journal.slice(3).map((e) => ({ ...e, seq: e.seq + 1 })),
+      ],
+    };
+    const child = (id: string, outcome: boolean): RawSession => {
+      const done = finishedSession(id);
+      return {
+        ...done,
+        record: { ...done.record!, state: 'idle', conversation: true, parentId: 'p' },
+        turns: [{ turnId: `task-${id}`, ...(outcome ? { outcome: { status: 'completed' } } : {}) }],
+        journal: done.journal.map((e) => (e.turnId ? { ...e, turnId: `task-${id}` } : e)),
+      };
+    };
+    const snap: ChaosSnapshot = {
+      ...snapshot([parent]),
+      sessions: new Map(
+        [parent, child('t1', true), child('t2', false), child('t3', true)].map((s) => [s.sessionId, s]),
+      ),
+    };
+
+    // Act
+    const { violations, figures } = checkInvariants(snap);
+
+    // Assert
+    expect(figures.tasks).toBe(3);
+    expect(violations.filter((v) => v.invariant === 'lost-task').map((v) => v.sessionId)).toEqual(['t2']);
+    expect(violations.filter((v) => v.invariant === 'duplicate-task').map((v) => v.sessionId)).toEqual(['t3']);
+    expect(violations.filter((v) => v.invariant === 'stuck')).toEqual([]);
+  });
 });

@@ -85,6 +85,22 @@ describe('summarize', () => {
     expect(summary.problems[0]?.problem).toContain('does not match');
   });
 
+  it('fails a fan-out unless every one of its background tasks completed', () => {
+    // Arrange
+    const fanOut = ticketsOf(3)[2]!;
+    const task = (status: string) => ({ taskId: 't', status, output: 'x' });
+
+    // Act
+    const good = summarize(input([fanOut], [resultFor(fanOut, { a: task('completed'), b: task('completed') })]));
+    const bad = summarize(input([fanOut], [resultFor(fanOut, { a: task('completed'), b: task('failed') })]));
+
+    // Assert
+    expect(fanOut.ticket.agent).toBe('dispatcher');
+    expect(good.green).toBe(true);
+    expect(bad.green).toBe(false);
+    expect(bad.problems[0]?.problem).toBe('task(s) b failed');
+  });
+
   it('fails a refund verdict unless the refund service executed exactly one refund for the session', () => {
     // Arrange
     const [order] = ticketsOf(1);
@@ -137,12 +153,12 @@ describe('percentile', () => {
 });
 
 describe('demoBatch', () => {
-  it('makes every fourth ticket a long-haul job and carries the run id in every ticket id', () => {
+  it('makes the third ticket a fan-out, every fourth a long-haul job, and carries the run id in every ticket id', () => {
     const batch = demoBatch(8, 'demo-abc');
     expect(batch.map((t) => t.agent)).toEqual([
       'order-investigator',
       'order-investigator',
-      'order-investigator',
+      'dispatcher',
       'long-haul',
       'order-investigator',
       'order-investigator',
