@@ -110,7 +110,7 @@ export class InProcessRuntime {
   }
 
   /** Accepts a ticket through the real intake (turn, session record, first kick). */
-  async submit(agent: string, input: unknown, ticketId = randomUUID()): Promise<SessionKey> {
+  async submit(agent: string, input: unknown, ticketId: string = randomUUID()): Promise<SessionKey> {
     const accepted = await acceptTicket(JSON.stringify({ v: 1, ticketId, agent, input }), undefined, this.deps);
     return accepted.key;
   }

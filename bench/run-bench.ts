@@ -3,6 +3,7 @@ import { cpus, loadavg, totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { startBenchDatabase } from './bench-database.ts';
 import { type BundleFigures, measureStepBundle } from './bundle.ts';
+import { type ConversationFigures, measureConversationCost } from './conversation-cost.ts';
 import type { DurableReplayFigures } from './durable-replay.ts';
 import { type FanOutFigures, measureFanOut } from './fan-out.ts';
 import { measureFullRewrite } from './full-rewrite-baseline.ts';
@@ -19,6 +20,7 @@ import {
 export const BENCH_SECTIONS = [
   'journal',
   'resume',
+  'conversation',
   'stream',
   'durable',
   'throughput',
@@ -48,6 +50,12 @@ export const BENCH_WORKLOAD = {
   fanOutChildren: 100,
   /** A durable function's invocation ends at a wait (or a timeout); one every 50 steps stands for a leg. */
   durableStepsPerInvocation: 50,
+  /** The conversation: 20 turns of `work 10` (21 steps each), an idle period, injected messages. */
+  conversationTurns: 20,
+  conversationWorkPerTurn: 10,
+  conversationWorkMs: 20,
+  conversationIdleMs: 5_000,
+  conversationInjectSamples: 5,
 } as const;
 
 export interface BenchReport {
@@ -57,6 +65,7 @@ export interface BenchReport {
   readonly workload: typeof BENCH_WORKLOAD;
   readonly journal?: { baton: SessionCost; fullRewrite: SessionCost; bytesRatio: number } | undefined;
   readonly resume?: ResumeCost[] | undefined;
+  readonly conversation?: ConversationFigures | undefined;
   readonly stream?: LiveTextCost[] | undefined;
   readonly durable?: DurableReplayFigures | { unavailable: string } | undefined;
   readonly throughput?: { baton: ThroughputFigures; raw: RawWriteFigures; ratio: number } | undefined;
@@ -85,7 +94,9 @@ export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
     workload: w,
     seconds: 0,
   };
-  const needsDb = (['journal', 'resume', 'stream', 'throughput', 'fanout', 'recovery'] as const).some(want);
+  const needsDb = (['journal', 'resume', 'conversation', 'stream', 'throughput', 'fanout', 'recovery'] as const).some(
+    want,
+  );
   const db = needsDb ? await startBenchDatabase() : undefined;
   try {
     if (db && want('journal')) {
@@ -109,6 +120,20 @@ export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
           }),
         );
       }
+    }
+    if (db && want('conversation')) {
+      options.progress(
+        `conversation: ${w.conversationTurns} turns of work ${w.conversationWorkPerTurn}, an idle ${w.conversationIdleMs / 1000} s, ${w.conversationInjectSamples} injected messages`,
+      );
+      report.conversation = await measureConversationCost({
+        db,
+        turns: w.conversationTurns,
+        workPerTurn: w.conversationWorkPerTurn,
+        workMs: w.conversationWorkMs,
+        idleMs: w.conversationIdleMs,
+        injectSamples: w.conversationInjectSamples,
+        functionTimeoutMs: w.functionTimeoutMs,
+      });
     }
     if (db && want('stream')) {
       options.progress(`stream: live text writes of streamed responses of ${w.streamTokens.join(', ')} tokens`);
@@ -222,7 +247,7 @@ const dec = (n: number, digits = 2) => n.toFixed(digits);
 export function formatBenchReport(report: BenchReport): string[] {
   const rows: Array<[string, string, string]> = [];
   const section = (title: string) => rows.push([`— ${title}`, '', '']);
-  const { journal, resume, stream, durable, throughput, fanout, recovery, bundle } = report;
+  const { journal, resume, conversation, stream, durable, throughput, fanout, recovery, bundle } = report;
   if (journal) {
     section('journal cost (DynamoDB Local, counted at the client)');
     for (const [i, window] of journal.baton.windows.entries()) {
@@ -269,6 +294,23 @@ export function formatBenchReport(report: BenchReport): string[] {
         `${r.journalEntries} entries, 0 re-executed`,
       ]);
     }
+  }
+  if (conversation) {
+    const c = conversation;
+    section(`conversation: ${c.turns} turns, ${c.steps} steps (DynamoDB Local, counted at the client)`);
+    rows.push(['writes per step, all of it', dec(c.writesPerStep), 'intake, turn hand-over, legs and steps']);
+    rows.push([`writes per step in turn ${c.turns}`, dec(c.lastTurnWritesPerStep), 'target ≤ 1.05']);
+    rows.push([
+      `idle ${dec(c.idle.periodMs / 1000, 0)} s, sweeper polling (${c.idle.sweeps} polls)`,
+      `${c.idle.writes} writes, ${c.idle.kicks} kicks`,
+      'target 0 and 0',
+    ]);
+    const sorted = [...c.injectLatencyMs].sort((a, b) => a - b);
+    rows.push([
+      'inject → journaled message, median / max',
+      `${int(sorted[Math.floor(sorted.length / 2)] ?? 0)} / ${int(sorted.at(-1) ?? 0)} ms`,
+      'in process on DynamoDB Local; bounded by the step in flight',
+    ]);
   }
   if (stream) {
     const p = LIVE_TEXT_POLICY;

@@ -31,6 +31,7 @@ export {
   toolResults,
   transcriptStats,
 } from './agent/scripted-model.ts';
+export { type ParkRequest, parkFor, parkUntil, waitTool } from './agent/timer.ts';
 export { asText } from './agent/transcript.ts';
 export {
   BatonClient,

@@ -6,6 +6,7 @@ import {
   scriptedModel,
   systemClock,
   toolResults,
+  waitTool,
 } from 'baton';
 import { z } from 'zod';
 import { ledgerPath } from '../simulated/ledger.ts';
@@ -48,6 +49,7 @@ function parseTurnInput(text: string): string | undefined {
  * The scripted support agent, deterministic from the transcript:
  * - `refund O-<n>`: looks the order up, then asks for approval of the once-only refund;
  * - `work <k>`: k tool calls, then `done <k>` with any notes injected meanwhile;
+ * - `remind me in <s> s`: parks on a durable timer (the built-in `wait` tool), then `reminder`;
  * - anything else: `turn <N>: <text>`.
  */
 export function supportScript(messages: readonly ChatMessage[]): ScriptReply {
@@ -65,6 +67,12 @@ export function supportScript(messages: readonly ChatMessage[]): ScriptReply {
       return { toolCalls: [{ id: id('refund'), name: 'issueRefund', input: { orderId, amountCents: totalCents } }] };
     if (!issued.ok) return { final: `refund for ${orderId} not issued: ${(issued.output as { error: string }).error}` };
     return { final: `refund ${(issued.output as { refundId: string }).refundId} issued for ${orderId}` };
+  }
+  const remind = /^remind me in (\d+(?:\.\d+)?) ?s$/i.exec(text.trim());
+  if (remind) {
+    if (!results.has(id('wait')))
+      return { toolCalls: [{ id: id('wait'), name: 'wait', input: { seconds: Number(remind[1]) } }] };
+    return { final: 'reminder' };
   }
   const work = /^work (\d+)$/i.exec(text.trim());
   if (work) {
@@ -86,6 +94,7 @@ export function supportDesk(options: { workMs?: number } = {}) {
     input: SupportTurn,
     model: scriptedModel({ id: 'scripted-support-desk', maxDurationMs: 2_000, script: supportScript }),
     tools: [
+      waitTool(),
       defineTool({
         name: 'lookupOrder',
         description: 'Reads an order from the order database.',

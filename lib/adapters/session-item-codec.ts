@@ -242,6 +242,7 @@ export function decodeSession(raw: unknown, expected?: SessionKey): SessionRecor
     ...(item.expiryRefreshedAt === undefined ? {} : { expiryRefreshedAt: item.expiryRefreshedAt }),
     createdAt: item.createdAt,
     updatedAt: item.updatedAt,
+    ...(item.ttl === undefined ? {} : { expiresAt: item.ttl * 1000 }),
     ...(item.parentAgent === undefined || item.parentId === undefined
       ? {}
       : { parent: { tenant: item.tenant, agent: item.parentAgent, id: item.parentId } }),

@@ -45,6 +45,11 @@ export interface ToolDefinition<I = unknown, O = unknown> {
    * turn stops there, holding no lease, until `baton approve`; a denial is the call's result.
    */
   readonly requiresApproval?: boolean | ((input: I) => boolean) | undefined;
+  /**
+   * How long an approval may wait (a durable timer) before the call is denied by default;
+   * absent, it waits as long as the session is retained.
+   */
+  readonly approvalTimeoutMs?: number | undefined;
   run(input: I, ctx: ToolContext): Promise<O>;
   /** Asks the downstream whether an interrupted call happened; `signal` aborts when the leg stops. */
   reconcile?: ((idempotencyKey: string, input: I, signal: AbortSignal) => Promise<ReconcileVerdict>) | undefined;
@@ -71,6 +76,8 @@ export function defineTool<I, O>(
     throw new InvalidInputError(`tool name "${definition.name}" must match ${TOOL_NAME}`);
   const maxDurationMs = definition.maxDurationMs ?? DEFAULT_TOOL_MAX_DURATION_MS;
   if (!(maxDurationMs > 0)) throw new InvalidInputError(`tool ${definition.name}: maxDurationMs must be positive`);
+  if (definition.approvalTimeoutMs !== undefined && !(definition.approvalTimeoutMs > 0))
+    throw new InvalidInputError(`tool ${definition.name}: approvalTimeoutMs must be positive`);
   return { ...definition, maxDurationMs };
 }
 

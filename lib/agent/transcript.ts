@@ -18,9 +18,15 @@ export function buildTranscript(entries: readonly JournalEntry[]): ChatMessage[]
       messages[messages.length - 1] = { role: 'assistant', content: [...last.content, ...content] };
     else messages.push({ role: 'assistant', content });
   };
+  // Calls asked for and not yet answered: a turn that ended early (superseded, cancelled, failed)
+  // leaves some, and models refuse a transcript with a call that has no result.
+  const unanswered = new Set<string>();
   for (const entry of entries) {
     switch (entry.kind) {
       case 'input':
+        for (const toolCallId of unanswered)
+          pushUser({ type: 'toolResult', toolCallId, ok: false, output: { error: UNANSWERED } });
+        unanswered.clear();
         pushUser({ type: 'text', text: asText(entry.data.input) });
         break;
       case 'message':
@@ -29,12 +35,15 @@ export function buildTranscript(entries: readonly JournalEntry[]): ChatMessage[]
       case 'model': {
         const content: AssistantContent[] = [];
         if (entry.data.text) content.push({ type: 'text', text: entry.data.text });
-        for (const call of entry.data.toolCalls)
+        for (const call of entry.data.toolCalls) {
           content.push({ type: 'toolUse', toolCallId: call.id, name: call.name, input: call.input });
+          unanswered.add(call.id);
+        }
         if (content.length > 0) pushAssistant(content);
         break;
       }
       case 'tool':
+        unanswered.delete(entry.data.callId);
         pushUser({
           type: 'toolResult',
           toolCallId: entry.data.callId,
@@ -43,6 +52,7 @@ export function buildTranscript(entries: readonly JournalEntry[]): ChatMessage[]
         });
         break;
       case 'reconciled':
+        if (entry.data.verdict === 'done') unanswered.delete(entry.data.callId);
         if (entry.data.verdict === 'done')
           pushUser({ type: 'toolResult', toolCallId: entry.data.callId, ok: true, output: entry.data.output });
         break;
@@ -52,5 +62,8 @@ export function buildTranscript(entries: readonly JournalEntry[]): ChatMessage[]
   }
   return messages;
 }
+
+/** The result a call gets in the transcript when its turn ended before it ran. */
+export const UNANSWERED = 'not run: its turn ended before this call ran';
 
 export const asText = (input: unknown): string => (typeof input === 'string' ? input : JSON.stringify(input));

@@ -98,6 +98,7 @@ export async function status(args: string[], io: CommandIo): Promise<number> {
     for (const a of found.pendingApprovals ?? [])
       io.out(`  awaiting approval: call ${a.callId} ${a.tool} ${JSON.stringify(a.input)}`);
     if (found.parked) io.out(`  parked: call ${found.parked.callId} ${found.parked.tool} (baton resolve)`);
+    if (found.wakeAt) io.out(`  wakes at ${found.wakeAt}`);
     if (found.parent) io.out(`  task of session ${found.parent}`);
     if (found.tasks)
       io.out(

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { asText } from '../agent/transcript.ts';
 import { contentDigest, ticketBlobPrefix } from '../core/content-digest.ts';
-import { InvalidInputError, TicketConflictError, TurnRefusedError } from '../core/errors.ts';
-import { foldJournal, type SessionView } from '../core/fold.ts';
+import { GoneError, InvalidInputError, NotFoundError, TicketConflictError, TurnRefusedError } from '../core/errors.ts';
+import { foldJournal, nextWakeAt, type SessionView } from '../core/fold.ts';
 import { DEFAULT_TENANT, deriveSessionId, hashJson } from '../core/ids.ts';
 import type { InboxItem } from '../core/inbox.ts';
 import type { JournalEntry } from '../core/journal.ts';
@@ -89,6 +89,8 @@ export interface SessionStatus {
   readonly pendingApprovals?: readonly PendingApproval[] | undefined;
   /** A once-only call parked for a human (`baton resolve`). */
   readonly parked?: { readonly callId: string; readonly tool: string } | undefined;
+  /** When a waiting session wakes by itself (a durable timer, an approval timeout, a retry), ISO 8601. */
+  readonly wakeAt?: string | undefined;
   /** A background task's session: the session that started it. */
   readonly parent?: string | undefined;
   /** A session with background tasks: how many are in each status. */
@@ -188,7 +190,7 @@ export interface SendOptions {
 export interface Sent {
   readonly sessionId: string;
   readonly turnId: string;
-  /** `inject` falls back to `queue` when no turn is running to take the message. */
+  /** `inject` and `steer` fall back to `queue` when no turn is running to take them. */
   readonly mode: SendMode;
   /** False when this id was sent before: the send converged on it. */
   readonly accepted: boolean;
@@ -337,8 +339,12 @@ export class BatonClient implements BatonTransport {
   }
 
   /**
-   * The journal as a stream from a cursor; with `follow`, polls until the session finishes or the
-   * signal aborts, and with `live` too, shows a running session's partial model text between entries.
+   * The journal as a stream from a cursor (the `cursor` of the last event seen; 0 from the start);
+   * with `turnId` only that turn's entries, ending with its published result; with `follow`, polls
+   * until the session (or the turn) finishes or the signal aborts, and with `live` too, shows a
+   * running session's partial model text between entries. A client that reconnects with its last
+   * cursor, whatever happened to the workers meanwhile, continues the same transcript.
+   * Throws NotFoundError for an unknown session or turn, GoneError past the retention.
    */
   events(
     sessionId: string,
@@ -353,18 +359,29 @@ export class BatonClient implements BatonTransport {
     options: EventsOptions & { pollMs?: number; turnId?: string } = {},
   ): AsyncGenerator<FollowEvent> {
     const record = await this.deps.store.findSession(sessionId);
-    if (!record) throw new InvalidInputError(`session ${sessionId} not found`);
+    if (!record) throw new NotFoundError(`session ${sessionId} not found`);
+    if (record.expiresAt !== undefined && record.expiresAt <= this.deps.clock.now())
+      throw new GoneError(
+        `session ${sessionId} is past its retention (expired ${new Date(record.expiresAt).toISOString()})`,
+      );
     const { turnId } = options;
     if (turnId !== undefined && !(await this.deps.store.getTurn(record.key, turnId)))
-      throw new InvalidInputError(`session ${sessionId} has no turn ${turnId}`);
-    let cursor = options.after ?? 0;
+      throw new NotFoundError(`session ${sessionId} has no turn ${turnId}`);
+    const after = options.after ?? 0;
+    let cursor = after;
     let follow = options.follow ?? false;
     let running = record.state === 'running';
     let shown: LivePosition = { seq: cursor + 1, chunk: -1 };
-    for (;;) {
+    for (let first = true; ; first = false) {
       // Live text before the journal: a partial is never shown after its entry was read.
       const chunks = follow && options.live && running ? await this.liveTextAfter(record, cursor, shown) : [];
       const entries = await this.deps.store.readJournal(record.key, cursor);
+      // Entries expire by TTL oldest first: a cursor behind the oldest kept one cannot be resumed.
+      const oldest = entries[0]?.seq;
+      if (first && after > 0 && oldest !== undefined && oldest > after + 1)
+        throw new GoneError(
+          `cursor ${after} of session ${sessionId} is past retention: its journal now starts at seq ${oldest}`,
+        );
       for (const entry of entries) {
         cursor = entry.seq;
         if (turnId !== undefined && entry.turnId !== turnId) continue;
@@ -379,8 +396,8 @@ export class BatonClient implements BatonTransport {
         }
       if (!follow || options.signal?.aborted) return;
       const fresh = await this.deps.store.getSession(record.key);
-      if (fresh && ['completed', 'failed', 'cancelled'].includes(fresh.state) && entries.length === 0) return;
-      running = fresh?.state === 'running';
+      if (!fresh || (TERMINAL_SESSION_STATES.includes(fresh.state) && entries.length === 0)) return;
+      running = fresh.state === 'running';
       await this.deps.clock.sleep(options.pollMs ?? 500, options.signal).catch(() => undefined);
     }
   }
@@ -418,8 +435,9 @@ export class BatonClient implements BatonTransport {
   }
 
   /**
-   * Sends an input to a session from any process: a further turn (`queue`), or a message into
-   * the running turn (`inject`), which the owner journals before its next model call.
+   * Sends an input to a session from any process: a further turn (`queue`), a message into the
+   * running turn (`inject`), which the owner journals before its next model call, or a turn that
+   * supersedes the running one at its next step boundary and starts at once (`steer`).
    */
   async send(sessionId: string, input: unknown, options: SendOptions = {}): Promise<Sent> {
     if (input === undefined) throw new InvalidInputError('input is required');
@@ -427,7 +445,6 @@ export class BatonClient implements BatonTransport {
     if (!record) throw new TurnRefusedError('not-found', `session ${sessionId} not found`);
     const id = options.id ?? randomUUID();
     const mode = options.mode ?? SendMode.queue;
-    if (mode === SendMode.steer) throw new InvalidInputError('--mode steer is not supported yet; use queue or inject');
     if (mode === SendMode.inject && (await this.#turnRunning(record))) {
       const now = this.deps.clock.now();
       const posted = await this.deps.store.postInbox(record.key, {
@@ -449,11 +466,12 @@ export class BatonClient implements BatonTransport {
         input,
         ifLastTurn: options.ifLastTurn,
         maxPendingInputs: this.deps.maxPendingInputs,
+        steer: mode === SendMode.steer,
         sweepGraceMs: this.deps.sweepGraceMs ?? DEFAULT_SWEEP_GRACE_MS,
       },
       this.deps,
     );
-    return { sessionId, turnId: id, mode: SendMode.queue, accepted: turn.queued };
+    return { sessionId, turnId: id, mode: turn.steered ? SendMode.steer : SendMode.queue, accepted: turn.queued };
   }
 
   /** A human's answer to a pending approval, from any process, at any time; the turn resumes. */
@@ -668,7 +686,7 @@ export class BatonClient implements BatonTransport {
   }
 
   /** What a waiting session waits for: approvals (call, tool, input) or a parked call. */
-  async #waits(record: SessionRecord): Promise<Pick<SessionStatus, 'pendingApprovals' | 'parked'>> {
+  async #waits(record: SessionRecord): Promise<Pick<SessionStatus, 'pendingApprovals' | 'parked' | 'wakeAt'>> {
     const entries = await this.deps.store.readJournal(record.key);
     const view = foldJournal(entries);
     const requests = entries.flatMap((e) => (e.kind === 'approval' && e.turnId === view.turnId ? [e.data] : []));
@@ -677,7 +695,9 @@ export class BatonClient implements BatonTransport {
       return request ? [{ callId, tool: request.tool, input: request.input }] : [];
     });
     const parkedCall = view.pendingCalls.find((p) => p.call.id === view.parkedCallId);
+    const wakeAt = nextWakeAt(view);
     return {
+      ...(wakeAt === undefined ? {} : { wakeAt: new Date(wakeAt).toISOString() }),
       ...(pendingApprovals.length > 0 ? { pendingApprovals } : {}),
       ...(parkedCall ? { parked: { callId: parkedCall.call.id, tool: parkedCall.call.name } } : {}),
     };

@@ -113,3 +113,9 @@ export class TurnRefusedError extends InvalidInputError {
     super(message);
   }
 }
+
+/** What a stream asked for does not exist: an unknown session, or a turn the session never had. */
+export class NotFoundError extends InvalidInputError {}
+
+/** What a stream asked for existed but is past the session's retention: expired, or a cursor behind the oldest kept entry. */
+export class GoneError extends InvalidInputError {}

@@ -20,6 +20,8 @@ export interface PendingCall {
    * from it, because the downstream refuses the voided one.
    */
   readonly reconciledSeq?: number | undefined;
+  /** The call parked the session on a durable timer: its result is journaled at `wakeAt`. */
+  readonly timer?: { readonly wakeAt: number; readonly output?: unknown } | undefined;
 }
 
 /** The idempotency key of a pending call: the model entry's seq and the call id, plus the verdict that voided the last one. */
@@ -56,8 +58,12 @@ export interface SessionView {
   readonly parkedCallId?: string | undefined;
   /** Calls of this turn whose approval was requested and not yet decided, in request order. */
   readonly awaitingApproval: readonly string[];
-  /** Human decisions of this turn, by call id. */
-  readonly decisions: Readonly<Record<string, { readonly approved: boolean; readonly reason?: string | undefined }>>;
+  /** When an undecided approval is denied by default, by call id (tools with an approval timeout). */
+  readonly approvalDeadlines: Readonly<Record<string, number>>;
+  /** Human decisions of this turn, by call id; `byDefault` when an approval timeout decided. */
+  readonly decisions: Readonly<
+    Record<string, { readonly approved: boolean; readonly reason?: string | undefined; readonly byDefault?: boolean }>
+  >;
   /** Inbox items already journaled this turn (messages, decisions, resolutions): each lands once. */
   readonly deliveredIds: readonly string[];
 }
@@ -73,6 +79,7 @@ export const EMPTY_VIEW: SessionView = {
   failedAttempts: 0,
   published: false,
   awaitingApproval: [],
+  approvalDeadlines: {},
   decisions: {},
   deliveredIds: [],
 };
@@ -106,6 +113,7 @@ export function applyEntry(view: SessionView, entry: JournalEntry): SessionView 
         published: false,
         parkedCallId: undefined,
         awaitingApproval: [],
+        approvalDeadlines: {},
         decisions: {},
         deliveredIds: [],
       };
@@ -162,17 +170,45 @@ export function applyEntry(view: SessionView, entry: JournalEntry): SessionView 
       return { ...from, parkedCallId: entry.data.callId };
     }
     case 'approval':
-      return { ...next, awaitingApproval: [...view.awaitingApproval, entry.data.callId] };
+      return {
+        ...next,
+        awaitingApproval: [...view.awaitingApproval, entry.data.callId],
+        ...(entry.data.expiresAt === undefined
+          ? {}
+          : { approvalDeadlines: { ...view.approvalDeadlines, [entry.data.callId]: entry.data.expiresAt } }),
+      };
+    case 'timer':
+      // The timer stands in for the call's result until it is due: no watermark to reconcile.
+      return {
+        ...next,
+        pendingCalls: view.pendingCalls.map((p) =>
+          p.call.id === entry.data.callId
+            ? {
+                call: p.call,
+                modelSeq: p.modelSeq,
+                ...(p.reconciledSeq === undefined ? {} : { reconciledSeq: p.reconciledSeq }),
+                timer: {
+                  wakeAt: entry.data.wakeAt,
+                  ...(entry.data.output === undefined ? {} : { output: entry.data.output }),
+                },
+              }
+            : p,
+        ),
+      };
     case 'decision': {
       const decided = entry.data.id === undefined ? next : delivered(next, entry.data.id);
+      const { [entry.data.callId]: _decided, ...deadlines } = view.approvalDeadlines;
       return {
         ...decided,
         awaitingApproval: view.awaitingApproval.filter((id) => id !== entry.data.callId),
+        approvalDeadlines: deadlines,
         decisions: {
           ...view.decisions,
           [entry.data.callId]: {
             approved: entry.data.approved,
             ...(entry.data.reason !== undefined ? { reason: entry.data.reason } : {}),
+            // A decision from no inbox item is the approval timeout's.
+            ...(entry.data.id === undefined ? { byDefault: true } : {}),
           },
         },
       };
@@ -208,4 +244,4 @@ export function foldJournal(entries: readonly JournalEntry[], from: SessionView 
 }
 
 /** The next action lives beside the fold; re-exported here for the callers that know it by this file. */
-export { decideNext, type LegFacts, type NextAction, nextAction } from './next-action.ts';
+export { decideNext, type LegFacts, type NextAction, nextAction, nextWakeAt } from './next-action.ts';

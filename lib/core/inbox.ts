@@ -26,7 +26,12 @@ export const InboxItem = z.discriminatedUnion('kind', [
       output: z.unknown().optional(),
     })
     .strict(),
+  /** A turn sent with `--mode steer`: the running turn winds down (superseded) so it starts at once. */
+  z.object({ kind: z.literal('steer'), id: z.string().min(1), turnId: z.string().min(1) }).strict(),
 ]);
+
+/** The inbox item a steering turn posts, atomically with its place at the head of the turn queue. */
+export const steerItem = (turnId: string): InboxItem => ({ kind: 'steer', id: `steer:${turnId}`, turnId });
 export type InboxItem = z.infer<typeof InboxItem>;
 
 /** What the owner does with the inbox: journal some items now, drop some, leave the rest. */
@@ -40,14 +45,24 @@ export interface InboxTriage {
 /**
  * Sorts the inbox against the fold. A message lands in a running turn (one that has no outcome
  * yet) and otherwise waits for the next turn; a decision lands when its call awaits approval; a
- * verdict when its call is parked. Anything delivered before, or answering nothing, is dropped.
+ * verdict when its call is parked. A steer supersedes a running turn other than its own (once:
+ * the other steers then are dropped, their turns already wait at the head of the queue) and is
+ * dropped once its own turn has started. Anything delivered before, or answering nothing, is dropped.
  */
 export function triageInbox(view: SessionView, items: readonly InboxItem[]): InboxTriage {
   const deliver: InboxItem[] = [];
   const discard: InboxItem[] = [];
+  const running = view.turnId !== undefined && !view.outcome;
+  let superseded = false;
   for (const item of items) {
     if (view.deliveredIds.includes(item.id)) discard.push(item);
-    else if (item.kind === 'message') {
+    else if (item.kind === 'steer') {
+      if (item.turnId === view.turnId || superseded) discard.push(item);
+      else if (running) {
+        deliver.push(item);
+        superseded = true;
+      }
+    } else if (item.kind === 'message') {
       if (view.turnId !== undefined && !view.outcome) deliver.push(item);
     } else if (item.kind === 'decision') {
       (view.awaitingApproval.includes(item.callId) ? deliver : discard).push(item);

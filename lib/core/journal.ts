@@ -41,7 +41,15 @@ export const EntryData = {
   }),
   /** Text told to the running turn; `id` is the inbox item it came from (delivered once). */
   message: z.object({ text: z.string(), id: z.string().optional() }),
-  approval: z.object({ callId: z.string(), tool: z.string(), input: z.unknown() }),
+  /** `expiresAt`: when an undecided request is denied by default (the tool's approval timeout). */
+  approval: z.object({
+    callId: z.string(),
+    tool: z.string(),
+    input: z.unknown(),
+    expiresAt: z.number().int().optional(),
+  }),
+  /** A call parked on a durable timer: at `wakeAt` its result is journaled (`output`, or when it woke). */
+  timer: z.object({ callId: z.string(), wakeAt: z.number().int(), output: z.unknown().optional() }),
   decision: z.object({
     callId: z.string(),
     approved: z.boolean(),

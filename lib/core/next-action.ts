@@ -17,7 +17,14 @@ export type NextAction =
   | { readonly kind: 'finish'; readonly text: string }
   | { readonly kind: 'publish' }
   | { readonly kind: 'parked'; readonly callId: string }
-  | { readonly kind: 'await-approval'; readonly callIds: readonly string[] }
+  /** Wait for a human; with `wakeAt`, an approval timeout denies by default then. */
+  | { readonly kind: 'await-approval'; readonly callIds: readonly string[]; readonly wakeAt?: number | undefined }
+  /** An approval's timeout passed undecided: deny it. */
+  | { readonly kind: 'approval-timeout'; readonly callId: string }
+  /** A durable timer is due: journal its call's result. */
+  | { readonly kind: 'wake'; readonly call: PendingCall }
+  /** Every call left waits on a durable timer: park until the first is due. */
+  | { readonly kind: 'wait-timer'; readonly wakeAt: number }
   | { readonly kind: 'done' };
 
 /** What the leg knows besides the journal when it decides. */
@@ -40,15 +47,39 @@ export function nextAction(view: SessionView, activeTurnId: string | undefined, 
     return { kind: 'publish' };
   }
   if (view.parkedCallId !== undefined) return { kind: 'parked', callId: view.parkedCallId };
-  if (view.awaitingApproval.length > 0) return { kind: 'await-approval', callIds: view.awaitingApproval };
+  if (view.awaitingApproval.length > 0) {
+    const expired = view.awaitingApproval.find((id) => (view.approvalDeadlines[id] ?? Infinity) <= now);
+    if (expired !== undefined) return { kind: 'approval-timeout', callId: expired };
+    return { kind: 'await-approval', callIds: view.awaitingApproval, wakeAt: earliest(approvalDeadlines(view)) };
+  }
   if (view.retryAt !== undefined && view.retryAt > now) return { kind: 'wait-retry', retryAt: view.retryAt };
+  const due = view.pendingCalls.find((p) => p.timer !== undefined && p.timer.wakeAt <= now);
+  if (due) return { kind: 'wake', call: due };
   // A watermark without a result: the call may have run. Never repeat it blindly.
   const interrupted = view.pendingCalls.find((p) => p.intentSeq !== undefined);
   if (interrupted) return { kind: 'reconcile', call: interrupted };
-  if (view.pendingCalls.length > 0) return { kind: 'tools', calls: view.pendingCalls };
+  const runnable = view.pendingCalls.filter((p) => p.timer === undefined);
+  if (runnable.length > 0) return { kind: 'tools', calls: runnable };
+  const timer = earliest(timers(view));
+  if (timer !== undefined) return { kind: 'wait-timer', wakeAt: timer };
   if (view.finalText !== undefined) return { kind: 'finish', text: view.finalText };
   return { kind: 'model' };
 }
+
+/**
+ * When a waiting turn wakes by itself: its first durable timer, approval timeout or retry, if any
+ * (what `status` shows as `wakeAt`).
+ */
+export function nextWakeAt(view: SessionView): number | undefined {
+  if (view.outcome) return undefined;
+  const retry = view.retryAt === undefined ? [] : [view.retryAt];
+  return earliest([...timers(view), ...approvalDeadlines(view), ...retry]);
+}
+
+const timers = (view: SessionView): number[] => view.pendingCalls.flatMap((p) => (p.timer ? [p.timer.wakeAt] : []));
+const approvalDeadlines = (view: SessionView): number[] =>
+  view.awaitingApproval.flatMap((id) => (view.approvalDeadlines[id] === undefined ? [] : [view.approvalDeadlines[id]]));
+const earliest = (times: readonly number[]): number | undefined => (times.length > 0 ? Math.min(...times) : undefined);
 
 /** The leg's decision: a requested cancel ends the turn first, and a model call past the step cap ends it failed. */
 export function decideNext(view: SessionView, facts: LegFacts): NextAction {

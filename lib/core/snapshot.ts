@@ -12,7 +12,7 @@ import { OutcomeStatus } from './vocabulary.ts';
  */
 
 /** Bump whenever applyEntry changes what it derives. */
-export const FOLD_VERSION = 3;
+export const FOLD_VERSION = 4;
 
 export interface SessionSnapshot {
   readonly seq: number;
@@ -41,6 +41,7 @@ const SessionViewSchema = z
         modelSeq: z.number().int(),
         intentSeq: z.number().int().optional(),
         reconciledSeq: z.number().int().optional(),
+        timer: z.object({ wakeAt: z.number().int(), output: z.unknown().optional() }).optional(),
       }),
     ),
     finalText: z.string().optional(),
@@ -57,7 +58,11 @@ const SessionViewSchema = z
     published: z.boolean(),
     parkedCallId: z.string().optional(),
     awaitingApproval: z.array(z.string()),
-    decisions: z.record(z.string(), z.object({ approved: z.boolean(), reason: z.string().optional() })),
+    approvalDeadlines: z.record(z.string(), z.number().int()),
+    decisions: z.record(
+      z.string(),
+      z.object({ approved: z.boolean(), reason: z.string().optional(), byDefault: z.boolean().optional() }),
+    ),
     deliveredIds: z.array(z.string()),
   })
   .strict();

@@ -54,6 +54,8 @@ export const EntryKind = {
   approval: 'approval',
   /** A human's answer to an approval request. */
   decision: 'decision',
+  /** A durable timer: the call's result waits until `wakeAt`; the session holds nothing meanwhile. */
+  timer: 'timer',
   reconciled: 'reconciled',
   /** The session's release was carried out: its tasks cancelled, the stragglers named. */
   released: 'released',

@@ -46,6 +46,8 @@ export interface SessionRecord {
   readonly expiryRefreshedAt?: number | undefined;
   readonly createdAt: number;
   readonly updatedAt: number;
+  /** When the retention TTL lets the store delete it (epoch ms); deletion may lag, so readers check. */
+  readonly expiresAt?: number | undefined;
   /** A background task's session names the session that started it (same tenant). */
   readonly parent?: SessionKey | undefined;
   /** A release was asked for (when, and how long it waits for running tasks): new work is refused. */
@@ -166,6 +168,11 @@ export interface EnqueueTurnRequest {
   readonly maxPending: number;
   /** Refused unless the turn accepted last is this one (the sender's view is current). */
   readonly ifLastTurn?: string | undefined;
+  /**
+   * Steer: when a turn is active, the new turn goes to the head of the queue and a `steer` inbox
+   * item (same write) tells the owner to supersede the running turn. Idle, it is queued as usual.
+   */
+  readonly steer?: boolean | undefined;
 }
 
 /** Why a new turn was refused. */
@@ -185,6 +192,8 @@ export type EnqueueTurnResult =
       readonly record: SessionRecord;
       /** False when the turn was accepted before (active, waiting or finished): nothing changed. */
       readonly queued: boolean;
+      /** The turn was queued at the head and the running turn told to wind down. */
+      readonly steered?: boolean | undefined;
     }
   | { readonly ok: false; readonly reason: EnqueueRefusal; readonly current?: SessionRecord | undefined };
 

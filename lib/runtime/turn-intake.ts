@@ -22,6 +22,8 @@ export interface NewTurn {
   /** Refuse unless the turn accepted last is this one. */
   readonly ifLastTurn?: string | undefined;
   readonly maxPendingInputs?: number | undefined;
+  /** Supersede the running turn at its next step boundary and run this one at once (`--mode steer`). */
+  readonly steer?: boolean | undefined;
   /** When the sweeper kicks an idle session should the kick be lost. */
   readonly sweepGraceMs: number;
   readonly ttlSeconds?: number | undefined;
@@ -32,6 +34,8 @@ export interface AcceptedTurn {
   readonly turnId: string;
   /** False when this turn was accepted before: the send converged on it. */
   readonly queued: boolean;
+  /** It heads the queue and the running turn winds down for it. */
+  readonly steered: boolean;
 }
 
 /**
@@ -43,10 +47,12 @@ export interface AcceptedTurn {
 export async function acceptTurn(turn: NewTurn, deps: TurnIntakeDeps): Promise<AcceptedTurn> {
   const { key, turnId } = turn;
   const existing = await deps.store.getSession(key);
-  if (!existing) throw refusal('not-found', key, turnId, undefined);
-  if (!existing.conversation && existing.activeTurnId !== turnId) throw refusal('one-shot', key, turnId, existing);
+  if (!existing) throw refusal('not-found', key, turnId, undefined, undefined);
+  if (!existing.conversation && existing.activeTurnId !== turnId)
+    throw refusal('one-shot', key, turnId, existing, undefined);
   const now = deps.clock.now();
   const inputHash = hashJson(turn.input);
+  const maxPending = turn.maxPendingInputs ?? DEFAULT_MAX_PENDING_INPUTS;
   const put = await deps.store.putTurn(
     key,
     { turnId, ticketId: turn.ticketId, input: turn.input, inputHash, createdAt: now },
@@ -57,10 +63,11 @@ export async function acceptTurn(turn: NewTurn, deps: TurnIntakeDeps): Promise<A
     turnId,
     now,
     sweepAt: now + turn.sweepGraceMs,
-    maxPending: turn.maxPendingInputs ?? DEFAULT_MAX_PENDING_INPUTS,
+    maxPending,
     ifLastTurn: turn.ifLastTurn,
+    steer: turn.steer,
   });
-  if (!result.ok) throw refusal(result.reason, key, turnId, result.current);
+  if (!result.ok) throw refusal(result.reason, key, turnId, result.current, maxPending);
   // Kick even for a turn accepted before: its first kick may be what was lost. A holder drops it.
   if (put.turn.outcome === undefined) {
     await deps.workQueue.sendKick(
@@ -68,7 +75,7 @@ export async function acceptTurn(turn: NewTurn, deps: TurnIntakeDeps): Promise<A
       { trace: childContext(result.record.traceId) },
     );
   }
-  return { key, turnId, queued: result.queued };
+  return { key, turnId, queued: result.queued, steered: result.steered === true };
 }
 
 function refusal(
@@ -76,6 +83,7 @@ function refusal(
   key: SessionKey,
   turnId: string,
   current: SessionRecord | undefined,
+  maxPending?: number,
 ): TurnRefusedError {
   const session = `session ${key.id}`;
   const why: Record<EnqueueRefusal, string> = {
@@ -84,7 +92,7 @@ function refusal(
     'one-shot': `${session} belongs to agent ${key.agent}, which takes one turn per session; declare conversation: true to send further turns`,
     stale: `turn ${turnId} was written against a stale view: the last turn of ${session} is ${current?.lastTurnId ?? 'none'}`,
     released: `${session} was released: it takes no further turns`,
-    full: `${session} already has ${current?.turnQueue.length ?? 'too many'} turns waiting; wait for one to finish`,
+    full: `${session} already has ${current?.turnQueue.length ?? 'too many'} turns waiting, its limit of pending inputs${maxPending === undefined ? '' : ` (${maxPending})`}; wait for one to finish or raise maxPendingInputs`,
   };
   return new TurnRefusedError(reason, `turn ${turnId} refused: ${why[reason]}`);
 }

@@ -35,6 +35,8 @@ export const METRIC = {
   stalledSessions: 'StalledSessions',
   /** Conversation messages journaled into a running turn. */
   messagesDelivered: 'MessagesDelivered',
+  /** Durable timers (a parked tool, an approval deadline) that came due and woke their session. */
+  timersWoken: 'TimersWoken',
   /** Chunks of streamed model text written for live followers (never journaled), and the writes that failed. */
   liveTextWrites: 'LiveTextWrites',
   liveTextWriteFailures: 'LiveTextWriteFailures',

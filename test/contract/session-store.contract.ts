@@ -963,6 +963,24 @@ export function describeSessionStoreContract(name: string, makeHarness: MakeHarn
         expect(record?.pendingVersion).toBe((before?.pendingVersion ?? 0) + 1);
       });
 
+      it('puts a steering turn at the head of the queue with a steer inbox item, in one write, when a turn is active', async () => {
+        // Arrange
+        const { store, key, now } = await idleConversation();
+        for (const id of ['turn-2', 'turn-3', 'turn-4']) await store.putTurn(key, turnOf(id, now));
+        const idleSteer = await enqueue(store, key, 'turn-2', now, { steer: true });
+        await enqueue(store, key, 'turn-3', now);
+
+        // Act
+        const steered = await enqueue(store, key, 'turn-4', now, { steer: true });
+
+        // Assert
+        expect(idleSteer).toMatchObject({ ok: true, queued: true, steered: false });
+        expect(steered).toMatchObject({ ok: true, queued: true, steered: true });
+        const record = await store.getSession(key);
+        expect(record?.turnQueue).toEqual(['turn-4', 'turn-2', 'turn-3']);
+        expect(record?.inbox).toEqual([{ kind: 'steer', id: 'steer:turn-4', turnId: 'turn-4' }]);
+      });
+
       it('treats the active turn and a turn with an outcome as accepted before', async () => {
         // Arrange
         const { store, key, now } = await idleConversation();

@@ -181,7 +181,12 @@ describe('the HTTP API served by the local stack', { timeout: 180_000 }, () => {
     // Act
     const cancel = await call('POST', `/sessions/${session.sessionId}/cancel`);
     const final = await settled(session.sessionId);
-    const again = await call('POST', `/sessions/${session.sessionId}/cancel`);
+    // Status reports the turn's outcome just before the owner's release ends the session: a
+    // cancel in between is still accepted, so wait for the release.
+    const again = await waitFor('a cancel after the release to be a conflict', async () => {
+      const r = await call('POST', `/sessions/${session.sessionId}/cancel`);
+      return r.status === 202 ? undefined : r;
+    });
 
     // Assert
     expect([cancel.status, cancel.json()]).toEqual([202, { sessionId: session.sessionId, result: 'requested' }]);

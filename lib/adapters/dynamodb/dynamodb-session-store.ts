@@ -11,6 +11,7 @@ import {
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { CorruptStateError, LeaseLostError, SeqTakenError } from '../../core/errors.ts';
 import { formatSessionKey, type SessionKey } from '../../core/ids.ts';
+import { steerItem } from '../../core/inbox.ts';
 import type { JournalEntry } from '../../core/journal.ts';
 import { SESSION_TABLE } from '../../core/resources.ts';
 import type { SessionSnapshot } from '../../core/snapshot.ts';
@@ -240,8 +241,14 @@ export class DynamoDbSessionStore implements SessionStore {
         `attribute_not_exists(${x.name('releaseAt')})`,
       );
       const sweepAt = x.name('sweepAt');
+      // A steering turn heads the queue, and its inbox item (same write) tells the owner to wind down.
+      const steered = request.steer === true && !idle && current.activeTurnId !== undefined;
+      const steer = steerItem(request.turnId);
+      const empty = x.value([]);
       const sets = [
-        `${queue} = list_append(if_not_exists(${queue}, ${x.value([])}), ${x.value([request.turnId])})`,
+        steered
+          ? `${queue} = list_append(${x.value([request.turnId])}, if_not_exists(${queue}, ${empty}))`
+          : `${queue} = list_append(if_not_exists(${queue}, ${empty}), ${x.value([request.turnId])})`,
         `${x.name('lastTurnId')} = ${x.value(request.turnId)}`,
         `${x.name('pendingVersion')} = ${x.name('pendingVersion')} + ${x.value(1)}`,
         `${x.name('updatedAt')} = ${x.value(request.now)}`,
@@ -251,6 +258,14 @@ export class DynamoDbSessionStore implements SessionStore {
           : `${sweepAt} = if_not_exists(${sweepAt}, ${x.value(request.sweepAt)})`,
       ];
       if (idle) sets.push(`${x.name('state')} = ${x.value(SessionState.queued)}`);
+      if (steered) {
+        const inbox = x.name('inbox');
+        const ids = x.name('inboxIds');
+        sets.push(
+          `${inbox} = list_append(if_not_exists(${inbox}, ${empty}), ${x.value([JSON.stringify(steer)])})`,
+          `${ids} = list_append(if_not_exists(${ids}, ${empty}), ${x.value([steer.id])})`,
+        );
+      }
       try {
         await this.#db.send(
           new TransactWriteCommand({
@@ -280,7 +295,7 @@ export class DynamoDbSessionStore implements SessionStore {
         continue;
       }
       const written = await this.getSession(key);
-      return { ok: true, record: written!, queued: true };
+      return { ok: true, record: written!, queued: true, steered };
     }
   }
 

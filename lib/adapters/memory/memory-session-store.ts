@@ -1,5 +1,6 @@
 import { CorruptStateError, LeaseLostError, SeqTakenError } from '../../core/errors.ts';
 import { formatSessionKey, type SessionKey } from '../../core/ids.ts';
+import { steerItem } from '../../core/inbox.ts';
 import type { JournalEntry } from '../../core/journal.ts';
 import type { SessionSnapshot } from '../../core/snapshot.ts';
 import { SessionState, TERMINAL_SESSION_STATES } from '../../core/vocabulary.ts';
@@ -262,9 +263,17 @@ export class MemorySessionStore implements SessionStore {
       if (decision === 'accepted-before') return { ok: true, record: record!, queued: false };
       if (decision !== 'enqueue') return { ok: false, reason: decision, current: record };
       const idle = old!.owner === undefined && record!.state === SessionState.idle;
+      const steered = request.steer === true && !idle && record!.activeTurnId !== undefined;
+      const steer = steerItem(request.turnId);
       const next: Item = {
         ...old,
-        turnQueue: [...record!.turnQueue, request.turnId],
+        turnQueue: steered ? [request.turnId, ...record!.turnQueue] : [...record!.turnQueue, request.turnId],
+        ...(steered
+          ? {
+              inbox: [...((old!.inbox as string[] | undefined) ?? []), JSON.stringify(steer)],
+              inboxIds: [...((old!.inboxIds as string[] | undefined) ?? []), steer.id],
+            }
+          : {}),
         lastTurnId: request.turnId,
         pendingVersion: Number(old!.pendingVersion) + 1,
         updatedAt: request.now,
@@ -273,7 +282,7 @@ export class MemorySessionStore implements SessionStore {
           : { sweepAt: old!.sweepAt ?? request.sweepAt, sweepShard: sweepShardAttr(key.id) }),
       };
       this.#setMeta(key, next);
-      return { ok: true, record: decodeSession(next, key), queued: true };
+      return { ok: true, record: decodeSession(next, key), queued: true, steered };
     });
   }
 

@@ -11,6 +11,7 @@ import { ttlSeconds } from '../deps.ts';
 import { FailpointCrash } from '../failpoints.ts';
 import { STEP_KINDS } from './journal-writer.ts';
 import type { KickOutcome, LegContext } from './leg-context.ts';
+import { waitUntil } from './timer-step.ts';
 import { endConversationTurn } from './turn-end.ts';
 
 /**
@@ -223,21 +224,7 @@ function resultMessage(
 
 /** Waits for a retry timer: a delayed kick wakes the session; the sweeper is the backstop. */
 export async function waitForRetry(leg: LegContext): Promise<KickOutcome | undefined> {
-  const now = leg.deps.clock.now();
-  const retryAt = leg.journal.view.retryAt ?? now;
-  const delayMs = Math.max(0, retryAt - leg.deps.clock.now());
-  await leg.deps.workQueue.sendKick(
-    {
-      v: 1,
-      session: leg.key,
-      reason: 'retry',
-      ...(delayMs > MAX_DELAY_SECONDS * 1000 ? { notBefore: retryAt } : {}),
-    },
-    { trace: leg.trace, delaySeconds: Math.min(MAX_DELAY_SECONDS, Math.ceil(delayMs / 1000)) },
-  );
-  // Due at retryAt: the delayed kick (rounded up to whole seconds) finds it due, and the sweeper
-  // wakes it at the same time should that kick be lost.
-  return (await releaseToWait(leg, retryAt)) ? 'waiting' : undefined;
+  return waitUntil(leg, leg.journal.view.retryAt ?? leg.deps.clock.now(), 'retry');
 }
 
 /**
@@ -335,7 +322,7 @@ export async function release(leg: LegContext, state: SessionState, sweepAt: num
  * looked: otherwise nothing would wake the session for it. Returns false when one did; the leg
  * then holds its lease still, renews again and goes on to handle the event.
  */
-async function releaseToWait(leg: LegContext, sweepAt: number | undefined): Promise<boolean> {
+export async function releaseToWait(leg: LegContext, sweepAt: number | undefined): Promise<boolean> {
   await leg.resources.closeAll();
   await leg.signals.stopHeartbeat();
   const seen = leg.signals.record.pendingVersion;

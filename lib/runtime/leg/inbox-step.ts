@@ -37,6 +37,11 @@ async function journalItem(leg: LegContext, item: InboxItem): Promise<void> {
         id: item.id,
       });
       return;
+    case 'steer':
+      // The turn winds down here, its partial work kept; the steering turn heads the queue.
+      await leg.journal.append('outcome', { status: 'superseded', error: `superseded by turn ${item.turnId}` });
+      leg.log.info('turn superseded by a steering turn', { by: item.turnId });
+      return;
     case 'resolve':
       await leg.journal.append('reconciled', {
         callId: item.callId,

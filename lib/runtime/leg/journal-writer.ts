@@ -86,11 +86,16 @@ export class JournalWriter {
     }
   }
 
-  /** The first write of a new owner: once it lands, a stale owner's next append collides. */
+  /**
+   * The first write of a new owner: once it lands, a stale owner's next append collides. It is
+   * stamped with the turn the record says is active — the journal's last turn is the previous
+   * one when this leg starts a new turn — so a per-turn stream shows the legs that ran it.
+   */
   async appendLegMarker(owner: string, reason: KickReason, trace: TraceContext): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.append('leg', { owner, reason, traceparent: formatTraceparent(trace) });
+        const turnId = this.signals.record.activeTurnId ?? this.#view.turnId;
+        await this.append('leg', { owner, reason, traceparent: formatTraceparent(trace) }, turnId);
         return;
       } catch (error) {
         if (!(error instanceof SeqTakenError) || attempt >= MARKER_ATTEMPTS) throw error;

@@ -9,7 +9,7 @@ import type { LegSpan } from '../../telemetry/telemetry.ts';
 import type { RuntimeDeps, RuntimeLogger } from '../deps.ts';
 import { LegResources } from '../leg-resources.ts';
 import { NOOP_LEG_SPAN, startLegSpan } from '../leg-tracing.ts';
-import { waitForHuman } from './approval-step.ts';
+import { denyExpiredApproval, waitForHuman } from './approval-step.ts';
 import { failUnjournaled, finish, publish, waitForRetry, yieldForBudget } from './hand-off.ts';
 import { deliverInbox } from './inbox-step.ts';
 import { refreshItemExpiry } from './item-expiry.ts';
@@ -20,6 +20,7 @@ import { modelStep } from './model-step.ts';
 import { cancelTasks, releasePending, releaseStep } from './release-step.ts';
 import { refuseOrphanTask } from './task-start-check.ts';
 import { isTaskCall, taskStep } from './task-step.ts';
+import { waitUntil, wakeTimer } from './timer-step.ts';
 import { reconcileStep, toolStep } from './tool-step.ts';
 import { finalOutcome, startTurn } from './turn-step.ts';
 
@@ -171,7 +172,15 @@ export class Leg implements LegContext {
         this.log.warn('once-only call in an unknown state: parked for a human', { callId: action.callId });
         return waitForHuman(this, 'parked call');
       case 'await-approval':
-        return waitForHuman(this, 'approval');
+        return waitForHuman(this, 'approval', action.wakeAt);
+      case 'approval-timeout':
+        await denyExpiredApproval(this, action.callId);
+        return undefined;
+      case 'wake':
+        await wakeTimer(this, action.call);
+        return undefined;
+      case 'wait-timer':
+        return waitUntil(this, action.wakeAt);
       case 'wait-retry':
         return waitForRetry(this);
       case 'finish':

@@ -1,8 +1,10 @@
 import type { AgentDefinition } from '../../agent/define-agent.ts';
+import { isParkRequest, wakeTime } from '../../agent/timer.ts';
 import { onceOnlyFitsLease } from '../../core/budget.ts';
 import { BatonError, errorMessage } from '../../core/errors.ts';
 import { type PendingCall, pendingCallKey } from '../../core/fold.ts';
 import { traceToolCall } from '../leg-tracing.ts';
+import { MAX_NOT_BEFORE_MS } from './acquire.ts';
 import { approvalGate, requestApprovals } from './approval-step.ts';
 import { fitsInBudget, waitForRetry, yieldForBudget } from './hand-off.ts';
 import type { KickOutcome, LegContext } from './leg-context.ts';
@@ -21,7 +23,7 @@ export async function toolStep(
 ): Promise<KickOutcome | undefined> {
   const gate = approvalGate(agent, leg.journal.view, calls);
   if (gate.request.length > 0) {
-    await requestApprovals(leg, gate.request);
+    await requestApprovals(leg, agent, gate.request);
     return undefined;
   }
   for (const { pending, reason } of gate.denied) {
@@ -29,7 +31,7 @@ export async function toolStep(
       callId: pending.call.id,
       tool: pending.call.name,
       ok: false,
-      error: `denied by a human: ${reason}`,
+      error: reason,
     });
   }
   if (gate.denied.length > 0) return undefined;
@@ -143,6 +145,18 @@ async function runTools(leg: LegContext, agent: AgentDefinition, calls: readonly
     const base = { callId: p.pending.call.id, tool: p.pending.call.name };
     if (!('tool' in p) || !p.tool) {
       await leg.journal.append('tool', { ...base, ok: false, error: p.error });
+    } else if (result.status === 'fulfilled' && isParkRequest(result.value)) {
+      // A durable timer: the result waits until wakeAt, with the lease released meanwhile.
+      const wake = wakeTime(result.value, deps.clock.now(), MAX_NOT_BEFORE_MS);
+      if ('error' in wake) await leg.journal.append('tool', { ...base, ok: false, error: wake.error });
+      else {
+        const { output } = result.value;
+        await leg.journal.append('timer', {
+          callId: base.callId,
+          wakeAt: wake.wakeAt,
+          ...(output === undefined ? {} : { output }),
+        });
+      }
     } else if (result.status === 'fulfilled') {
       await leg.journal.append('tool', { ...base, ok: true, output: result.value });
     } else if (signals.aborted && p.tool.effect !== 'once') {

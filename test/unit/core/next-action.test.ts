@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { foldJournal } from '../../../lib/core/fold.ts';
-import { decideNext, isCrashLoop } from '../../../lib/core/next-action.ts';
+import { decideNext, isCrashLoop, nextWakeAt } from '../../../lib/core/next-action.ts';
 import { journal, usage } from '../../fixtures/journal.ts';
 
 const NOW = 10_000;
@@ -34,5 +34,48 @@ describe("a leg's next action", () => {
     expect(isCrashLoop(open, true, 3, 3)).toBe(false);
     expect(isCrashLoop(open, false, 4, 3)).toBe(false);
     expect(isCrashLoop(done, true, 4, 3)).toBe(false);
+  });
+
+  it('parks on a durable timer until it is due, then journals its call’s result', () => {
+    const entries = journal()
+      .leg()
+      .add('input', { input: 'remind me' })
+      .add('model', {
+        toolCalls: [
+          { id: 'w1', name: 'wait', input: { seconds: 5 } },
+          { id: 'l1', name: 'lookup', input: {} },
+        ],
+        stopReason: 'tool_use',
+        usage,
+      })
+      .add('timer', { callId: 'w1', wakeAt: NOW + 5_000 });
+    const parked = foldJournal(entries.entries());
+    // The other call of the same model step runs; the timer's call waits.
+    expect(decideNext(parked, facts)).toMatchObject({ kind: 'tools', calls: [{ call: { id: 'l1' } }] });
+    entries.add('tool', { callId: 'l1', tool: 'lookup', ok: true, output: 1 });
+    const waiting = foldJournal(entries.entries());
+    expect(decideNext(waiting, facts)).toEqual({ kind: 'wait-timer', wakeAt: NOW + 5_000 });
+    expect(nextWakeAt(waiting)).toBe(NOW + 5_000);
+    expect(decideNext(waiting, { ...facts, now: NOW + 5_000 })).toMatchObject({
+      kind: 'wake',
+      call: { call: { id: 'w1' } },
+    });
+    expect(decideNext(waiting, { ...facts, cancelRequested: true })).toEqual({ kind: 'cancel' });
+  });
+
+  it('denies an undecided approval by default once its timeout passes, and not before', () => {
+    const entries = journal()
+      .leg()
+      .add('input', { input: 'pay' })
+      .add('model', { toolCalls: [{ id: 'p1', name: 'pay', input: {} }], stopReason: 'tool_use', usage })
+      .add('approval', { callId: 'p1', tool: 'pay', input: {}, expiresAt: NOW + 60_000 });
+    const waiting = foldJournal(entries.entries());
+    expect(decideNext(waiting, facts)).toEqual({ kind: 'await-approval', callIds: ['p1'], wakeAt: NOW + 60_000 });
+    expect(decideNext(waiting, { ...facts, now: NOW + 60_000 })).toEqual({ kind: 'approval-timeout', callId: 'p1' });
+    entries.add('decision', { callId: 'p1', approved: false, reason: 'approval timed out' });
+    const denied = foldJournal(entries.entries());
+    expect(denied.decisions.p1).toEqual({ approved: false, reason: 'approval timed out', byDefault: true });
+    expect(denied.approvalDeadlines).toEqual({});
+    expect(nextWakeAt(denied)).toBeUndefined();
   });
 });

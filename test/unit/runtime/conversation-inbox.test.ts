@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { MemoryTicketQueue } from '../../../lib/adapters/memory/memory-queues.ts';
+import { MemoryTicketQueue, type MemoryWorkQueue } from '../../../lib/adapters/memory/memory-queues.ts';
 import { defineAgent } from '../../../lib/agent/define-agent.ts';
 import { defineTool } from '../../../lib/agent/define-tool.ts';
 import { scriptedModel, toolResults } from '../../../lib/agent/scripted-model.ts';
@@ -16,7 +16,9 @@ import { drain, invocation, makeTestDeps, ticketBody } from '../../fixtures/runt
 const userTexts = (messages: readonly ChatMessage[]) =>
   messages.flatMap((m) => (m.role === 'user' ? m.content.flatMap((c) => (c.type === 'text' ? [c.text] : [])) : []));
 
-function payAgent(options: { onPay?: () => Promise<unknown>; reconcileUnknown?: boolean } = {}) {
+function payAgent(
+  options: { onPay?: () => Promise<unknown>; reconcileUnknown?: boolean; approvalTimeoutMs?: number } = {},
+) {
   let paid = 0;
   const pay = defineTool({
     name: 'pay',
@@ -25,6 +27,7 @@ function payAgent(options: { onPay?: () => Promise<unknown>; reconcileUnknown?: 
     effect: 'once',
     maxDurationMs: 200,
     requiresApproval: ({ amount }) => amount > 10,
+    approvalTimeoutMs: options.approvalTimeoutMs,
     run: async () => {
       await options.onPay?.();
       return { receipt: `R-${++paid}` };
@@ -162,5 +165,72 @@ describe('conversations: approvals, messages and parked calls', () => {
       { callId: 'p1', verdict: 'unknown' },
       { callId: 'p1', verdict: 'done', output: { receipt: 'R-manual' }, id: 'resolve:p1' },
     ]);
+  });
+
+  it('denies a call by default when its approval timeout passes with no decision, on a durable timer', async () => {
+    // Arrange
+    const { agent, paid } = payAgent({ approvalTimeoutMs: 3_600_000 });
+    const { deps, store, results, clock } = makeTestDeps([agent]);
+    const client = clientOf(deps);
+    const requestedAt = clock.now();
+    await acceptTicket(ticketBody('payer', 'T1', 'pay 50'), undefined, deps);
+    const key = { tenant: 'default', agent: 'payer', id: sessionOf('T1') };
+
+    // Act
+    await drain(deps);
+    const late = await client.approve(sessionOf('T1'), 'p1', { approved: true }).catch((e: unknown) => e);
+
+    // Assert
+    expect(paid()).toBe(0);
+    expect(clock.now()).toBeGreaterThanOrEqual(requestedAt + 3_600_000);
+    expect(results.bodies.map((r) => [r.status, r.output])).toEqual([
+      ['completed', '{"error":"denied by default: approval timed out"}'],
+    ]);
+    const decision = (await store.readJournal(key)).find((e) => e.kind === 'decision');
+    expect(decision?.data).toEqual({ callId: 'p1', approved: false, reason: 'approval timed out' });
+    expect(late).toMatchObject({ message: expect.stringContaining('no pending approval for call p1') });
+  });
+
+  it('shows the approval deadline as wakeAt and resumes when a human approves before it', async () => {
+    // Arrange
+    const { agent, paid } = payAgent({ approvalTimeoutMs: 3_600_000 });
+    const { deps, results, clock } = makeTestDeps([agent]);
+    const client = clientOf(deps);
+    await acceptTicket(ticketBody('payer', 'T2', 'pay 50'), undefined, deps);
+    const requestedAt = clock.now();
+    const queue = deps.workQueue as MemoryWorkQueue;
+    for (let ready = queue.receive(); ready.length > 0; ready = queue.receive())
+      for (const m of ready) await runKick(m.body, invocation(60_000, clock), deps);
+    const waiting = await client.status(sessionOf('T2'));
+
+    // Act
+    await client.approve(sessionOf('T2'), 'p1', { approved: true });
+    await drain(deps);
+
+    // Assert
+    expect(waiting?.wakeAt).toBe(new Date(requestedAt + 3_600_000).toISOString());
+    expect(paid()).toBe(1);
+    expect(results.bodies.map((r) => [r.status, r.output])).toEqual([['completed', '{"receipt":"R-1"}']]);
+  });
+
+  it('resumes a turn whose approval is answered days later', async () => {
+    // Arrange
+    const { agent, paid } = payAgent();
+    const { deps, results, clock } = makeTestDeps([agent], {
+      config: { leaseTtlMs: 1_500, reserveMs: 200, retentionDays: 30, sweepGraceMs: 1_500 },
+    });
+    const client = clientOf(deps);
+    await acceptTicket(ticketBody('payer', 'D1', 'pay 50'), undefined, deps);
+    await drain(deps);
+    clock.advance(3 * 24 * 3_600_000);
+
+    // Act
+    await client.approve(sessionOf('D1'), 'p1', { approved: true });
+    await drain(deps);
+
+    // Assert
+    expect(paid()).toBe(1);
+    expect(results.bodies.map((r) => [r.status, r.output])).toEqual([['completed', '{"receipt":"R-1"}']]);
+    expect((await client.status(sessionOf('D1')))?.status).toBe('idle');
   });
 });

@@ -79,6 +79,25 @@ describe('conversations', () => {
     ]);
   });
 
+  it('stamps the leg marker that starts a turn with that turn’s id, not the previous one’s', async () => {
+    // Arrange
+    const { deps, store, key, send } = await startConversation();
+
+    // Act
+    await send('T2', 'two');
+    await drain(deps);
+
+    // Assert
+    const journal = await store.readJournal(key);
+    const startT2 = journal.findIndex((e) => e.kind === 'input' && e.turnId === 'T2');
+    expect(journal[startT2 - 1]).toMatchObject({ kind: 'leg', turnId: 'T2' });
+    // Every leg marker carries the turn of the entries written after it.
+    journal.forEach((entry, i) => {
+      const next = journal[i + 1];
+      if (entry.kind === 'leg' && next && next.kind !== 'leg') expect(entry.turnId).toBe(next.turnId);
+    });
+  });
+
   it('takes a turn sent twice with the same id once', async () => {
     // Arrange
     const { deps, results, send } = await startConversation();
