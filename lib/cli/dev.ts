@@ -1,6 +1,7 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { agentsModuleFor } from '../local/agents-module.ts';
 import { waitForOutcome } from '../local/local-baton.ts';
 import { type LocalStackConfig, readLocalStackConfig } from '../local/local-config.ts';
 import {
@@ -44,9 +45,7 @@ export async function dev(args: string[], io: CommandIo): Promise<number> {
     },
   });
   const sample = values.submit === undefined ? undefined : readSample(values.submit);
-  const agentsModule = values.agents === undefined ? undefined : resolve(values.agents);
-  if (agentsModule !== undefined && !existsSync(agentsModule))
-    throw new Error(`--agents: ${agentsModule} does not exist (a module exporting agents = agentRegistry([...]))`);
+  const agentsModule = agentsModuleFor(values.agents);
   const workers = positiveNumber('--workers', values.workers) ?? DEFAULT_WORKERS;
   if (!Number.isInteger(workers)) throw new Error('--workers must be a whole number');
   const stateDir = io.connect.stateDir ?? DEFAULT_STATE_DIR;

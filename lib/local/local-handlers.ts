@@ -12,6 +12,7 @@ import type { FunctionConfig } from '../aws/function-config.ts';
 import { createIntakeHandler, createStepHandler, createSweeperHandler, type HandlerOptions } from '../aws/handlers.ts';
 import type { RuntimeClients } from '../aws/runtime-deps.ts';
 import { fileFailpoints } from '../runtime/failpoints.ts';
+import { EXAMPLE_AGENTS_URL } from './agents-module.ts';
 import { addAwsTraceHeaderShim } from './aws-trace-header-shim.ts';
 import { AGENTS_MODULE_ENV } from './worker-protocol.ts';
 
@@ -19,9 +20,8 @@ async function loadAgents(env: NodeJS.ProcessEnv): Promise<AgentRegistry> {
   const module = env[AGENTS_MODULE_ENV];
   if (module === undefined || module === '') {
     // The repository's example agents; an installed package has none and says so.
-    const url = new URL('../../examples/agents.ts', import.meta.url);
     try {
-      return ((await import(url.href)) as { agents: AgentRegistry }).agents;
+      return ((await import(EXAMPLE_AGENTS_URL.href)) as { agents: AgentRegistry }).agents;
     } catch {
       throw new Error(`no agents to host: set ${AGENTS_MODULE_ENV} (baton dev --agents ./path/agents.ts)`);
     }
