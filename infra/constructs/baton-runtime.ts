@@ -453,15 +453,17 @@ export class BatonRuntime extends Construct {
 
     const api = this.apiFunction.function;
     const { bySessionId, byTenant } = SESSION_TABLE.indexes;
-    // Status, events and cancel read the record, the turn and the journal, and bump the record;
-    // send puts a turn and queues it (a transaction that checks the turn), approve and resolve post to the inbox.
+    // Status, events, tasks, cancel and release read the record, the turn and the journal (tasks
+    // and release the children's too), and bump the record (release marks it, and cancels the
+    // children); send puts a turn and queues it (a transaction that checks the turn), approve and
+    // resolve post to the inbox.
     allow(
       api,
       ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem'],
       [tableArn],
     );
     allow(api, ['dynamodb:Query'], [`${tableArn}/index/${bySessionId.name}`, `${tableArn}/index/${byTenant.name}`]);
-    // Submit sends tickets; cancel sends a kick.
+    // Submit sends tickets; cancel and release send kicks (to the session and its children).
     allow(api, ['sqs:SendMessage'], sendTo([this.ticketsQueue, this.workQueue]));
     // A large ticket input is put in the bucket; offloaded journal entries are read back.
     payloads(api);

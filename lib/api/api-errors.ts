@@ -15,6 +15,8 @@ export const ApiErrorCode = {
   tooManyPending: 'too_many_pending',
   /** The session was released (`baton release`): it takes no further input. */
   released: 'released',
+  /** A release without cancel (`--no-cancel`) of a session whose tasks still run. */
+  tasksRunning: 'tasks_running',
   internal: 'internal',
 } as const;
 export type ApiErrorCode = (typeof ApiErrorCode)[keyof typeof ApiErrorCode];
@@ -32,6 +34,7 @@ export const API_ERROR_STATUS: Record<ApiErrorCode, number> = {
   stale_turn: 409,
   too_many_pending: 429,
   released: 409,
+  tasks_running: 409,
   internal: 500,
 };
 

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { SendMode } from '../client/baton-client.ts';
 import { NAME_PATTERN } from '../core/ids.ts';
 import { Ticket } from '../core/messages.ts';
+import { TaskStatus } from '../core/tasks.ts';
 import { EntryKind, OutcomeStatus, SessionState } from '../core/vocabulary.ts';
 import { ApiErrorCode } from './api-errors.ts';
 
@@ -169,6 +170,40 @@ export const ResolveBody = z
 export const DecisionResponse = z
   .object({ sessionId: z.string(), callId: z.string(), result: z.literal('posted') })
   .meta({ id: 'DecisionResponse' });
+
+/** One background task of a session (GET /sessions/{id}/tasks). */
+export const TaskView = z
+  .object({
+    taskId: z.string(),
+    sessionId: z.string(),
+    agent: z.string(),
+    description: z.string(),
+    status: z.enum(Object.values(TaskStatus) as [TaskStatus, ...TaskStatus[]]),
+    turnId: z.string(),
+    output: z.unknown().optional(),
+    error: z.string().optional(),
+  })
+  .meta({ id: 'Task' });
+
+export const TasksView = z.object({ sessionId: z.string(), tasks: z.array(TaskView) }).meta({ id: 'Tasks' });
+
+/** POST /sessions/{id}/release: as `baton release SESSION [--no-cancel] [--timeout-s S]`. */
+export const ReleaseBody = z
+  .object({
+    cancel: z.boolean().optional(),
+    timeoutS: z.number().min(0).max(3600).optional(),
+  })
+  .strict()
+  .meta({ id: 'ReleaseBody' });
+
+export const ReleaseView = z
+  .object({
+    sessionId: z.string(),
+    released: z.boolean(),
+    cancelled: z.array(z.string()),
+    stragglers: z.array(z.string()),
+  })
+  .meta({ id: 'ReleaseOutcome' });
 
 export const CancelResponse = z
   .object({ sessionId: z.string(), result: z.literal('requested') })

@@ -13,6 +13,8 @@ import {
   EventsQuery,
   ListQuery,
   ModelTextView,
+  ReleaseBody,
+  ReleaseView,
   ResolveBody,
   SendBody,
   SentView,
@@ -22,6 +24,7 @@ import {
   SessionStatusView,
   SubmitBody,
   Submitted,
+  TasksView,
 } from './api-schemas.ts';
 import { type Caller, canSee } from './caller.ts';
 import { defineRoute, type Route, type RouteContext } from './route.ts';
@@ -29,6 +32,8 @@ import { SSE_CONTENT_TYPE, sseEvent, sseRetry } from './sse.ts';
 
 /** Entries per events response; a longer journal streams over several rounds. */
 const EVENTS_PER_RESPONSE = 200;
+/** How long one release request waits for the release to be carried out: well inside the API's 30 s. */
+const RELEASE_WAIT_MS = 20_000;
 /** How soon an EventSource reconnects for the next round. */
 const EVENTS_RETRY_MS = 250;
 
@@ -66,6 +71,7 @@ const REFUSAL_CODES: Record<TurnRefusedError['reason'], ApiErrorCode> = {
   stale: 'stale_turn',
   full: 'too_many_pending',
   released: 'released',
+  'tasks-running': 'tasks_running',
 };
 
 /** Runs an input operation, answering a refusal with its own code rather than a bare 400. */
@@ -105,7 +111,7 @@ function eventsPosition(after: number | undefined, lastEventId: string | undefin
   return at(Number(match[1]), match[2] === undefined ? -1 : Number(match[2]));
 }
 
-/** The session operations. A new operation (tasks, release) is one more entry. */
+/** The session operations. A new operation is one more entry. */
 export const SESSION_ROUTES: readonly Route[] = [
   defineRoute({
     method: 'POST',
@@ -284,6 +290,41 @@ export const SESSION_ROUTES: readonly Route[] = [
         context.services.client.resolve(record.key.id, callId, { done, ...(output !== undefined ? { output } : {}) }),
       );
       return { status: 202, json: { sessionId: record.key.id, callId, result: 'posted' } };
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/sessions/{id}/tasks',
+    operationId: 'sessionTasks',
+    summary: "A session's background tasks, with each one's status read now (and its result or error)",
+    params: SessionIdParams,
+    responses: { 200: { description: 'the tasks, oldest first', schema: TasksView }, ...errors },
+    async handle(context) {
+      const record = await visibleSession(context);
+      const tasks = await refusalsAsErrors(() => context.services.client.tasks(record.key.id));
+      return { status: 200, json: { sessionId: record.key.id, tasks } };
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/sessions/{id}/release',
+    operationId: 'releaseSession',
+    summary:
+      'Release a session: cancel its running tasks (unless `cancel` is false, which refuses while tasks run), wait for them up to `timeoutS` (default 30), record the rest failed, and refuse new work. One request waits up to 20 s: `released: false` means not carried out yet, and the same release may be asked for again.',
+    params: SessionIdParams,
+    body: ReleaseBody,
+    responses: {
+      200: { description: 'the release’s outcome', schema: ReleaseView },
+      409: { description: 'tasks still run and `cancel` is false', schema: ErrorBody },
+      ...errors,
+    },
+    async handle(context) {
+      const record = await visibleSession(context);
+      const { cancel, timeoutS } = context.body;
+      const outcome = await refusalsAsErrors(() =>
+        context.services.client.release(record.key.id, { cancel, timeoutS, waitMs: RELEASE_WAIT_MS }),
+      );
+      return { status: 200, json: outcome };
     },
   }),
 ];

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { BatonTransport } from '../client/baton-client.ts';
-import { type BatonClient, SendMode } from '../client/baton-client.ts';
+import { SendMode } from '../client/baton-client.ts';
 import { HttpBatonClient } from '../client/http-baton-client.ts';
 import { SessionState } from '../core/vocabulary.ts';
 import { type ConnectOptions, clientFor, resolveTarget } from './connect.ts';
@@ -17,12 +17,6 @@ export interface CommandIo {
 /** The API when `--api URL` is given, otherwise the store and queues of the target stack. */
 const client = async (io: CommandIo): Promise<BatonTransport> =>
   io.connect.api ? new HttpBatonClient({ baseUrl: io.connect.api }) : clientFor(await resolveTarget(io.connect));
-
-/** Background tasks and release reach the store directly; the HTTP API has no routes for them yet. */
-const storeClient = async (io: CommandIo, command: string): Promise<BatonClient> => {
-  if (io.connect.api) throw new Error(`baton ${command} talks to the store directly; --api does not serve it yet`);
-  return clientFor(await resolveTarget(io.connect));
-};
 
 async function readInput(
   values: { input?: string | undefined; file?: string | undefined },
@@ -271,11 +265,11 @@ export async function resolve(args: string[], io: CommandIo): Promise<number> {
   return 0;
 }
 
-/** `baton tasks SESSION`: a session's background tasks, with status read now from the store. */
+/** `baton tasks SESSION`: a session's background tasks, with status read now. */
 export async function tasks(args: string[], io: CommandIo): Promise<number> {
   const sessionId = args.find((a) => !a.startsWith('-'));
   if (!sessionId) throw new Error('usage: baton tasks SESSION');
-  const found = await (await storeClient(io, 'tasks')).tasks(sessionId);
+  const found = await (await client(io)).tasks(sessionId);
   if (io.json) {
     for (const t of found) io.out(JSON.stringify(t));
     return 0;
@@ -301,7 +295,7 @@ export async function release(args: string[], io: CommandIo): Promise<number> {
   const timeoutS = values['timeout-s'] === undefined ? undefined : Number(values['timeout-s']);
   if (timeoutS !== undefined && !(Number.isFinite(timeoutS) && timeoutS >= 0))
     throw new Error(`--timeout-s must be a number of seconds, 0 or more, got '${values['timeout-s']}'`);
-  const outcome = await (await storeClient(io, 'release')).release(sessionId, {
+  const outcome = await (await client(io)).release(sessionId, {
     cancel: values['no-cancel'] !== true,
     timeoutS,
   });

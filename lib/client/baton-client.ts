@@ -118,6 +118,11 @@ export interface ReleaseOptions {
   readonly cancel?: boolean | undefined;
   /** How long the release waits for cancelled tasks before recording them failed (default 30 s). */
   readonly timeoutS?: number | undefined;
+  /**
+   * How long this call waits for the release to be carried out (default: its bound and a grace);
+   * past it the outcome says `released: false` and the same release may be asked for again.
+   */
+  readonly waitMs?: number | undefined;
 }
 
 export interface ReleaseOutcome {
@@ -133,7 +138,7 @@ export interface ReleaseOutcome {
 /** A release's bound unless told otherwise. */
 export const DEFAULT_RELEASE_TIMEOUT_S = 30;
 /** How long after its bound a release waits for the session's holder to journal it. */
-const RELEASE_GRACE_MS = 60_000;
+export const RELEASE_GRACE_MS = 60_000;
 
 /** One journal entry as a stream event; `cursor` resumes the stream after it. */
 export interface SessionEvent {
@@ -248,6 +253,10 @@ export interface BatonTransport {
   approve(sessionId: string, callId: string, decision: { approved: boolean; reason?: string }): Promise<void>;
   /** An operator's verdict on a parked once-only call. */
   resolve(sessionId: string, callId: string, verdict: { done: boolean; output?: unknown }): Promise<void>;
+  /** A session's background tasks with their status read now. */
+  tasks(sessionId: string): Promise<TaskInfo[]>;
+  /** Cancels a session's running tasks, waits for them up to the bound, and refuses it new work. */
+  release(sessionId: string, options?: ReleaseOptions): Promise<ReleaseOutcome>;
 }
 
 /** Rows shown when a list request names no limit. */
@@ -535,21 +544,23 @@ export class BatonClient implements BatonTransport {
     if (options.cancel === false && record.releaseRequested === undefined) {
       const running = (await this.tasks(sessionId)).filter((t) => t.status === TaskStatus.running);
       if (running.length > 0)
-        throw new InvalidInputError(
+        throw new TurnRefusedError(
+          'tasks-running',
           `session ${sessionId} has ${running.length} running task(s) (${running.map((t) => t.taskId).join(', ')}): release without --no-cancel, or wait for them`,
         );
     }
-    if (TERMINAL_SESSION_STATES.includes(record.state)) return this.#releaseEnded(record, timeoutMs);
     const now = this.deps.clock.now();
+    const waitUntil = now + (options.waitMs ?? Number.POSITIVE_INFINITY);
+    if (TERMINAL_SESSION_STATES.includes(record.state)) return this.#releaseEnded(record, timeoutMs, waitUntil);
     const bumped = await this.deps.store.bump(record.key, { now, release: { timeoutMs }, sweepAt: now + 1_000 });
     if (!bumped.ok) {
       const current = bumped.current ?? record;
-      if (bumped.reason === 'finished') return this.#releaseEnded(current, timeoutMs);
+      if (bumped.reason === 'finished') return this.#releaseEnded(current, timeoutMs, waitUntil);
       throw new TurnRefusedError('not-found', `session ${sessionId} not found`);
     }
     await this.#wake(record);
     const mark = bumped.record.releaseRequested!;
-    const deadline = mark.at + mark.timeoutMs + RELEASE_GRACE_MS;
+    const deadline = Math.min(mark.at + mark.timeoutMs + RELEASE_GRACE_MS, waitUntil);
     let after = 0;
     for (;;) {
       const entries = await this.deps.store.readJournal(record.key, after);
@@ -564,15 +575,17 @@ export class BatonClient implements BatonTransport {
 
   /**
    * A session that has ended has no holder to carry a release out: its tasks are cancelled from
-   * here (a child's own cancel cascades to its tasks) and waited for up to the bound.
+   * here (a child's own cancel cascades to its tasks) and waited for up to the bound. Stopped
+   * earlier by the caller's wait, with tasks still running, it is not released yet.
    */
-  async #releaseEnded(record: SessionRecord, timeoutMs: number): Promise<ReleaseOutcome> {
+  async #releaseEnded(record: SessionRecord, timeoutMs: number, waitUntil: number): Promise<ReleaseOutcome> {
     const ledger = taskLedger(await this.deps.store.readJournal(record.key));
     const running = (await readTaskLines(this.deps.store, record.key, ledger.tasks)).filter(
       (t) => t.status === TaskStatus.running,
     );
     await Promise.all(running.map((t) => cancelChild(this.deps, childKey(record.key, t), record.traceId)));
-    const deadline = this.deps.clock.now() + timeoutMs;
+    const bound = this.deps.clock.now() + timeoutMs;
+    const deadline = Math.min(bound, waitUntil);
     let left = running;
     while (left.length > 0 && this.deps.clock.now() < deadline) {
       await this.deps.clock.sleep(200);
@@ -580,7 +593,7 @@ export class BatonClient implements BatonTransport {
     }
     return {
       sessionId: record.key.id,
-      released: true,
+      released: left.length === 0 || deadline === bound,
       cancelled: running.map((t) => t.taskId),
       stragglers: left.map((t) => t.taskId),
     };

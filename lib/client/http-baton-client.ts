@@ -1,19 +1,24 @@
 import { parseSse } from '../api/sse.ts';
 import { TurnRefusedError } from '../core/errors.ts';
-import type {
-  BatonTransport,
-  CancelResult,
-  EventsOptions,
-  FollowEvent,
-  ModelTextEvent,
-  SendOptions,
-  Sent,
-  SessionEvent,
-  SessionListPage,
-  SessionListQuery,
-  SessionStatus,
-  SubmitRequest,
-  Submitted,
+import {
+  type BatonTransport,
+  type CancelResult,
+  DEFAULT_RELEASE_TIMEOUT_S,
+  type EventsOptions,
+  type FollowEvent,
+  type ModelTextEvent,
+  RELEASE_GRACE_MS,
+  type ReleaseOptions,
+  type ReleaseOutcome,
+  type SendOptions,
+  type Sent,
+  type SessionEvent,
+  type SessionListPage,
+  type SessionListQuery,
+  type SessionStatus,
+  type SubmitRequest,
+  type Submitted,
+  type TaskInfo,
 } from './baton-client.ts';
 import { functionUrlRegion, sigv4Fetch } from './sigv4-fetch.ts';
 
@@ -46,7 +51,11 @@ const REFUSALS: Readonly<Record<string, TurnRefusedError['reason']>> = {
   stale_turn: 'stale',
   too_many_pending: 'full',
   released: 'released',
+  tasks_running: 'tasks-running',
 };
+
+/** The pause before a release not yet carried out is asked for again. */
+const RELEASE_RETRY_MS = 1_000;
 
 /** How long one events request may wait for news when following (the API caps it at 25 s). */
 const FOLLOW_WAIT_MS = 20_000;
@@ -132,6 +141,31 @@ export class HttpBatonClient implements BatonTransport {
 
   async resolve(sessionId: string, callId: string, verdict: { done: boolean; output?: unknown }): Promise<void> {
     await this.#refusable(`/sessions/${encodeURIComponent(sessionId)}/resolve`, { callId, ...verdict });
+  }
+
+  async tasks(sessionId: string): Promise<TaskInfo[]> {
+    const answer = await this.#call('GET', `/sessions/${encodeURIComponent(sessionId)}/tasks`, undefined, [404]);
+    if (answer.status === 404) throw new TurnRefusedError('not-found', `session ${sessionId} not found`);
+    return (answer.json as { tasks: TaskInfo[] }).tasks;
+  }
+
+  /**
+   * One request waits up to 20 s; while the release is not carried out, it is asked for again (the
+   * first mark stands, so each request waits for the same release) until its bound and a grace.
+   */
+  async release(sessionId: string, options: ReleaseOptions = {}): Promise<ReleaseOutcome> {
+    const path = `/sessions/${encodeURIComponent(sessionId)}/release`;
+    const body = { cancel: options.cancel, timeoutS: options.timeoutS };
+    const timeoutMs = (options.timeoutS ?? DEFAULT_RELEASE_TIMEOUT_S) * 1000;
+    const deadline = Date.now() + (options.waitMs ?? timeoutMs + RELEASE_GRACE_MS);
+    const cancelled = new Set<string>();
+    for (;;) {
+      const outcome = (await this.#refusable(path, body)) as ReleaseOutcome;
+      for (const taskId of outcome.cancelled) cancelled.add(taskId);
+      if (outcome.released || Date.now() >= deadline) return { ...outcome, cancelled: [...cancelled] };
+      // A request that answered early (the holder's own bound has passed) is not repeated at once.
+      await new Promise((resolve) => setTimeout(resolve, RELEASE_RETRY_MS));
+    }
   }
 
   /** A POST whose refusals come back as TurnRefusedError, as from the store-backed client. */

@@ -104,10 +104,13 @@ export class StepError extends BatonError {
 export const errorMessage = (error: unknown): string =>
   error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 
-/** A further turn the session cannot take: not found, finished, one-shot, a stale view, or too many pending. */
+/**
+ * An input or operation the session refuses: not found, finished, one-shot, a stale view, too many
+ * pending, released, or (a release with `--no-cancel`) tasks still running.
+ */
 export class TurnRefusedError extends InvalidInputError {
   constructor(
-    readonly reason: 'not-found' | 'finished' | 'one-shot' | 'stale' | 'full' | 'released',
+    readonly reason: 'not-found' | 'finished' | 'one-shot' | 'stale' | 'full' | 'released' | 'tasks-running',
     message: string,
   ) {
     super(message);

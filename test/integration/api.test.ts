@@ -283,6 +283,49 @@ describe('the HTTP API served by the local stack', { timeout: 180_000 }, () => {
     expect((toOneShot as TurnRefusedError).reason).toBe('one-shot');
   });
 
+  it('lists tasks and releases a session over HTTP, for the caller’s tenants only, refusing a release without cancel while tasks run, and the CLI does both with --api', async () => {
+    // Arrange: a dispatcher of one tenant with a long task running and a quick one done.
+    const tenant = `rel${Date.now().toString(36)}`;
+    const http = new HttpBatonClient({ baseUrl: api, headers: { 'x-baton-tenants': tenant } });
+    const stranger = { 'x-baton-tenants': `other${Date.now().toString(36)}` };
+    const long = { agent: 'long-haul', input: { steps: 100, stepMs: 500, payloadBytes: 16 }, description: 'long' };
+    const quick = { agent: 'support-desk', input: { text: 'hi' }, description: 'quick' };
+    const { sessionId } = await http.submit({ agent: 'dispatcher', input: { tasks: [long, quick] }, tenant });
+    const running = await waitFor('the quick task done while the long one runs', async () => {
+      const tasks = await http.tasks(sessionId).catch(() => undefined);
+      const status = (description: string) => tasks?.find((task) => task.description === description)?.status;
+      return status('quick') === 'completed' && status('long') === 'running' ? tasks : undefined;
+    });
+    const longId = running.find((task) => task.description === 'long')?.taskId;
+
+    // Act
+    const strangerTasks = await call('GET', `/sessions/${sessionId}/tasks`, { headers: stranger });
+    const strangerRelease = await call('POST', `/sessions/${sessionId}/release`, { body: {}, headers: stranger });
+    const badTimeout = await call('POST', `/sessions/${sessionId}/release`, { body: { timeoutS: -1 } });
+    const lines: string[] = [];
+    const refused = await main(['--api', api, 'release', sessionId, '--no-cancel'], (line) => lines.push(line)).catch(
+      (error: unknown) => error,
+    );
+    const released = await main(['--api', api, '--json', 'release', sessionId, '--timeout-s', '20'], (line) =>
+      lines.push(line),
+    );
+    const listed = await main(['--api', api, '--json', 'tasks', sessionId], (line) => lines.push(line));
+
+    // Assert
+    expect([strangerTasks.status, strangerRelease.status]).toEqual([404, 404]);
+    expect([badTimeout.status, badTimeout.json().error.code]).toEqual([400, 'invalid_request']);
+    expect(refused).toBeInstanceOf(TurnRefusedError);
+    expect((refused as TurnRefusedError).reason).toBe('tasks-running');
+    expect(released).toBe(0);
+    const json = lines.filter((line) => line.startsWith('{')).map((line) => JSON.parse(line));
+    expect(json[0]).toEqual({ sessionId, released: true, cancelled: [longId], stragglers: [] });
+    expect(listed).toBe(0);
+    expect(json.slice(1).map((task) => [task.description, task.status])).toEqual([
+      ['long', 'cancelled'],
+      ['quick', 'completed'],
+    ]);
+  });
+
   it('serves an OpenAPI 3.1 document generated from the same schemas as the queues', async () => {
     // Act
     const document = (await call('GET', '/openapi.json')).json();
@@ -298,6 +341,8 @@ describe('the HTTP API served by the local stack', { timeout: 180_000 }, () => {
         '/sessions/{id}/send',
         '/sessions/{id}/approve',
         '/sessions/{id}/resolve',
+        '/sessions/{id}/tasks',
+        '/sessions/{id}/release',
       ]),
     );
     const submit = document.paths['/sessions'].post;
