@@ -181,7 +181,7 @@ export async function runChaos(options: ChaosOptions, hooks: ChaosRunHooks = {})
         lastProgress = Date.now();
         const stats = monkey.stats();
         log(
-          `${Math.round((Date.now() - started) / 1000)} s: ${finished.size}/${tickets.length} finished; kills ${stats.kills}, pauses ${stats.pauses}`,
+          `${Math.round((Date.now() - started) / 1000)} s: ${tickets.filter((t) => finished.has(t.ticketId)).length}/${tickets.length} tickets finished; kills ${stats.kills}, pauses ${stats.pauses}`,
         );
       }
     }
