@@ -20,6 +20,8 @@ export interface ChaosOptions {
   readonly longHaulStepMs: number;
   /** Share of the tickets that are dispatchers fanning out to two background tasks. */
   readonly delegateShare: number;
+  /** Share of the tickets that are support-desk conversations (turns sent, a message injected, a refund approved). */
+  readonly conversationShare: number;
   /** Tickets sent per second (0: all at once). */
   readonly submitPerSecond: number;
   readonly leaseTtlMs: number;
@@ -57,6 +59,7 @@ export const DEFAULT_CHAOS_OPTIONS: ChaosOptions = {
   longHaulSteps: 60,
   longHaulStepMs: 100,
   delegateShare: 0.1,
+  conversationShare: 0.1,
   submitPerSecond: 0,
   leaseTtlMs: 3_000,
   sweepIntervalMs: 500,
@@ -70,7 +73,7 @@ export const DEFAULT_CHAOS_OPTIONS: ChaosOptions = {
 
 export const CHAOS_USAGE = `baton chaos [--tickets N] [--workers W] [--kill-every S] [--pause-every S] [--pause-for S]
             [--failpoint-every S] [--faults SPEC|none] [--long-haul-share F] [--long-haul-steps N] [--delegate-share F]
-            [--step-ms MS] [--submit-rate PER_S] [--lease-ttl-ms MS] [--sweep-interval-ms MS]
+            [--conversation-share F] [--step-ms MS] [--submit-rate PER_S] [--lease-ttl-ms MS] [--sweep-interval-ms MS]
             [--reserve-ms MS] [--timeout-s S] [--visibility-s S] [--latency-scale F]
             [--failure-rate F] [--quiesce-timeout S]`;
 
@@ -101,6 +104,7 @@ export function parseChaosArgs(args: readonly string[], stateDir?: string): Chao
       faults: { type: 'string' },
       'long-haul-share': { type: 'string' },
       'delegate-share': { type: 'string' },
+      'conversation-share': { type: 'string' },
       'long-haul-steps': { type: 'string' },
       'step-ms': { type: 'string' },
       'submit-rate': { type: 'string' },
@@ -133,6 +137,7 @@ export function parseChaosArgs(args: readonly string[], stateDir?: string): Chao
     longHaulShare: number('--long-haul-share', values['long-haul-share'], 0, 1) ?? d.longHaulShare,
     longHaulSteps: number('--long-haul-steps', values['long-haul-steps'], 1) ?? d.longHaulSteps,
     delegateShare: number('--delegate-share', values['delegate-share'], 0, 1) ?? d.delegateShare,
+    conversationShare: number('--conversation-share', values['conversation-share'], 0, 1) ?? d.conversationShare,
     longHaulStepMs: number('--step-ms', values['step-ms'], 0, 1_000) ?? d.longHaulStepMs,
     submitPerSecond: number('--submit-rate', values['submit-rate'], 0) ?? d.submitPerSecond,
     leaseTtlMs: number('--lease-ttl-ms', values['lease-ttl-ms'], 100) ?? d.leaseTtlMs,

@@ -19,11 +19,12 @@ import { systemClock } from '../ports/clock.ts';
 import { readFailpointLog, startChaosMonkey } from './chaos-monkey.ts';
 import type { ChaosOptions } from './chaos-options.ts';
 import type { PublishedResult, RawSession, SubmittedTicket } from './chaos-snapshot.ts';
+import { CONVERSATION_AGENT, driveConversation } from './conversation-driver.ts';
 import type { ChaosReport } from './figure-table.ts';
 import { checkInvariants, type Violation } from './invariant-checker.ts';
 import { drainResults, readLedgerFile, readSessions } from './snapshot-reader.ts';
 
-/** The two example agents the run mixes: every effect kind (pure, once-only) and multi-leg jobs. */
+/** The example agents the run mixes: every effect kind (pure, once-only) and multi-leg jobs. */
 const ORDER_AGENT = 'order-investigator';
 const LONG_HAUL_AGENT = 'long-haul';
 /** Fans out to a long-haul job and an order investigation in the background. */
@@ -153,8 +154,26 @@ export async function runChaos(options: ChaosOptions, hooks: ChaosRunHooks = {})
         submitted = true;
       },
     );
-    const allDone = () => submitted && tickets.every((t) => finished.has(t.ticketId));
     const deadline = Date.now() + options.quiesceTimeoutMs;
+    let conversing = true;
+    const conversations = Promise.all(
+      tickets.map((ticket, i) =>
+        ticket.conversation
+          ? driveConversation(ticket, i, {
+              client,
+              finished,
+              stopped: () => submitError !== undefined || Date.now() >= deadline || hooks.signal?.aborted === true,
+              log,
+            })
+          : undefined,
+      ),
+    ).finally(() => {
+      conversing = false;
+    });
+    const allDone = () =>
+      submitted &&
+      !conversing &&
+      tickets.every((t) => finished.has(t.ticketId) && (t.conversation?.turns ?? []).every((id) => finished.has(id)));
     let lastProgress = Date.now();
     while (!allDone() && submitError === undefined && Date.now() < deadline && !hooks.signal?.aborted) {
       await systemClock.sleep(500);
@@ -162,12 +181,13 @@ export async function runChaos(options: ChaosOptions, hooks: ChaosRunHooks = {})
         lastProgress = Date.now();
         const stats = monkey.stats();
         log(
-          `${Math.round((Date.now() - started) / 1000)} s: ${finished.size}/${tickets.length} finished; kills ${stats.kills}, pauses ${stats.pauses}`,
+          `${Math.round((Date.now() - started) / 1000)} s: ${tickets.filter((t) => finished.has(t.ticketId)).length}/${tickets.length} tickets finished; kills ${stats.kills}, pauses ${stats.pauses}`,
         );
       }
     }
     stopMonkey();
     await submission;
+    await conversations;
     if (submitError !== undefined) throw submitError;
     // Let stragglers settle with no more chaos: resumed stale owners fail their writes, the
     // sweeper covers any lease left behind, late duplicates are dropped.
@@ -241,9 +261,18 @@ function planTickets(options: ChaosOptions, runId: string): SubmittedTicket[] {
     // A low-discrepancy sequence spreads long-haul jobs evenly through the run.
     const longHaul = ((i + 1) * 0.6180339887) % 1 < options.longHaulShare;
     const delegating = !longHaul && ((i + 1) * 0.7548776662) % 1 < options.delegateShare;
-    const agent = longHaul ? LONG_HAUL_AGENT : delegating ? DISPATCHER_AGENT : ORDER_AGENT;
+    const conversing = !longHaul && !delegating && ((i + 1) * 0.4142135624) % 1 < options.conversationShare;
+    const agent = longHaul
+      ? LONG_HAUL_AGENT
+      : delegating
+        ? DISPATCHER_AGENT
+        : conversing
+          ? CONVERSATION_AGENT
+          : ORDER_AGENT;
     const ticketId = `chaos-${runId}-${i}`;
-    return { ticketId, tenant: DEFAULT_TENANT, agent, sessionId: deriveSessionId(DEFAULT_TENANT, agent, ticketId) };
+    const sessionId = deriveSessionId(DEFAULT_TENANT, agent, ticketId);
+    const conversation = conversing ? { turns: [], injected: [], unsent: [] } : undefined;
+    return { ticketId, tenant: DEFAULT_TENANT, agent, sessionId, ...(conversation ? { conversation } : {}) };
   });
 }
 
@@ -283,7 +312,9 @@ async function submitTickets(
             ...(i % 2 === 0 ? { answerBytes: LARGE_ANSWER_BYTES } : {}),
             ...(i % 4 === 1 ? { note: '.'.repeat(LARGE_INPUT_BYTES) } : {}),
           }
-        : { orderId: `O-${runId}-${i}`, complaint: 'My parcel never arrived.' };
+        : ticket.agent === CONVERSATION_AGENT
+          ? { text: 'hello' }
+          : { orderId: `O-${runId}-${i}`, complaint: 'My parcel never arrived.' };
   const gapMs = options.submitPerSecond > 0 ? 1000 / options.submitPerSecond : 0;
   const began = Date.now();
   let next = 0;

@@ -10,6 +10,20 @@ export interface SubmittedTicket {
   readonly tenant: string;
   readonly agent: string;
   readonly sessionId: string;
+  /** A conversation ticket: what the runner sent after the first turn, filled in as it sends. */
+  readonly conversation?: ConversationLog | undefined;
+}
+
+/** What the runner sent to a conversation after its first turn (the ticket), in order. */
+export interface ConversationLog {
+  /** Further turn ids, in the order sent (a message whose turn had ended is sent as a turn). */
+  readonly turns: string[];
+  /** Messages injected into a running turn, by id. */
+  readonly injected: string[];
+  /** The turn that asks for a refund (one once-only refund once approved). */
+  refundTurnId?: string | undefined;
+  /** What the runner planned and could not send (the run ended or a send failed). */
+  readonly unsent: string[];
 }
 
 /** One journal item, as stored. `data` is undefined when it lives in the blob store. */

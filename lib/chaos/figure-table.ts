@@ -31,7 +31,10 @@ export function formatFigureTable(report: ChaosReport): string {
   const f = report.figures;
   const count = (invariant: string) => report.violations.filter((v) => v.invariant === invariant).length;
   const rows: Array<[string, string]> = [
-    ['tickets', `${f.tickets} (completed ${f.completed}, failed ${f.failed}, cancelled ${f.cancelled})`],
+    [
+      'tickets (their turns: completed, failed, cancelled)',
+      `${f.tickets} (completed ${f.completed}, failed ${f.failed}, cancelled ${f.cancelled})`,
+    ],
     ['wall time', `${(report.wallTimeMs / 1000).toFixed(1)} s`],
     ['worker kills (SIGKILL from outside)', String(report.kills.external)],
     ['kills at named crash points', `${sum(report.kills.crashPoints)} (${list(report.kills.crashPoints)})`],
@@ -46,6 +49,10 @@ export function formatFigureTable(report: ChaosReport): string {
     ['acquires that died before their leg marker', String(f.unmarkedLegs)],
     ['turns failed as honest crash loops', String(f.crashLoops)],
     ['steps journaled', String(f.steps)],
+    [
+      'conversations (further turns, injected messages; out of order, refund not once)',
+      `${f.conversations} (${f.conversationTurns}, ${f.injectedMessages}; ${count('turn-order')}, ${count('refund-once')})`,
+    ],
     ['background tasks (lost, duplicated)', `${f.tasks} (${count('lost-task')}, ${count('duplicate-task')})`],
     ['once-only calls executed', `${f.onceOnlyCalls} (reconciled after a crash: ${f.reconciled})`],
     ['result messages (at least once)', String(f.resultMessages)],

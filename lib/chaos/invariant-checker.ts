@@ -28,6 +28,10 @@ export const Invariant = {
   lostTask: 'lost-task',
   /** A task's session that its parent's journal does not list (a start that ran twice). */
   duplicateTask: 'duplicate-task',
+  /** A conversation's turns that did not run in the order sent (a turn began before the one before it ended). */
+  turnOrder: 'turn-order',
+  /** A conversation's approved refund that did not run exactly once. */
+  refundOnce: 'refund-once',
 } as const;
 export type Invariant = (typeof Invariant)[keyof typeof Invariant];
 
@@ -67,6 +71,10 @@ export interface ChaosFigures {
   readonly unmarkedLegs: number;
   /** Background tasks (child sessions) the delegating tickets started. */
   readonly tasks: number;
+  /** Conversation tickets, the further turns sent to them, and the messages injected into running turns. */
+  readonly conversations: number;
+  readonly conversationTurns: number;
+  readonly injectedMessages: number;
 }
 
 export interface CheckOptions {
@@ -105,12 +113,15 @@ export function checkInvariants(
     resultsByTurn.set(id, (resultsByTurn.get(id) ?? new Set()).add(result.status));
   }
 
-  for (const ticket of snapshot.tickets) {
+  // Every ticket's turn, and every further turn the runner sent to a conversation.
+  const turnsToCheck = snapshot.tickets.flatMap((ticket) =>
+    [ticket.ticketId, ...(ticket.conversation?.turns ?? [])].map((turnId) => ({ ticket, turnId })),
+  );
+  for (const { ticket, turnId } of turnsToCheck) {
     const session = snapshot.sessions.get(ticket.sessionId);
-    const turnId = ticket.ticketId;
     if (!session?.record) {
       lost++;
-      add(Invariant.lost, ticket.sessionId, `ticket ${ticket.ticketId}: no session record`);
+      add(Invariant.lost, ticket.sessionId, `ticket ${ticket.ticketId}, turn ${turnId}: no session record`);
       continue;
     }
     const turn = session.turns.find((t) => t.turnId === turnId);
@@ -121,7 +132,7 @@ export function checkInvariants(
       add(
         Invariant.lost,
         ticket.sessionId,
-        `ticket ${ticket.ticketId}: no outcome (state ${state}, owner ${owner ?? 'none'}, lease until ${until ?? '-'})`,
+        `ticket ${ticket.ticketId}, turn ${turnId}: no outcome (state ${state}, owner ${owner ?? 'none'}, lease until ${until ?? '-'})`,
       );
       continue;
     }
@@ -222,6 +233,8 @@ export function checkInvariants(
   }
 
   const tasks = checkTasks(snapshot, add);
+  const conversationFigures = checkConversations(snapshot, add);
+  lost += conversationFigures.lost;
 
   const onceCalls = snapshot.ledger.filter((l) => l.effect === 'once' && isEffect(l));
   const refusedCalls = snapshot.ledger.filter((l) => l.effect === 'once' && l.operation.startsWith(REFUSED));
@@ -271,6 +284,9 @@ export function checkInvariants(
       crashLoops,
       unmarkedLegs,
       tasks,
+      conversations: conversationFigures.conversations,
+      conversationTurns: conversationFigures.turns,
+      injectedMessages: conversationFigures.injected,
     },
   };
 }
@@ -314,6 +330,63 @@ function checkTasks(
       add(Invariant.lostTask, session.sessionId, `task of ${parentId} has no outcome (state ${session.record?.state})`);
   }
   return tasks;
+}
+
+/**
+ * Conversations: what the runner planned and never sent is lost; each injected message is
+ * journaled exactly once; turns ran in the order sent (each turn's input after the outcome of the
+ * one before); an approved refund that completed ran exactly once in the ledger.
+ */
+function checkConversations(
+  snapshot: ChaosSnapshot,
+  add: (invariant: Invariant, sessionId: string | undefined, detail: string) => void,
+): { conversations: number; turns: number; injected: number; lost: number } {
+  const figures = { conversations: 0, turns: 0, injected: 0, lost: 0 };
+  for (const ticket of snapshot.tickets) {
+    const log = ticket.conversation;
+    if (!log) continue;
+    figures.conversations++;
+    figures.turns += log.turns.length;
+    figures.injected += log.injected.length;
+    for (const id of log.unsent) {
+      figures.lost++;
+      add(Invariant.lost, ticket.sessionId, `conversation ${ticket.ticketId}: ${id} was never sent`);
+    }
+    const journal = snapshot.sessions.get(ticket.sessionId)?.journal ?? [];
+    for (const id of log.injected) {
+      const copies = journal.filter((e) => e.kind === 'message' && e.data?.id === id).length;
+      if (copies === 0) figures.lost++;
+      if (copies !== 1)
+        add(
+          copies === 0 ? Invariant.lost : Invariant.onceJournaled,
+          ticket.sessionId,
+          `message ${id} injected into a running turn is journaled ${copies} times`,
+        );
+    }
+    const seqOf = (kind: string, turnId: string) => journal.find((e) => e.kind === kind && e.turnId === turnId)?.seq;
+    const order = [ticket.ticketId, ...log.turns];
+    for (let k = 1; k < order.length; k++) {
+      const endedAt = seqOf('outcome', order[k - 1] as string);
+      const beganAt = seqOf('input', order[k] as string);
+      if (endedAt !== undefined && beganAt !== undefined && beganAt < endedAt)
+        add(
+          Invariant.turnOrder,
+          ticket.sessionId,
+          `turn ${order[k]} began at seq ${beganAt}, before turn ${order[k - 1]} ended at seq ${endedAt}`,
+        );
+    }
+    const refundTurn = log.refundTurnId;
+    const refundDone = refundTurn
+      ? snapshot.sessions.get(ticket.sessionId)?.turns.find((t) => t.turnId === refundTurn)?.outcome?.status ===
+        'completed'
+      : false;
+    const refunds = snapshot.ledger.filter(
+      (l) => l.sessionId === ticket.sessionId && l.operation === 'issueRefund' && isEffect(l),
+    ).length;
+    if (refundDone ? refunds !== 1 : refunds > 1)
+      add(Invariant.refundOnce, ticket.sessionId, `turn ${refundTurn} completed with ${refunds} refunds in the ledger`);
+  }
+  return figures;
 }
 
 /** Ledger operations that are not effects: a key voided by reconcile, and a call refused for one. */

@@ -12,13 +12,15 @@ const CI_RUN = {
   pauseEveryMs: 10_000,
   failpointEveryMs: 6_000,
   longHaulSteps: 40,
+  // Three support-desk conversations: further turns, a message injected into a running turn, an approved refund.
+  conversationShare: 0.15,
   quiesceTimeoutMs: 150_000,
 };
 const RUN_TIMEOUT_MS = 300_000;
 
 describe('Baton under chaos', () => {
   it(
-    'loses nothing, repeats no once-only effect and leaves nothing stuck while workers are killed and paused under injected faults',
+    'loses nothing (conversation turns included), repeats no once-only effect and leaves nothing stuck while workers are killed and paused under injected faults',
     async () => {
       // Arrange
       const { region, endpoints } = inject('baton');
@@ -36,6 +38,8 @@ describe('Baton under chaos', () => {
       expect(report.vacuous).toEqual([]);
       expect(report.kills.external).toBeGreaterThan(0);
       expect(report.figures.recoveries).toBeGreaterThan(0);
+      expect(report.figures.conversations).toBe(3);
+      expect(report.figures.conversationTurns).toBeGreaterThanOrEqual(6);
       // …and every invariant held.
       expect(report.violations).toEqual([]);
       expect(report.figures).toMatchObject({ lost: 0, duplicateEffects: 0, stuck: 0 });

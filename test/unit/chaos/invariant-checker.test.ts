@@ -287,4 +287,136 @@ describe('the chaos invariant checker', () => {
     expect(violations.filter((v) => v.invariant === 'duplicate-task').map((v) => v.sessionId)).toEqual(['t3']);
     expect(violations.filter((v) => v.invariant === 'stuck')).toEqual([]);
   });
+
+  describe('conversations', () => {
+    /** A support-desk conversation: a first turn, `work` with a message injected, an approved refund. */
+    function conversation(options: { refundFirst?: boolean; noteJournaled?: boolean; workOutcome?: boolean } = {}) {
+      const id = 'c';
+      let seq = 0;
+      const entry = (kind: string, turnId?: string, data?: Record<string, unknown>): RawEntry => ({
+        seq: ++seq,
+        kind,
+        epoch: 1,
+        writeId: `${id}-${seq + 1}`,
+        ...(turnId ? { turnId } : {}),
+        ...(data ? { data } : {}),
+      });
+      const turn = (turnId: string, middle: (() => RawEntry[]) | undefined, outcome = true) => [
+        entry('input', turnId),
+        ...(middle?.() ?? [entry('model', turnId)]),
+        ...(outcome ? [entry('outcome', turnId, { status: 'completed' }), entry('published', turnId)] : []),
+      ];
+      const refundTurn = () =>
+        turn('c-refund', () => [
+          entry('model', 'c-refund'),
+          entry('approval', 'c-refund', { callId: 't3-refund' }),
+          entry('decision', 'c-refund', { callId: 't3-refund', approved: true }),
+          entry('intent', 'c-refund', { callId: 't3-refund', idempotencyKey: 'k-c' }),
+          entry('tool', 'c-refund', { callId: 't3-refund', tool: 'issueRefund', ok: true }),
+        ]);
+      const workTurn = () =>
+        turn(
+          'c-work',
+          () => [
+            entry('model', 'c-work'),
+            ...(options.noteJournaled === false ? [] : [entry('message', 'c-work', { text: 'VIP', id: 'c-note' })]),
+            entry('model', 'c-work'),
+          ],
+          options.workOutcome !== false,
+        );
+      const journal = [
+        entry('leg', undefined, { reason: 'first' }),
+        ...turn('c', undefined),
+        ...(options.refundFirst ? [...refundTurn(), ...workTurn()] : [...workTurn(), ...refundTurn()]),
+      ];
+      const session: RawSession = {
+        pk: `S#default#support-desk#${id}`,
+        tenant: 'default',
+        agent: 'support-desk',
+        sessionId: id,
+        record: {
+          state: 'idle',
+          epoch: 1,
+          legs: 1,
+          recoveries: 0,
+          conversation: true,
+          pendingVersion: 3,
+          seenVersion: 3,
+        },
+        turns: ['c', 'c-work', 'c-refund']
+          .filter((t) => t !== 'c-work' || options.workOutcome !== false)
+          .map((turnId) => ({ turnId, outcome: { status: 'completed' } })),
+        journal,
+      };
+      const ticket = {
+        ticketId: id,
+        tenant: 'default',
+        agent: 'support-desk',
+        sessionId: id,
+        conversation: {
+          turns: ['c-work', 'c-refund'],
+          injected: ['c-note'],
+          refundTurnId: 'c-refund',
+          unsent: [] as string[],
+        },
+      };
+      const snap: ChaosSnapshot = {
+        ...snapshot([session]),
+        tickets: [ticket],
+        results: ['c', 'c-work', 'c-refund'].map((turnId) => ({
+          sessionId: id,
+          turnId,
+          ticketId: turnId,
+          status: 'completed',
+        })),
+      };
+      return { snap, ticket };
+    }
+
+    it('passes a conversation whose turns all ended, in order, with its message journaled and one refund', () => {
+      // Arrange
+      const { snap } = conversation();
+
+      // Act
+      const { violations, figures } = checkInvariants(snap);
+
+      // Assert
+      expect(violations).toEqual([]);
+      expect(figures).toMatchObject({
+        conversations: 1,
+        conversationTurns: 2,
+        injectedMessages: 1,
+        completed: 3,
+        lost: 0,
+      });
+    });
+
+    it('flags turns out of order, a refund run twice, and a lost turn, message or unsent input', () => {
+      // Arrange
+      const reordered = conversation({ refundFirst: true }).snap;
+      const twice = conversation().snap;
+      const refundedTwice: ChaosSnapshot = {
+        ...twice,
+        ledger: [refund('c'), { ...refund('c'), idempotencyKey: 'k-c2' }],
+      };
+      const dropped = conversation({ noteJournaled: false, workOutcome: false });
+      dropped.ticket.conversation.unsent.push('c-later');
+
+      // Act
+      const order = checkInvariants(reordered);
+      const refunds = checkInvariants(refundedTwice);
+      const lost = checkInvariants(dropped.snap);
+
+      // Assert
+      expect(order.violations.map((v) => v.invariant)).toEqual(['turn-order']);
+      // The second key has no intent before it either.
+      expect(refunds.violations.map((v) => v.invariant)).toEqual(['refund-once', 'watermark']);
+      expect(lost.figures.lost).toBe(3);
+      expect(lost.violations.filter((v) => v.invariant === 'lost').map((v) => v.detail)).toEqual([
+        expect.stringContaining('turn c-work: no outcome'),
+        expect.stringContaining('c-later was never sent'),
+        expect.stringContaining('message c-note'),
+      ]);
+    });
+  });
 });
