@@ -1,47 +1,14 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { afterEach, describe, expect, inject, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import type { DemoSummary } from '../../lib/demo/demo-summary.ts';
+import { batonCli } from '../fixtures/cli.ts';
 
-const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const DEMO_TIMEOUT_MS = 150_000;
 
-interface CliRun {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
 /** Runs `baton` as a user would (bin/baton), on the suite's emulators, with no terminal attached. */
-function baton(args: string[], stateDir: string): Promise<CliRun> {
-  const { region, endpoints } = inject('baton');
-  return new Promise((resolve, reject) => {
-    const child = spawn('sh', [join(REPO_ROOT, 'bin', 'baton'), '--state-dir', stateDir, ...args], {
-      cwd: REPO_ROOT,
-      env: {
-        ...process.env,
-        AWS_REGION: region,
-        AWS_ENDPOINT_URL_DYNAMODB: endpoints.dynamodb,
-        AWS_ENDPOINT_URL_SQS: endpoints.sqs,
-        AWS_ENDPOINT_URL_S3: endpoints.s3,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const baton = batonCli;
 
 describe('baton demo', () => {
   const dirs: string[] = [];
