@@ -41,6 +41,14 @@ export const listSessions = (query) => {
 export const getSession = (id) => call('GET', `/sessions/${encodeURIComponent(id)}`);
 export const submitTicket = (ticket) => call('POST', '/sessions', ticket);
 export const cancelSession = (id) => call('POST', `/sessions/${encodeURIComponent(id)}/cancel`);
+export const sessionTasks = (id) => call('GET', `/sessions/${encodeURIComponent(id)}/tasks`);
+/** One release request: the API waits up to 20 s; `released: false` means ask again. */
+export const releaseSession = (id, options = {}) =>
+  call('POST', `/sessions/${encodeURIComponent(id)}/release`, options);
+/** A further turn (`queue`), a message into the running turn (`inject`) or a turn that supersedes it (`steer`). */
+export const sendInput = (id, body) => call('POST', `/sessions/${encodeURIComponent(id)}/send`, body);
+export const approveCall = (id, body) => call('POST', `/sessions/${encodeURIComponent(id)}/approve`, body);
+export const resolveCall = (id, body) => call('POST', `/sessions/${encodeURIComponent(id)}/resolve`, body);
 
 /** The event stream's address: EventSource resumes it with Last-Event-ID by itself. */
 export const eventsUrl = async (id) => `${await apiBase()}/sessions/${encodeURIComponent(id)}/events`;

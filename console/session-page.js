@@ -1,5 +1,6 @@
 import { cancelSession, eventsUrl, getSession } from './api.js';
 import { announce, h } from './dom.js';
+import { sessionControls } from './session-controls.js';
 import { addModelText, buildTimeline, formatAge, formatDuration, liveTextAfterEntry } from './timeline.js';
 
 const TERMINAL = ['completed', 'failed', 'cancelled'];
@@ -73,14 +74,30 @@ export function renderSessionPage(main, sessionId) {
   let retry;
   let poll;
   const fact = (term, value, id) => [h('dt', {}, term), h('dd', id ? { id } : {}, value)];
+  const controls = sessionControls(sessionId, () => void refreshStatus());
+  // One status read at a time: a request made while one runs is made once, after it.
+  let reading = false;
+  let again = false;
 
   async function refreshStatus() {
+    if (reading) {
+      again = true;
+      return;
+    }
+    reading = true;
     try {
       status = await getSession(sessionId);
     } catch (e) {
       error.textContent = e.code === 'not_found' ? `Session ${sessionId} not found (yet).` : `${e.code}: ${e.message}`;
+      clearTimeout(poll);
       if (!stopped) poll = setTimeout(refreshStatus, STATUS_POLL_MS);
       return;
+    } finally {
+      reading = false;
+    }
+    if (again) {
+      again = false;
+      void refreshStatus();
     }
     if (stopped) return;
     error.textContent = '';
@@ -98,7 +115,25 @@ export function renderSessionPage(main, sessionId) {
       ...fact('Tokens', String(status.tokens)),
       ...fact('Outcome', outcome, 'session-outcome'),
       ...fact('Trace', status.traceId),
+      ...(status.parent
+        ? fact(
+            'Started by',
+            h('a', { href: `/sessions/${encodeURIComponent(status.parent)}`, 'data-nav': true }, status.parent),
+            'session-parent',
+          )
+        : []),
+      ...(status.tasks
+        ? fact(
+            'Tasks',
+            Object.entries(status.tasks)
+              .map(([state, n]) => `${n} ${state}`)
+              .join(', '),
+            'session-tasks',
+          )
+        : []),
+      ...(status.release ? fact('Release', status.release, 'session-release') : []),
     );
+    controls.update(status);
     cancel.disabled = TERMINAL.includes(status.status) || status.cancelRequested;
     clearTimeout(poll);
     if (!TERMINAL.includes(status.status)) poll = setTimeout(refreshStatus, STATUS_POLL_MS);
@@ -128,7 +163,8 @@ export function renderSessionPage(main, sessionId) {
       liveText = liveTextAfterEntry(liveText, event);
       showLiveText();
       scheduleRender();
-      if (event.kind === 'leg' || event.kind === 'outcome') void refreshStatus();
+      // What waits, the tasks and the state change with the journal: read the status again.
+      void refreshStatus();
     });
     source.addEventListener('model-text', (message) => {
       const event = JSON.parse(message.data);
@@ -171,6 +207,7 @@ export function renderSessionPage(main, sessionId) {
     error,
     facts,
     h('div', { class: 'actions', role: 'group', 'aria-label': 'Session operations' }, cancel),
+    ...controls.sections,
     h(
       'section',
       { 'aria-labelledby': 'timeline-heading' },

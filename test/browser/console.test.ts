@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { SessionStatus } from '../../lib/client/baton-client.ts';
 import { readProbes } from '../fixtures/agents/probe-log.ts';
 import { TEST_AGENTS_MODULE } from '../fixtures/agents/registry.ts';
 import { startTestStack, type TestStack } from '../fixtures/stack.ts';
@@ -50,18 +51,51 @@ describe('the web console in Chromium against the local stack', { timeout: 420_0
     await t?.stop();
   });
 
-  /** Opens the console and submits a slow-tool ticket from its form; resolves on the session's page. */
-  async function submitFromConsole(dir: string, ms: number): Promise<string> {
+  /** Opens the console and submits a ticket from its form; resolves on the session's page. */
+  async function submitTicket(agent: string, input: unknown): Promise<string> {
     page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
     page.setDefaultTimeout(PAGE_WAIT_MS);
     await page.goto(t.stack.config.console as string);
     const form = page.getByRole('form', { name: 'Submit a ticket' });
-    await form.getByLabel('Agent').fill('slow-tool');
-    await form.getByLabel('Input (JSON)').fill(JSON.stringify({ dir, ms }));
+    await form.getByLabel('Agent').fill(agent);
+    await form.getByLabel('Input (JSON)').fill(JSON.stringify(input));
     await form.getByRole('button', { name: 'Submit ticket' }).click();
     await page.waitForURL(/\/sessions\/[a-z2-7]{26}$/);
     return new URL(page.url()).pathname.split('/').at(-1) as string;
   }
+
+  const submitFromConsole = (dir: string, ms: number) => submitTicket('slow-tool', { dir, ms });
+
+  /** Sends an input from the session page's send form; resolves on the turn id and mode the API answered with. */
+  async function sendFromConsole(input: unknown, mode: 'queue' | 'inject' | 'steer') {
+    const form = page.getByRole('form', { name: 'Send to this conversation' });
+    await form.getByLabel('Input (JSON)').fill(JSON.stringify(input));
+    await form.getByLabel('Mode').selectOption(mode);
+    await form.getByRole('button', { name: 'Send' }).click();
+    // The form clears its last answer when it submits, so this is the answer to this send.
+    const result = page.locator('#send-result', { hasText: /^Sent / });
+    await result.waitFor();
+    const [, turnId, sentAs] = /^Sent (\S+) as (\w+)/.exec((await result.textContent()) as string) ?? [];
+    return { turnId: turnId as string, mode: sentAs };
+  }
+
+  /** Polls the session's status from this process until `done`. */
+  async function waitForStatus(sessionId: string, done: (s: SessionStatus) => boolean, what: string) {
+    let status: SessionStatus | undefined;
+    const deadline = Date.now() + PAGE_WAIT_MS;
+    for (;;) {
+      status = await t.client.status(sessionId);
+      if (status && done(status)) return status;
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  /** The published result of a turn (its ticket id is the turn id). */
+  const resultOf = async (turnId: string) =>
+    (await t.awaitResults((rs) => rs.some((r) => r.ticketId === turnId), PAGE_WAIT_MS)).find(
+      (r) => r.ticketId === turnId,
+    );
 
   it('shows a ticket submitted from the console completing, its timeline marking the recovery after a worker is killed', async () => {
     // Arrange
@@ -109,5 +143,97 @@ describe('the web console in Chromium against the local stack', { timeout: 420_0
     await waitFor('the tool to see its signal abort', () => readProbes(dir).some((p) => p.event === 'aborted'));
     expect(readProbes(dir).filter((p) => p.event === 'finished')).toEqual([]);
     await page.screenshot({ path: join(ARTIFACTS, 'session-cancelled.png'), fullPage: true });
+  });
+
+  it('approves a waiting refund from the console, the turn resumes; then queues, injects and steers turns', async () => {
+    // Arrange: a support-desk conversation whose first turn asks a human to approve a refund.
+    const sessionId = await submitTicket('support-desk', { text: 'refund O-7' });
+    const approval = page.getByRole('listitem', { name: 'Approval of t1-refund' });
+    await approval.waitFor();
+    await expect(approval.textContent()).resolves.toContain('issueRefund');
+
+    // Act
+    await approval.getByRole('button', { name: 'Approve' }).click();
+
+    // Assert: the turn resumed from the decision and finished with the refund issued.
+    await approval.waitFor({ state: 'detached' });
+    const first = await waitForStatus(sessionId, (s) => s.turns?.[0]?.outcome !== undefined, 'the first turn to end');
+    expect(first.turns?.[0]).toMatchObject({ status: 'finished', outcome: 'completed' });
+    const refund = await resultOf(first.turns?.[0]?.turnId as string);
+    expect(refund?.output).toMatch(/^refund R-\w+ issued for O-7$/);
+    await page.screenshot({ path: join(ARTIFACTS, 'session-approved.png'), fullPage: true });
+
+    // Act: a work turn queued, a note injected into it while it runs, then a long turn steered away.
+    const work = await sendFromConsole({ text: 'work 3' }, 'queue');
+    const note = await sendFromConsole({ text: 'note A' }, 'inject');
+    const long = await sendFromConsole({ text: 'work 50' }, 'queue');
+    await waitForStatus(sessionId, (s) => s.activeTurnId === long.turnId, 'the long turn to start');
+    const steer = await sendFromConsole({ text: 'stop' }, 'steer');
+
+    // Assert: the note landed in the work turn (active from the moment it was queued).
+    expect([work.mode, note.mode, long.mode, steer.mode]).toEqual(['queue', 'inject', 'queue', 'steer']);
+    expect((await resultOf(work.turnId))?.output).toBe('done 3; notes: note A');
+    expect((await resultOf(steer.turnId))?.output).toBe('turn 4: stop');
+    const status = await waitForStatus(sessionId, (s) => s.status === 'idle', 'the conversation to go idle');
+    expect(status.turns?.find((turn) => turn.turnId === long.turnId)?.outcome).toBe('superseded');
+  });
+
+  it('lists the background tasks with links to their sessions, and a release from the console ends the running task', async () => {
+    // Arrange: a dispatcher with a quick task and a long one (40 steps of half a second).
+    const sessionId = await submitTicket('dispatcher', {
+      tasks: [
+        { agent: 'support-desk', input: { text: 'hello' }, description: 'quick' },
+        { agent: 'long-haul', input: { steps: 40, stepMs: 500, payloadBytes: 16 }, description: 'long' },
+      ],
+    });
+    const tasks = page.locator('#tasks');
+    const quick = tasks.locator('tr', { hasText: 'quick' });
+    const long = tasks.locator('tr', { hasText: 'long' });
+    await quick.and(page.locator('[data-status="completed"]')).waitFor();
+    await long.and(page.locator('[data-status="running"]')).waitFor();
+    await expect(quick.textContent()).resolves.toContain('turn 1: hello');
+    // The task's link opens its child session, which links back to the session that started it.
+    const quickId = (await quick.getAttribute('data-task')) as string;
+    await quick.getByRole('link', { name: quickId }).click();
+    await page.waitForURL(new RegExp(`/sessions/${quickId}$`));
+    await page.locator('#session-parent').getByRole('link', { name: sessionId }).click();
+    await page.waitForURL(new RegExp(`/sessions/${sessionId}$`));
+
+    // Act
+    await page.getByRole('button', { name: 'Release session' }).click();
+
+    // Assert: the running task was cancelled, the finished one kept its result, new work is refused.
+    await page.locator('#release-result', { hasText: /^Released: 1 running task\(s\) cancelled/ }).waitFor();
+    await long.and(page.locator('[data-status="cancelled"]')).waitFor();
+    await page.locator('#session-release', { hasText: 'released' }).waitFor();
+    const longId = (await long.getAttribute('data-task')) as string;
+    expect(await t.client.tasks(sessionId)).toEqual([
+      expect.objectContaining({ taskId: quickId, status: 'completed' }),
+      expect.objectContaining({ taskId: longId, status: 'cancelled' }),
+    ]);
+    expect((await t.client.status(longId))?.status).toBe('cancelled');
+    await expect(page.getByRole('button', { name: 'Release session' }).isDisabled()).resolves.toBe(true);
+    await page.screenshot({ path: join(ARTIFACTS, 'session-released.png'), fullPage: true });
+  });
+
+  it('resolves a parked once-only call from the console: marked done, the turn goes on from its output without running it again', async () => {
+    // Arrange: the charge is cut off by killing every worker; the recovery cannot tell whether it happened.
+    const dir = mkdtempSync(join(tmpdir(), 'baton-console-'));
+    await submitTicket('once-only', { dir, ms: 1_500 });
+    await waitFor('the charge to start', () => readProbes(dir).some((p) => p.event === 'started'));
+    for (const worker of t.stack.supervisor.workers()) process.kill(worker.pid, 'SIGKILL');
+    const parked = page.getByRole('listitem', { name: 'Parked call charge-1' });
+    await parked.waitFor();
+
+    // Act
+    await parked.getByLabel('Its output (JSON)').fill('{"charged": true}');
+    await parked.getByRole('button', { name: 'It happened' }).click();
+
+    // Assert
+    await page.locator('#session-state', { hasText: 'completed' }).waitFor();
+    await expect(page.locator('#session-outcome').textContent()).resolves.toBe('completed');
+    // The verdict is journaled as a reconciliation the operator made.
+    await expect(page.locator('li.step.kind-reconciled').last().textContent()).resolves.toContain('charge-1: done');
+    expect(readProbes(dir).filter((p) => p.event === 'started')).toHaveLength(1);
   });
 });
