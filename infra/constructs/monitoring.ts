@@ -46,8 +46,10 @@ export interface BatonMonitoringProps {
 
 /**
  * Baton's CloudWatch dashboard and alarms: throughput, legs per turn, recoveries, lease
- * conflicts, outcomes, tokens, DLQ depth, oldest message age and stalled sessions; alarms on a
- * non-empty DLQ, stalled sessions, the step error rate and the oldest message age.
+ * conflicts, outcomes, tokens, DLQ depth, oldest message age, stalled sessions, conversation
+ * messages, timers, live text writes, refused forged kicks and undelivered results; alarms on a
+ * non-empty DLQ, stalled sessions, the step error rate, the oldest message age, any result given
+ * up undelivered and any forged continuation refused.
  */
 export class BatonMonitoring extends Construct {
   readonly dashboard: Dashboard;
@@ -59,6 +61,8 @@ export class BatonMonitoring extends Construct {
     readonly sweeperErrors: Alarm;
     readonly ticketsOldestMessage: Alarm;
     readonly workOldestMessage: Alarm;
+    readonly resultsUndelivered: Alarm;
+    readonly forgedKicksRefused: Alarm;
   };
 
   constructor(scope: Construct, id: string, props: BatonMonitoringProps) {
@@ -111,7 +115,20 @@ export class BatonMonitoring extends Construct {
         treatMissingData: TreatMissingData.NOT_BREACHING,
       });
 
+    /** Any count above zero in a minute alarms: each one is an event an operator must look at. */
+    const anyCount = (alarmId: string, metric: IMetric, description: string) =>
+      new Alarm(this, alarmId, {
+        alarmDescription: description,
+        metric,
+        threshold: 0,
+        comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+        evaluationPeriods: 1,
+        treatMissingData: TreatMissingData.NOT_BREACHING,
+      });
+
     const stalled = batonMetric(METRIC.stalledSessions, Stats.MAXIMUM);
+    const resultsUndelivered = batonMetric(METRIC.resultsUndelivered);
+    const forgedKicksRefused = batonMetric(METRIC.forgedKicksRefused);
     const stepErrors = functions.step.metricErrors({ period: Duration.minutes(5), statistic: Stats.SUM });
     const stepInvocations = functions.step.metricInvocations({ period: Duration.minutes(5), statistic: Stats.SUM });
     const stepErrorRate = new MathExpression({
@@ -158,6 +175,16 @@ export class BatonMonitoring extends Construct {
         'ticket',
       ),
       workOldestMessage: oldestMessage('WorkOldestMessage', queues.work, props.oldestMessageAge.work, 'kick'),
+      resultsUndelivered: anyCount(
+        'ResultsUndelivered',
+        resultsUndelivered,
+        'A turn finished but its result could not be published to the results queue after the retries: its consumer never hears. See the runbook (docs/DEPLOY.md, "Alarms").',
+      ),
+      forgedKicksRefused: anyCount(
+        'ForgedKicksRefused',
+        forgedKicksRefused,
+        'A continuation without its holder\'s hand-off nonce was refused: something other than Baton writes to the work queue. See the runbook (docs/DEPLOY.md, "Alarms").',
+      ),
     };
     if (props.alarmTopic) {
       const action = new SnsAction(props.alarmTopic);
@@ -237,6 +264,14 @@ export class BatonMonitoring extends Construct {
         functions.step.metricThrottles({ label: 'step throttles', period: PERIOD }),
       ]),
       graph('Step error rate (%)', [stepErrorRate]),
+    );
+    this.dashboard.addWidgets(
+      graph('Conversations and timers (per minute)', [
+        batonMetric(METRIC.messagesDelivered),
+        batonMetric(METRIC.timersWoken),
+      ]),
+      graph('Live model text writes', [batonMetric(METRIC.liveTextWrites), batonMetric(METRIC.liveTextWriteFailures)]),
+      graph('Needs an operator (alarms above 0)', [resultsUndelivered, forgedKicksRefused]),
     );
   }
 }

@@ -8,6 +8,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { BatonStack } from '../../infra/baton-stack.ts';
 import { BatonRuntime } from '../../infra/constructs/baton-runtime.ts';
 import { ENV, QUEUES, SESSION_TABLE, visibilityTimeoutSeconds } from '../../lib/core/resources.ts';
+import { METRIC, METRICS_NAMESPACE } from '../../lib/telemetry/metric-names.ts';
 import { FIXTURE_AGENT_NAME } from './fixtures/infra-agents.ts';
 import { FIXTURE_AGENTS_ENTRY, type Synthesized, synthWithPolicyChecks } from './synth-baton.ts';
 
@@ -375,10 +376,22 @@ describe('BatonRuntime with its defaults (the Baton stack)', () => {
     });
   });
 
-  it('alarms on DLQ depth, stalled sessions, the step error rate, sweeper errors and the oldest message age', () => {
+  it('alarms on DLQ depth, stalled sessions, the step error rate, sweeper errors, the oldest message age, undelivered results and forged kicks', () => {
     const alarms = Object.values(defaults.findResources('AWS::CloudWatch::Alarm'));
 
-    expect(alarms).toHaveLength(7);
+    expect(alarms).toHaveLength(9);
+    for (const metricName of ['ResultsUndelivered', 'ForgedKicksRefused'])
+      defaults.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        Namespace: 'Baton',
+        MetricName: metricName,
+        Dimensions: [{ Name: 'service', Value: 'Baton/Runtime' }],
+        Statistic: 'Sum',
+        Threshold: 0,
+        ComparisonOperator: 'GreaterThanThreshold',
+        EvaluationPeriods: 1,
+        TreatMissingData: 'notBreaching',
+        AlarmDescription: Match.stringLikeRegexp('docs/DEPLOY.md'),
+      });
     defaults.hasResourceProperties('AWS::CloudWatch::Alarm', {
       Namespace: 'Baton',
       MetricName: 'StalledSessions',
@@ -412,6 +425,17 @@ describe('BatonRuntime with its defaults (the Baton stack)', () => {
     // Without a topic, no alarm has an action.
     for (const alarm of alarms) expect(alarm.Properties.AlarmActions).toBeUndefined();
     defaults.resourceCountIs('AWS::CloudWatch::Dashboard', 1);
+  });
+
+  it('charts every metric the functions publish on the dashboard', () => {
+    const [dashboard] = Object.values(defaults.findResources('AWS::CloudWatch::Dashboard'));
+    const body = JSON.stringify(dashboard?.Properties.DashboardBody);
+
+    const uncharted = Object.values(METRIC).filter(
+      (name) => !body.includes(`\\"${METRICS_NAMESPACE}\\",\\"${name}\\"`),
+    );
+
+    expect(uncharted).toEqual([]);
   });
 
   it("outputs every name and URL the CLI's --stack option reads", () => {
@@ -483,7 +507,7 @@ describe("BatonRuntime with a team's props", () => {
   it("publishes every alarm and its recovery to the team's topic", () => {
     const alarms = Object.values(custom.findResources('AWS::CloudWatch::Alarm'));
 
-    expect(alarms).toHaveLength(7);
+    expect(alarms).toHaveLength(9);
     for (const alarm of alarms) {
       expect(alarm.Properties.AlarmActions).toEqual([TEAM_TOPIC_ARN]);
       expect(alarm.Properties.OKActions).toEqual([TEAM_TOPIC_ARN]);
