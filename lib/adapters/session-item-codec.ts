@@ -498,6 +498,8 @@ const SnapshotItemSchema = z
     foldVersion: int.nonnegative(),
     entryHash: z.string().min(1),
     view: z.string(),
+    /** The task ledger up to the same seq, as JSON; absent from snapshots written before it was kept. */
+    ledger: z.string().optional(),
     ttl: int.optional(),
   })
   .strict();
@@ -510,6 +512,7 @@ export function encodeSnapshot(key: SessionKey, snapshot: SessionSnapshot, ttlSe
     foldVersion: snapshot.foldVersion,
     entryHash: snapshot.entryHash,
     view: JSON.stringify(snapshot.view),
+    ...(snapshot.ledger === undefined ? {} : { ledger: JSON.stringify(snapshot.ledger) }),
     ...(ttlSeconds === undefined ? {} : { ttl: ttlSeconds }),
   };
 }
@@ -523,5 +526,6 @@ export function decodeSnapshot(raw: unknown, key: SessionKey): SessionSnapshot {
     foldVersion: item.foldVersion,
     entryHash: item.entryHash,
     view: parseJson(item.view, `snapshot ${item.seq}`),
+    ...(item.ledger === undefined ? {} : { ledger: parseJson(item.ledger, `snapshot ${item.seq}'s ledger`) }),
   };
 }

@@ -91,6 +91,17 @@ export const SessionStatusView = z
     traceId: z.string(),
     createdAt: z.string(),
     updatedAt: z.string(),
+    /** A conversation's turns, oldest first. */
+    turns: z.array(z.object({ turnId: z.string(), status: z.string(), outcome: z.string().optional() })).optional(),
+    activeTurnId: z.string().optional(),
+    /** Turns and messages accepted and not yet taken by the session. */
+    pendingInputs: z.number().int().optional(),
+    /** A waiting session's calls that wait for a human's approval (POST /sessions/{id}/approve). */
+    pendingApprovals: z.array(z.object({ callId: z.string(), tool: z.string(), input: z.unknown() })).optional(),
+    /** A once-only call parked for a human (POST /sessions/{id}/resolve). */
+    parked: z.object({ callId: z.string(), tool: z.string() }).optional(),
+    /** When a waiting session wakes by itself, ISO 8601. */
+    wakeAt: z.string().optional(),
     /** A background task's session: the session that started it. */
     parent: z.string().optional(),
     /** A session with background tasks: how many are in each status. */

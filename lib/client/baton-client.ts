@@ -2,13 +2,14 @@ import { randomUUID } from 'node:crypto';
 import { asText } from '../agent/transcript.ts';
 import { contentDigest, ticketBlobPrefix } from '../core/content-digest.ts';
 import { GoneError, InvalidInputError, NotFoundError, TicketConflictError, TurnRefusedError } from '../core/errors.ts';
-import { foldJournal, nextWakeAt, type SessionView } from '../core/fold.ts';
+import { nextWakeAt, type SessionView } from '../core/fold.ts';
 import { DEFAULT_TENANT, deriveSessionId, hashJson } from '../core/ids.ts';
 import type { InboxItem } from '../core/inbox.ts';
 import type { JournalEntry } from '../core/journal.ts';
 import { INLINE_PAYLOAD_LIMIT_BYTES } from '../core/messages.ts';
 import { RUNTIME_DEFAULTS } from '../core/resources.ts';
-import { childKey, countByStatus, TaskStatus, taskLedger } from '../core/tasks.ts';
+import { foldFromSnapshot, foldWhole, type SessionFold, snapshotAt } from '../core/snapshot.ts';
+import { childKey, countByStatus, TaskStatus } from '../core/tasks.ts';
 import { childContext, newTraceId } from '../core/trace-context.ts';
 import {
   DEFAULT_MAX_PENDING_INPUTS,
@@ -42,6 +43,13 @@ export interface BatonClientDeps {
 }
 
 const DEFAULT_SWEEP_GRACE_MS = RUNTIME_DEFAULTS.leaseTtlMs;
+
+/**
+ * Entries past the latest snapshot a read folds before it leaves a snapshot of its own for the
+ * next read: status, polled by the console, then reads at most about this many entries, however
+ * long the journal.
+ */
+export const READER_SNAPSHOT_AFTER_ENTRIES = 64;
 
 /** A message's text: `{ text }` as the CLI's --text sends it, anything else as its JSON. */
 const messageText = (input: unknown): string =>
@@ -517,7 +525,7 @@ export class BatonClient implements BatonTransport {
   /** A session's background tasks with their status read now from the store. */
   async tasks(sessionId: string): Promise<TaskInfo[]> {
     const record = await this.#find(sessionId);
-    const ledger = taskLedger(await this.deps.store.readJournal(record.key));
+    const { ledger } = await this.#fold(record);
     const lines = await readTaskLines(this.deps.store, record.key, ledger.tasks);
     return lines.map((t) => ({
       taskId: t.taskId,
@@ -579,7 +587,7 @@ export class BatonClient implements BatonTransport {
    * earlier by the caller's wait, with tasks still running, it is not released yet.
    */
   async #releaseEnded(record: SessionRecord, timeoutMs: number, waitUntil: number): Promise<ReleaseOutcome> {
-    const ledger = taskLedger(await this.deps.store.readJournal(record.key));
+    const { ledger } = await this.#fold(record);
     const running = (await readTaskLines(this.deps.store, record.key, ledger.tasks)).filter(
       (t) => t.status === TaskStatus.running,
     );
@@ -606,7 +614,43 @@ export class BatonClient implements BatonTransport {
   }
 
   async #view(record: SessionRecord): Promise<SessionView> {
-    return foldJournal(await this.deps.store.readJournal(record.key));
+    return (await this.#fold(record)).view;
+  }
+
+  /**
+   * The fold and task ledger of the session's whole journal, read from the latest snapshot and
+   * the entries after it when the snapshot can be trusted, else from the start. A read that had
+   * to fold more than READER_SNAPSHOT_AFTER_ENTRIES leaves a snapshot at the journal's end, so
+   * the next read costs the entries since then, not the whole journal.
+   */
+  async #fold(record: SessionRecord): Promise<SessionFold> {
+    const snapshot = await this.deps.store.getLatestSnapshot(record.key).catch(() => undefined);
+    if (snapshot !== undefined) {
+      // From the snapshot's own entry: it proves the snapshot was folded from this journal.
+      const tail = await this.deps.store.readJournal(record.key, snapshot.seq - 1);
+      const fold = foldFromSnapshot(snapshot, tail);
+      if (fold !== undefined) {
+        if (tail.length > READER_SNAPSHOT_AFTER_ENTRIES) await this.#leaveSnapshot(record, fold, tail.at(-1));
+        return fold;
+      }
+    }
+    const entries = await this.deps.store.readJournal(record.key);
+    const fold = foldWhole(entries);
+    if (entries.length > READER_SNAPSHOT_AFTER_ENTRIES) await this.#leaveSnapshot(record, fold, entries.at(-1));
+    return fold;
+  }
+
+  /**
+   * Best-effort, as the runtime's own: the journal up to `last` never changes, so any reader may
+   * write the snapshot of it (write-once per seq; the runtime trusts it only if the entry hash
+   * matches). It expires with the session's record. A reader without write access to the table
+   * (grantReadSessions) simply folds the tail again next time.
+   */
+  async #leaveSnapshot(record: SessionRecord, fold: SessionFold, last: JournalEntry | undefined): Promise<void> {
+    const snapshot = last === undefined ? undefined : snapshotAt(fold.view, fold.ledger, last);
+    if (snapshot === undefined) return;
+    const ttlSeconds = record.expiresAt === undefined ? undefined : Math.ceil(record.expiresAt / 1000);
+    await this.deps.store.putSnapshot(record.key, snapshot, ttlSeconds).catch(() => undefined);
   }
 
   async #post(record: SessionRecord, item: InboxItem): Promise<void> {
@@ -649,8 +693,9 @@ export class BatonClient implements BatonTransport {
 
   async #status(record: SessionRecord): Promise<SessionStatus> {
     const turn = record.activeTurnId ? await this.deps.store.getTurn(record.key, record.activeTurnId) : undefined;
-    const waits = record.state === 'waiting' ? await this.#waits(record) : {};
-    const tasks = await this.#taskFacts(record);
+    const fold = await this.#fold(record);
+    const waits = record.state === 'waiting' ? this.#waits(fold.view) : {};
+    const tasks = await this.#taskFacts(record, fold);
     const conversation = record.conversation
       ? {
           turns: (await this.deps.store.listTurns(record.key)).map((t) => ({
@@ -687,9 +732,8 @@ export class BatonClient implements BatonTransport {
     };
   }
 
-  /** A parent's task counts by status and its release, read from its journal and its children. */
-  async #taskFacts(record: SessionRecord): Promise<Pick<SessionStatus, 'tasks' | 'release'>> {
-    const ledger = taskLedger(await this.deps.store.readJournal(record.key));
+  /** A parent's task counts by status and its release, from its ledger and its children. */
+  async #taskFacts(record: SessionRecord, { ledger }: SessionFold): Promise<Pick<SessionStatus, 'tasks' | 'release'>> {
     const release = ledger.released ? 'released' : record.releaseRequested ? 'requested' : undefined;
     const lines = ledger.tasks.length ? await readTaskLines(this.deps.store, record.key, ledger.tasks) : [];
     return {
@@ -699,13 +743,11 @@ export class BatonClient implements BatonTransport {
   }
 
   /** What a waiting session waits for: approvals (call, tool, input) or a parked call. */
-  async #waits(record: SessionRecord): Promise<Pick<SessionStatus, 'pendingApprovals' | 'parked' | 'wakeAt'>> {
-    const entries = await this.deps.store.readJournal(record.key);
-    const view = foldJournal(entries);
-    const requests = entries.flatMap((e) => (e.kind === 'approval' && e.turnId === view.turnId ? [e.data] : []));
+  #waits(view: SessionView): Pick<SessionStatus, 'pendingApprovals' | 'parked' | 'wakeAt'> {
+    // An approval is asked for a call of the last model entry: the pending call names its tool and input.
     const pendingApprovals = view.awaitingApproval.flatMap((callId) => {
-      const request = requests.find((r) => r.callId === callId);
-      return request ? [{ callId, tool: request.tool, input: request.input }] : [];
+      const pending = view.pendingCalls.find((p) => p.call.id === callId);
+      return pending ? [{ callId, tool: pending.call.name, input: pending.call.input }] : [];
     });
     const parkedCall = view.pendingCalls.find((p) => p.call.id === view.parkedCallId);
     const wakeAt = nextWakeAt(view);

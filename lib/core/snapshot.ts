@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { foldJournal, type SessionView } from './fold.ts';
 import { type JournalEntry, ToolCall } from './journal.ts';
+import { EMPTY_LEDGER, type TaskLedger, taskLedger } from './tasks.ts';
 import { OutcomeStatus } from './vocabulary.ts';
 
 /**
@@ -19,7 +20,15 @@ export interface SessionSnapshot {
   readonly foldVersion: number;
   readonly entryHash: string;
   readonly view: unknown;
+  /**
+   * The task ledger up to the same seq (lib/core/tasks.ts), for readers (status, tasks) that
+   * start from the snapshot and read only the journal after it. Absent from older snapshots.
+   */
+  readonly ledger?: unknown;
 }
+
+/** Bump whenever taskLedger changes what it derives: a snapshot's ledger of another version is not trusted. */
+export const LEDGER_VERSION = 1;
 
 /** Identifies the entry a snapshot was folded up to. */
 export const entryHash = (entry: JournalEntry): string =>
@@ -67,6 +76,24 @@ const SessionViewSchema = z
   })
   .strict();
 
+const LedgerSchema = z
+  .object({
+    version: z.literal(LEDGER_VERSION),
+    tasks: z.array(
+      z
+        .object({
+          taskId: z.string().min(1),
+          agent: z.string().min(1),
+          description: z.string(),
+          turnId: z.string().min(1),
+          releasedAsStraggler: z.boolean(),
+        })
+        .strict(),
+    ),
+    released: z.boolean(),
+  })
+  .strict();
+
 /**
  * A snapshot is stored inline in one item: a view larger than this (large pending tool inputs, a
  * large final answer) is not snapshotted, and the next leg folds the journal instead.
@@ -77,9 +104,22 @@ export const MAX_SNAPSHOT_VIEW_BYTES = 100_000;
 export function takeSnapshot(view: SessionView, entries: readonly JournalEntry[]): SessionSnapshot | undefined {
   const last = entries[view.lastSeq - 1];
   if (!last || last.seq !== view.lastSeq) return undefined;
+  return snapshotAt(view, taskLedger(entries.slice(0, view.lastSeq)), last);
+}
+
+/** The snapshot of a view and ledger folded up to `last`, or undefined when too large to store. */
+export function snapshotAt(view: SessionView, ledger: TaskLedger, last: JournalEntry): SessionSnapshot | undefined {
+  if (last.seq !== view.lastSeq) return undefined;
   const json = JSON.stringify(view);
-  if (Buffer.byteLength(json) > MAX_SNAPSHOT_VIEW_BYTES) return undefined;
-  return { seq: view.lastSeq, foldVersion: FOLD_VERSION, entryHash: entryHash(last), view: JSON.parse(json) };
+  const ledgerJson = JSON.stringify({ version: LEDGER_VERSION, ...ledger });
+  if (Buffer.byteLength(json) + Buffer.byteLength(ledgerJson) > MAX_SNAPSHOT_VIEW_BYTES) return undefined;
+  return {
+    seq: view.lastSeq,
+    foldVersion: FOLD_VERSION,
+    entryHash: entryHash(last),
+    view: JSON.parse(json),
+    ledger: JSON.parse(ledgerJson),
+  };
 }
 
 /**
@@ -101,3 +141,37 @@ export function restoreView(
     return { view: foldJournal(entries), fromSnapshot: false };
   return { view: foldJournal(entries.slice(snapshot.seq), parsed.data as SessionView), fromSnapshot: true };
 }
+
+/** The fold and the task ledger of a whole journal: what status and the task list read. */
+export interface SessionFold {
+  readonly view: SessionView;
+  readonly ledger: TaskLedger;
+}
+
+/**
+ * The fold and ledger of the whole journal from a snapshot and the journal from the snapshot's
+ * own entry on (`tail[0]` is entry `snapshot.seq`, which proves the snapshot belongs to this
+ * journal): the reader reads the tail, not the journal. Undefined when the snapshot cannot be
+ * trusted (another fold or ledger version, no ledger, a foreign entry, a failed validation):
+ * the caller folds the whole journal.
+ */
+export function foldFromSnapshot(
+  snapshot: SessionSnapshot | undefined,
+  tail: readonly JournalEntry[],
+): SessionFold | undefined {
+  const first = tail[0];
+  if (snapshot === undefined || snapshot.foldVersion !== FOLD_VERSION || first === undefined) return undefined;
+  if (first.seq !== snapshot.seq || entryHash(first) !== snapshot.entryHash) return undefined;
+  const view = SessionViewSchema.safeParse(snapshot.view);
+  const ledger = LedgerSchema.safeParse(snapshot.ledger);
+  if (!view.success || !ledger.success || view.data.lastSeq !== snapshot.seq) return undefined;
+  const rest = tail.slice(1);
+  const { tasks, released } = ledger.data;
+  return { view: foldJournal(rest, view.data as SessionView), ledger: taskLedger(rest, { tasks, released }) };
+}
+
+/** The fold and ledger of a whole journal read from its start. */
+export const foldWhole = (entries: readonly JournalEntry[]): SessionFold => ({
+  view: foldJournal(entries),
+  ledger: taskLedger(entries, EMPTY_LEDGER),
+});

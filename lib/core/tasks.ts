@@ -68,10 +68,16 @@ export interface TaskLedger {
   readonly released: boolean;
 }
 
-/** Folds the tool results of the task tools (and release entries) into the ledger. */
-export function taskLedger(entries: readonly JournalEntry[]): TaskLedger {
-  const tasks = new Map<string, LedgerTask>();
-  let released = false;
+/** No task started, no release: the ledger before the first entry. */
+export const EMPTY_LEDGER: TaskLedger = { tasks: [], released: false };
+
+/**
+ * Folds the tool results of the task tools (and release entries) into the ledger, from `from`
+ * (the ledger of the entries before these, as a snapshot keeps it) or from the start.
+ */
+export function taskLedger(entries: readonly JournalEntry[], from: TaskLedger = EMPTY_LEDGER): TaskLedger {
+  const tasks = new Map<string, LedgerTask>(from.tasks.map((task) => [task.taskId, task]));
+  let released = from.released;
   for (const entry of entries) {
     if (entry.kind === 'released') {
       released = true;

@@ -1218,6 +1218,22 @@ export function describeSessionStoreContract(name: string, makeHarness: MakeHarn
         // Journal reads never see snapshot items.
         expect(await store.readJournal(key)).toEqual([]);
       });
+
+      it('keeps the task ledger a snapshot carries', async () => {
+        // Arrange
+        const { store, key } = await setup();
+        const ledger = {
+          version: 1,
+          tasks: [{ taskId: 'c1', agent: 'worker', description: 'd', turnId: 'task-c1', releasedAsStraggler: false }],
+          released: false,
+        };
+
+        // Act
+        await store.putSnapshot(key, { seq: 5, foldVersion: 1, entryHash: 'h5', view: { lastSeq: 5 }, ledger });
+
+        // Assert
+        expect((await store.getLatestSnapshot(key))?.ledger).toEqual(ledger);
+      });
     });
 
     describe('journal', () => {
