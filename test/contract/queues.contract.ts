@@ -172,7 +172,7 @@ export function describeQueueContract(name: string, makeHarness: MakeQueueHarnes
       // Arrange: characters JSON keeps raw, outside the body alphabet of SQS (U+FFFF) or fauxqs (astral).
       const harness = await makeHarness();
       const text = 'héllo 🎉 👩‍👩‍👧 𝄞 中文 \uffff \u2028 end';
-      const ticket: Ticket = { v: 1, ticketId: 'T-emoji', agent: 'echo', input: { text, ['k🔑']: [text] } };
+      const ticket: Ticket = { v: 1, ticketId: 'T-emoji', agent: 'echo', input: { text, 'k🔑': [text] } };
 
       // Act
       await harness.tickets.submit(ticket);
