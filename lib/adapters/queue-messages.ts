@@ -20,13 +20,31 @@ export function validateMessage<S extends z.ZodType>(schema: S, message: unknown
   return parsed.data;
 }
 
+/** Characters JSON carries raw that a queue refuses in a message body: U+FFFE and U+FFFF (SQS), astral ones (fauxqs). */
+const OUTSIDE_SQS_CHARACTERS = /[\u{FFFE}\u{FFFF}\u{10000}-\u{10FFFF}]/gu;
+
+/** A character as JSON `\uXXXX` escapes of its UTF-16 code units (a surrogate pair for an astral one). */
+const escapeUtf16 = (character: string): string =>
+  Array.from(
+    { length: character.length },
+    (_, i) => `\\u${character.charCodeAt(i).toString(16).padStart(4, '0')}`,
+  ).join('');
+
+/**
+ * A message body as JSON text that SQS accepts: the same JSON value, with the characters SQS's
+ * body alphabet leaves out (emoji among them: fauxqs refuses them, and U+FFFE/U+FFFF are refused
+ * by SQS itself) written as `\u` escapes, which any JSON parser reads back unchanged.
+ */
+export const sqsMessageBody = (body: unknown): string =>
+  JSON.stringify(body).replace(OUTSIDE_SQS_CHARACTERS, escapeUtf16);
+
 /**
  * Refuses a message over the SQS limit before it is sent, as SQS would (body plus attribute
  * names and values). A refusal is deterministic: resending cannot help.
  */
 export function checkMessageSize(body: unknown, attributes: Record<string, string>, what: string): void {
   const bytes =
-    Buffer.byteLength(JSON.stringify(body)) +
+    Buffer.byteLength(sqsMessageBody(body)) +
     Object.entries(attributes).reduce((n, [k, v]) => n + Buffer.byteLength(k) + Buffer.byteLength(v) + 6, 0);
   if (bytes > MAX_MESSAGE_BYTES) throw new PayloadTooLargeError(`${what} message`, bytes, MAX_MESSAGE_BYTES);
 }

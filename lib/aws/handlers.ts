@@ -49,7 +49,7 @@ export function createIntakeHandler(options: HandlerOptions) {
       }
       const reason = error.message;
       telemetry.logger.error('ticket rejected', { messageId: record.messageId, senderId: origin.senderId, reason });
-      const recorded = await recordRejectedTicket(record.body, reason, deps, origin).catch(() => false);
+      const recorded = await recordRejectedTicket(record.body, reason, deps, origin, trace).catch(() => false);
       // Without a ticket id and agent there is no record to write: the DLQ keeps it for an operator.
       return recorded ? undefined : record.messageId;
     }

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { enabledFaultKinds, FAULTS_ENV, parseFaultSpec } from '../adapters/faults/fault-config.ts';
 import { agentsModuleFor } from '../local/agents-module.ts';
 import { waitForOutcome } from '../local/local-baton.ts';
 import { type LocalStackConfig, readLocalStackConfig } from '../local/local-config.ts';
@@ -49,6 +50,9 @@ export async function dev(args: string[], io: CommandIo): Promise<number> {
   const workers = positiveNumber('--workers', values.workers) ?? DEFAULT_WORKERS;
   if (!Number.isInteger(workers)) throw new Error('--workers must be a whole number');
   const stateDir = io.connect.stateDir ?? DEFAULT_STATE_DIR;
+  // Checked here, before the stack boots: a bad spec would otherwise stop every worker at its start.
+  const faultSpec = process.env[FAULTS_ENV];
+  const faults = faultSpec ? enabledFaultKinds(parseFaultSpec(faultSpec)) : [];
 
   const existing = readLocalStackConfig(stateDir);
   if (existing !== undefined && existing.supervisorPid !== process.pid && isAlive(existing.supervisorPid)) {
@@ -94,6 +98,7 @@ export async function dev(args: string[], io: CommandIo): Promise<number> {
       `  functions  ${functions.length > 0 ? functions.join(', ') : 'none'} (timeout ${config.functionTimeoutS} s)`,
     );
     io.out(`  workers    ${config.workers.map((worker) => `pid ${worker.pid}`).join(', ')}`);
+    if (faults.length > 0) io.out(`  faults     ${faults.join(', ')} (${FAULTS_ENV}, injected in the workers)`);
     io.out(`  ledger     ${config.ledger}`);
     io.out(`  state      ${stateDir}/local.json — other baton commands find the stack there`);
     io.out('Ctrl-C stops everything this command started.');

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -12,14 +13,14 @@ interface BatonManifest {
   readonly peerDependencies: Record<string, string>;
 }
 
-/** Baton's own package.json (in a checkout, or the installed package): the versions a new project pins. */
-function batonManifest(): BatonManifest {
+/** Baton's own package.json (in a checkout, or the installed package), and the directory it is in. */
+function batonManifest(): { manifest: BatonManifest; root: string } {
   let dir = dirname(fileURLToPath(import.meta.url));
   for (;;) {
     const file = join(dir, 'package.json');
     if (existsSync(file)) {
       const manifest = JSON.parse(readFileSync(file, 'utf8')) as BatonManifest;
-      if (manifest.name === 'baton') return manifest;
+      if (manifest.name === 'baton') return { manifest, root: dir };
     }
     const parent = dirname(dir);
     if (parent === dir) throw new Error("baton init: cannot find Baton's package.json");
@@ -40,14 +41,21 @@ export async function init(args: string[], io: CommandIo): Promise<number> {
   const name = basename(dir)
     .toLowerCase()
     .replace(/[^a-z0-9-]/g, '-');
-  const files = projectFiles(NAME_PATTERN.test(name) ? name : 'baton-agents', batonManifest());
+  const { manifest, root } = batonManifest();
+  mkdirSync(dir, { recursive: true });
+  // Baton is not on the npm registry (a package named `baton` there is another project): from a
+  // checkout, the new project installs this checkout's own package, packed into it.
+  const fromCheckout = existsSync(join(root, 'lib', 'cli', 'main.ts'));
+  if (fromCheckout && !io.json) io.out('baton init: packing Baton from this checkout (npm pack builds it first)…');
+  const dependency = fromCheckout ? `file:${packCheckout(root, dir)}` : `^${manifest.version}`;
+  const files = projectFiles(NAME_PATTERN.test(name) ? name : 'baton-agents', manifest, dependency);
   for (const [file, text] of Object.entries(files)) {
     mkdirSync(dirname(join(dir, file)), { recursive: true });
     writeFileSync(join(dir, file), text);
   }
-  if (io.json) io.out(JSON.stringify({ dir, files: Object.keys(files) }));
+  if (io.json) io.out(JSON.stringify({ dir, files: Object.keys(files), baton: dependency }));
   else {
-    io.out(`baton init: wrote ${Object.keys(files).length} files to ${dir}`);
+    io.out(`baton init: wrote ${Object.keys(files).length} files to ${dir} (baton: ${dependency})`);
     io.out(`  cd ${target} && npm install`);
     io.out('  npm start    the local stack with your agents, and a sample ticket');
     io.out('  npm test     the sample agent on the local stack');
@@ -55,8 +63,28 @@ export async function init(args: string[], io: CommandIo): Promise<number> {
   return 0;
 }
 
-/** The new project's files, by path. */
-export function projectFiles(name: string, baton: BatonManifest): Record<string, string> {
+/** Packs the checkout at `root` into `dir` (`npm pack`, which builds it) and returns the tarball's file name. */
+function packCheckout(root: string, dir: string): string {
+  const printed = execFileSync('npm', ['pack', '--silent', '--pack-destination', dir], {
+    cwd: root,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const tarball = printed.trim().split('\n').at(-1);
+  if (!tarball?.endsWith('.tgz') || !existsSync(join(dir, tarball)))
+    throw new Error(`baton init: npm pack in ${root} wrote no tarball into ${dir}`);
+  return tarball;
+}
+
+/**
+ * The new project's files, by path. `batonDependency` is its package.json's spec for `baton`:
+ * a version range, or `file:TARBALL` for a package packed from a checkout.
+ */
+export function projectFiles(
+  name: string,
+  baton: BatonManifest,
+  batonDependency = `^${baton.version}`,
+): Record<string, string> {
   const pin = (dependency: string): string => {
     const version =
       baton.dependencies[dependency] ?? baton.devDependencies[dependency] ?? baton.peerDependencies[dependency];
@@ -77,7 +105,7 @@ export function projectFiles(name: string, baton: BatonManifest): Record<string,
         synth: 'cdk synth',
         deploy: 'cdk deploy',
       },
-      dependencies: { baton: `^${baton.version}`, zod: pin('zod') },
+      dependencies: { baton: batonDependency, zod: pin('zod') },
       devDependencies: Object.fromEntries(
         [
           '@types/node',
@@ -210,7 +238,7 @@ test('the greeter greets whoever the ticket names, on the local stack', async ()
 `,
     'README.md': `# ${name}
 
-Agents on [Baton](https://www.npmjs.com/package/baton), a durable runtime for long-running LLM
+Agents on Baton, a durable runtime for long-running LLM
 agents on AWS serverless.
 
 - \`src/agents.ts\`: the agents (\`defineAgent\`, \`defineTool\`), exported as \`agents\`.

@@ -75,7 +75,7 @@ const COMMANDS: Record<string, CommandEntry> = {
   submit: {
     run: submit,
     summary: 'drop a ticket on the tickets queue',
-    usage: 'baton submit --agent NAME [--id TICKET_ID] [--tenant T] (--input JSON | --file F | -)',
+    usage: 'baton submit --agent NAME [--id TICKET_ID] [--tenant T] (--input JSON | --file F | --file -)',
   },
   status: { run: status, summary: "show a session's state and outcome", usage: 'baton status SESSION' },
   list: {

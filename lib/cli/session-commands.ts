@@ -1,10 +1,10 @@
-import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { BatonTransport } from '../client/baton-client.ts';
 import { SendMode } from '../client/baton-client.ts';
 import { HttpBatonClient } from '../client/http-baton-client.ts';
 import { SessionState } from '../core/vocabulary.ts';
 import { type ConnectOptions, clientFor, resolveTarget } from './connect.ts';
+import { readInput } from './read-input.ts';
 
 /** What a command receives: its own arguments and how to print. */
 export interface CommandIo {
@@ -18,28 +18,7 @@ export interface CommandIo {
 const client = async (io: CommandIo): Promise<BatonTransport> =>
   io.connect.api ? new HttpBatonClient({ baseUrl: io.connect.api }) : clientFor(await resolveTarget(io.connect));
 
-async function readInput(
-  values: { input?: string | undefined; file?: string | undefined },
-  positionals: string[],
-): Promise<unknown> {
-  const source =
-    values.input ??
-    (values.file ? readFileSync(values.file, 'utf8') : positionals.includes('-') ? await readStdin() : undefined);
-  if (source === undefined) throw new Error('give the input with --input JSON, --file F or - (stdin)');
-  try {
-    return JSON.parse(source);
-  } catch (error) {
-    throw new Error(`input is not valid JSON: ${(error as Error).message}`);
-  }
-}
-
-async function readStdin(): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8');
-}
-
-/** `baton submit --agent NAME [--id TICKET_ID] [--tenant T] (--input JSON | --file F | -)` */
+/** `baton submit --agent NAME [--id TICKET_ID] [--tenant T] (--input JSON | --file F | --file -)` */
 export async function submit(args: string[], io: CommandIo): Promise<number> {
   const { values, positionals } = parseArgs({
     args,

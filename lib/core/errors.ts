@@ -101,8 +101,24 @@ export class StepError extends BatonError {
   }
 }
 
-export const errorMessage = (error: unknown): string =>
-  error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+/** How much of a thrown non-Error object's JSON goes into an error message. */
+const MAX_THROWN_CHARS = 1_000;
+
+/** What an error says, whatever was thrown: an Error's name and message, a string, or what a non-Error value holds. */
+export const errorMessage = (error: unknown): string => {
+  if (error instanceof Error) return `${error.name}: ${error.message}`;
+  if (typeof error === 'string') return error;
+  if (error === null || typeof error !== 'object') return `non-Error thrown: ${String(error)}`;
+  // A thrown non-Error object: its JSON says what it holds, where String() says "[object Object]".
+  let json: string | undefined;
+  try {
+    json = JSON.stringify(error);
+  } catch {
+    json = undefined;
+  }
+  const shown = json ?? `{${Object.keys(error).join(', ')}} (not serialisable)`;
+  return `non-Error thrown: ${shown.length > MAX_THROWN_CHARS ? `${shown.slice(0, MAX_THROWN_CHARS)}…` : shown}`;
+};
 
 /**
  * An input or operation the session refuses: not found, finished, one-shot, a stale view, too many

@@ -2,7 +2,7 @@ import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, readdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer, Server } from 'node:net';
-import { delimiter, dirname, join } from 'node:path';
+import { delimiter, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startFauxqs } from 'fauxqs';
 
@@ -177,7 +177,8 @@ async function startDynamoDbLocal(
   if (options.dbPath !== undefined) mkdirSync(options.dbPath, { recursive: true });
   const port = options.port ?? (await freePort());
   const home = dynamoDbLocalHome();
-  const storage = options.dbPath === undefined ? ['-inMemory'] : ['-dbPath', options.dbPath];
+  // Absolute: DynamoDB Local runs in its own home directory, where a relative path would point elsewhere.
+  const storage = options.dbPath === undefined ? ['-inMemory'] : ['-dbPath', resolve(options.dbPath)];
   const child = spawn(
     'java',
     [

@@ -219,7 +219,7 @@ export function salvageIds(
 
 /**
  * Records a refused ticket as a failed outcome an operator can read (status, results queue),
- * when its ids can be salvaged. Returns false when they cannot: the caller dead-letters it.
+ * on the producer's trace when it sent one, when its ids can be salvaged. Returns false when they cannot: the caller dead-letters it.
  * A refusal never touches a turn or session another ticket with the same id wrote (accepted, or
  * between its writes), and its result then carries a turn id of its own, so a consumer that
  * de-duplicates on session and turn never confuses it with the accepted ticket's result.
@@ -229,6 +229,7 @@ export async function recordRejectedTicket(
   reason: string,
   deps: IntakeDeps,
   origin: TicketOrigin = {},
+  trace?: TraceContext,
 ): Promise<boolean> {
   const ids = salvageIds(body);
   if (!ids) return false;
@@ -276,7 +277,8 @@ export async function recordRejectedTicket(
     key,
     ticketId: ids.ticketId,
     activeTurnId: ids.ticketId,
-    traceId: newTraceId(),
+    // The producer's trace, as an accepted ticket's: the id `submit` printed finds the refusal too.
+    traceId: trace?.traceId ?? newTraceId(),
     now,
     sweepAt: now,
     ttlSeconds: retention,

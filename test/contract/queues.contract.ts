@@ -167,5 +167,22 @@ export function describeQueueContract(name: string, makeHarness: MakeQueueHarnes
       expect(received[0]?.body).toEqual(ticket);
       expect(received[0]?.attributes.traceparent).toBe(formatTraceparent(TRACE));
     });
+
+    it('carries emoji, astral characters and U+FFFF in a ticket and a result unchanged', async () => {
+      // Arrange: characters JSON keeps raw, outside the body alphabet of SQS (U+FFFF) or fauxqs (astral).
+      const harness = await makeHarness();
+      const text = 'héllo 🎉 👩‍👩‍👧 𝄞 中文 \uffff \u2028 end';
+      const ticket: Ticket = { v: 1, ticketId: 'T-emoji', agent: 'echo', input: { text, 'k🔑': [text] } };
+
+      // Act
+      await harness.tickets.submit(ticket);
+      await harness.results.publish({ ...result, output: text });
+      const tickets = await harness.receive('tickets');
+      const results = await harness.receive('results');
+
+      // Assert
+      expect(tickets[0]?.body).toEqual(ticket);
+      expect(results[0]?.body).toEqual({ ...result, output: text });
+    });
   });
 }

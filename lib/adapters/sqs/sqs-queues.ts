@@ -7,6 +7,7 @@ import {
   delaySecondsOf,
   messageAttributesOf,
   resultAttributes,
+  sqsMessageBody,
   validateMessage,
 } from '../queue-messages.ts';
 
@@ -37,7 +38,7 @@ async function send(
   await queue.client.send(
     new SendMessageCommand({
       QueueUrl: queue.queueUrl,
-      MessageBody: JSON.stringify(body),
+      MessageBody: sqsMessageBody(body),
       ...(attributes.length > 0 ? { MessageAttributes: messageAttributes } : {}),
       ...(trace
         ? { MessageSystemAttributes: { AWSTraceHeader: { DataType: 'String', StringValue: xrayHeaderFor(trace) } } }

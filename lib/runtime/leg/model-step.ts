@@ -1,3 +1,4 @@
+import { checkedModelResponse } from '../../agent/checked-model-response.ts';
 import type { AgentDefinition } from '../../agent/define-agent.ts';
 import { toolInputSchema } from '../../agent/define-tool.ts';
 import { taskToolSpecs } from '../../agent/task-tools.ts';
@@ -31,8 +32,8 @@ async function callModel(leg: LegContext, agent: AgentDefinition): Promise<void>
   const stream = streamSink(leg);
   let response: ModelResponse;
   try {
-    const pending = traceModelCall(leg.span, agent.model.id, () =>
-      agent.model.converse(request, leg.signals.stepSignal, stream),
+    const pending = traceModelCall(leg.span, agent.model.id, async () =>
+      checkedModelResponse(agent.model.id, await agent.model.converse(request, leg.signals.stepSignal, stream)),
     );
     await deps.failpoint('mid-step');
     response = await pending;

@@ -79,6 +79,20 @@ describe('intake', () => {
     expect(await store.findDue(0, clock.now() + 60_000, 10)).toEqual([]);
   });
 
+  it('records a refused ticket on the trace its producer sent, so the trace id submit printed finds it', async () => {
+    const { deps, store } = makeTestDeps([lookupAgent()]);
+    const trace = { traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanId: '00f067aa0ba902b7', sampled: true };
+
+    await recordRejectedTicket(ticketBody('no-such-agent', 'T-trace', {}), 'unknown agent', deps, {}, trace);
+
+    const refused = {
+      tenant: 'default',
+      agent: 'no-such-agent',
+      id: deriveSessionId('default', 'no-such-agent', 'T-trace'),
+    };
+    expect((await store.getSession(refused))?.traceId).toBe(trace.traceId);
+  });
+
   it('leaves a ticket without usable ids to the DLQ and never touches an existing session', async () => {
     const { deps, store } = makeTestDeps([lookupAgent()]);
     expect(await recordRejectedTicket('not json', 'not JSON', deps)).toBe(false);

@@ -1,0 +1,30 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { readInput } from '../../../lib/cli/read-input.ts';
+
+const stdin = (text: string) => Readable.from([Buffer.from(text)]);
+
+describe('a command reads its JSON input', () => {
+  it('from stdin when given --file - (as the README shows), not from a file named "-"', async () => {
+    await expect(readInput({ file: '-' }, [], stdin('{"steps":2}'))).resolves.toEqual({ steps: 2 });
+  });
+
+  it('from stdin when given a - argument', async () => {
+    await expect(readInput({}, ['-'], stdin('[1,"✓"]'))).resolves.toEqual([1, '✓']);
+  });
+
+  it('from a file, and from --input', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'baton-input-')), 'input.json');
+    writeFileSync(file, '{"orderId":"O-1"}');
+    await expect(readInput({ file }, [], stdin(''))).resolves.toEqual({ orderId: 'O-1' });
+    await expect(readInput({ input: '{"a":1}' }, [], stdin(''))).resolves.toEqual({ a: 1 });
+  });
+
+  it('refuses malformed JSON naming where it came from, and a missing input naming the ways to give one', async () => {
+    await expect(readInput({ file: '-' }, [], stdin('{nope'))).rejects.toThrow(/input \(stdin\) is not valid JSON/);
+    await expect(readInput({}, [], stdin(''))).rejects.toThrow(/--input JSON, --file F or --file -/);
+  });
+});

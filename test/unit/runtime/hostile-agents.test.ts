@@ -1,0 +1,136 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { checkedModelResponse } from '../../../lib/agent/checked-model-response.ts';
+import { defineAgent } from '../../../lib/agent/define-agent.ts';
+import { type AnyTool, defineTool } from '../../../lib/agent/define-tool.ts';
+import { errorMessage, StepError } from '../../../lib/core/errors.ts';
+import { deriveSessionId } from '../../../lib/core/ids.ts';
+import type { ModelClient, ModelResponse } from '../../../lib/ports/model-client.ts';
+import { acceptTicket } from '../../../lib/runtime/intake.ts';
+import { drain, makeTestDeps, ticketBody } from '../../fixtures/runtime.ts';
+
+const usage = { inputTokens: 1, outputTokens: 1 };
+
+/** A model client as an author might write one: its first answer is `first`, then it reports what it saw. */
+const rawModel = (first: unknown): ModelClient => ({
+  id: 'raw-model',
+  maxDurationMs: 1_000,
+  async converse(request) {
+    if (!request.messages.some((m) => m.role === 'assistant')) return first as ModelResponse;
+    return { text: JSON.stringify(request.messages.at(-1)?.content), toolCalls: [], stopReason: 'end_turn', usage };
+  },
+});
+
+const double = defineTool({
+  name: 'double',
+  description: 'Doubles n.',
+  input: z.object({ n: z.number() }),
+  effect: 'pure',
+  run: async ({ n }) => n * 2,
+});
+const thrower = (value: unknown) =>
+  defineTool({
+    name: 'thrower',
+    description: 'Throws.',
+    input: z.object({}),
+    effect: 'pure',
+    run: async () => {
+      throw value;
+    },
+  });
+
+const agent = (name: string, first: unknown, tools: AnyTool[] = [double]) =>
+  defineAgent({ name, instructions: 'x', tools, model: rawModel(first) });
+
+async function runOne(name: string, first: unknown, tools: AnyTool[] = [double]) {
+  const { deps, store } = makeTestDeps([agent(name, first, tools), agent('neighbour', { final: 1 })]);
+  const key = { tenant: 'default', agent: name, id: deriveSessionId('default', name, 'T-1') };
+  await acceptTicket(ticketBody(name, 'T-1', {}), undefined, deps);
+  await drain(deps);
+  return { outcome: (await store.getTurn(key, 'T-1'))?.outcome, journal: await store.readJournal(key) };
+}
+
+describe('an agent whose model or tools misbehave', () => {
+  it.each([
+    ['an empty response', {}, /model raw-model returned an invalid response: toolCalls: .*; stopReason: .*; usage: /],
+    ['null', null, /model raw-model returned an invalid response/],
+    [
+      'a tool call without an id',
+      { toolCalls: [{ name: 'double', input: { n: 1 } }], stopReason: 'tool_use', usage },
+      /invalid response: toolCalls\.0\.id: /,
+    ],
+    [
+      'usage that is not token counts',
+      { text: 'ok', toolCalls: [], stopReason: 'end_turn', usage: { inputTokens: Number.NaN, outputTokens: -1 } },
+      /invalid response: usage\.inputTokens: .*; usage\.outputTokens: /,
+    ],
+  ])(
+    'fails the turn, before journaling it, when the model returns %s, naming the model and the field',
+    async (_, first, error) => {
+      const { outcome, journal } = await runOne('bad-model', first);
+
+      expect(outcome).toMatchObject({ status: 'failed', error: expect.stringMatching(error) });
+      expect(journal.map((e) => e.kind)).not.toContain('model');
+    },
+  );
+
+  it('hands a tool call without arguments to the tool as null: its schema refuses it and the model hears why', async () => {
+    const { outcome } = await runOne('no-args', {
+      toolCalls: [{ id: 'c1', name: 'double' }],
+      stopReason: 'tool_use',
+      usage,
+    });
+
+    expect(outcome?.status).toBe('completed');
+    expect(outcome?.output).toMatch(/invalid input for double: .*expected object, received null/);
+  });
+
+  it.each([
+    ['an object', { code: 42, retryable: true }, 'non-Error thrown: {\\"code\\":42,\\"retryable\\":true}'],
+    ['undefined', undefined, 'non-Error thrown: undefined'],
+    ['a string', 'quota exceeded', 'quota exceeded'],
+  ])('reports a tool that throws %s (not an Error) to the model with what was thrown', async (_, thrown, said) => {
+    const { outcome } = await runOne(
+      'thrower',
+      { toolCalls: [{ id: 'c1', name: 'thrower', input: {} }], stopReason: 'tool_use', usage },
+      [thrower(thrown)],
+    );
+
+    expect(outcome?.status).toBe('completed');
+    expect(outcome?.output).toContain(said);
+  });
+});
+
+describe('errorMessage', () => {
+  it('describes a cyclic thrown object by its keys, and caps a huge one', () => {
+    const cyclic: Record<string, unknown> = { a: 1 };
+    cyclic.self = cyclic;
+
+    expect(errorMessage(cyclic)).toBe('non-Error thrown: {a, self} (not serialisable)');
+    expect(errorMessage({ blob: 'x'.repeat(5_000) }).length).toBeLessThan(1_100);
+  });
+});
+
+describe('checkedModelResponse', () => {
+  it('passes a valid response through, treating a null text as none', () => {
+    expect(
+      checkedModelResponse('m', {
+        text: null,
+        toolCalls: [{ id: 'a', name: 't', input: { x: 1 } }],
+        stopReason: 'tool_use',
+        usage,
+      }),
+    ).toEqual({ toolCalls: [{ id: 'a', name: 't', input: { x: 1 } }], stopReason: 'tool_use', usage });
+  });
+
+  it('throws a StepError that is not retried', () => {
+    let thrown: unknown;
+    try {
+      checkedModelResponse('m', { toolCalls: 'nope' });
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toBeInstanceOf(StepError);
+    expect((thrown as StepError).retryable).toBe(false);
+  });
+});
