@@ -97,10 +97,11 @@ export function projectFiles(
       name,
       private: true,
       type: 'module',
-      engines: { node: '>=24' },
+      // The scripts run on Node 24 through `baton-node` (fetched when the machine's node is older).
+      engines: { node: '>=20' },
       scripts: {
         start: 'baton dev --agents src/agents.ts --submit sample-ticket.json',
-        test: 'node --test test/agents.test.ts',
+        test: 'baton-node --test test/agents.test.ts',
         typecheck: 'tsc --noEmit',
         synth: 'cdk synth',
         deploy: 'cdk deploy',
@@ -134,7 +135,7 @@ export function projectFiles(
       },
       include: ['src', 'infra', 'test'],
     }),
-    'cdk.json': json({ app: 'node infra/app.ts' }),
+    'cdk.json': json({ app: 'baton-node infra/app.ts' }),
     '.gitignore': 'node_modules/\ncdk.out/\n.baton/\n',
     'sample-ticket.json': json({ agent: 'greeter', input: { who: 'Ada' } }),
     'src/agents.ts': `import { agentRegistry, defineAgent, defineTool, scriptedModel, toolResults } from 'baton';
@@ -246,7 +247,8 @@ agents on AWS serverless.
 - \`infra/app.ts\`: the CDK app with the \`BatonRuntime\` construct (\`baton/cdk\`).
 - \`test/agents.test.ts\`: the sample agent on the local stack (\`baton/local\`).
 
-Needs Node 24 and, for the local stack, Java 17 or newer (DynamoDB Local).
+Needs Node 20 or newer with npm (Baton's scripts fetch Node 24 when the machine's node is older)
+and, for the local stack, Java 17 or newer (DynamoDB Local).
 
 \`\`\`sh
 npm install
