@@ -226,7 +226,10 @@ describe('the published package, installed into a project outside the repository
     // npm links each package's bins into node_modules/.bin: baton's own, and the tools a project runs.
     const bin = join(project, 'node_modules', '.bin');
     mkdirSync(bin);
-    symlinkSync(join(installed, 'bin', 'baton'), join(bin, 'baton'));
+    const { bin: bins } = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as {
+      bin: Record<string, string>;
+    };
+    for (const [name, path] of Object.entries(bins)) symlinkSync(join(installed, path), join(bin, name));
     for (const tool of ['esbuild', 'tsc', 'cdk'])
       symlinkSync(join(ROOT, 'node_modules', '.bin', tool), join(bin, tool));
     for (const [file, text] of Object.entries(USER_FILES)) {
