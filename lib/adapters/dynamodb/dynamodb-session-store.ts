@@ -241,14 +241,20 @@ export class DynamoDbSessionStore implements SessionStore {
         `attribute_not_exists(${x.name('releaseAt')})`,
       );
       const sweepAt = x.name('sweepAt');
+      // An idle session's previous turn has ended and published: the new turn becomes active in
+      // this write, so the leg its kick starts runs it at once (no leg only to hand it over).
+      const activate = idle && current.turnQueue.length === 0;
       // A steering turn heads the queue, and its inbox item (same write) tells the owner to wind down.
       const steered = request.steer === true && !idle && current.activeTurnId !== undefined;
       const steer = steerItem(request.turnId);
-      const empty = x.value([]);
+      // Named only where used: an expression value no clause uses is refused.
+      const empty = () => x.value([]);
       const sets = [
-        steered
-          ? `${queue} = list_append(${x.value([request.turnId])}, if_not_exists(${queue}, ${empty}))`
-          : `${queue} = list_append(if_not_exists(${queue}, ${empty}), ${x.value([request.turnId])})`,
+        activate
+          ? `${x.name('activeTurnId')} = ${x.value(request.turnId)}`
+          : steered
+            ? `${queue} = list_append(${x.value([request.turnId])}, if_not_exists(${queue}, ${empty()}))`
+            : `${queue} = list_append(if_not_exists(${queue}, ${empty()}), ${x.value([request.turnId])})`,
         `${x.name('lastTurnId')} = ${x.value(request.turnId)}`,
         `${x.name('pendingVersion')} = ${x.name('pendingVersion')} + ${x.value(1)}`,
         `${x.name('updatedAt')} = ${x.value(request.now)}`,
@@ -262,8 +268,8 @@ export class DynamoDbSessionStore implements SessionStore {
         const inbox = x.name('inbox');
         const ids = x.name('inboxIds');
         sets.push(
-          `${inbox} = list_append(if_not_exists(${inbox}, ${empty}), ${x.value([JSON.stringify(steer)])})`,
-          `${ids} = list_append(if_not_exists(${ids}, ${empty}), ${x.value([steer.id])})`,
+          `${inbox} = list_append(if_not_exists(${inbox}, ${empty()}), ${x.value([JSON.stringify(steer)])})`,
+          `${ids} = list_append(if_not_exists(${ids}, ${empty()}), ${x.value([steer.id])})`,
         );
       }
       try {

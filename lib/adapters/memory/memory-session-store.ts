@@ -263,11 +263,17 @@ export class MemorySessionStore implements SessionStore {
       if (decision === 'accepted-before') return { ok: true, record: record!, queued: false };
       if (decision !== 'enqueue') return { ok: false, reason: decision, current: record };
       const idle = old!.owner === undefined && record!.state === SessionState.idle;
+      // An idle session's previous turn has ended and published: the new turn becomes active at once.
+      const activate = idle && record!.turnQueue.length === 0;
       const steered = request.steer === true && !idle && record!.activeTurnId !== undefined;
       const steer = steerItem(request.turnId);
       const next: Item = {
         ...old,
-        turnQueue: steered ? [request.turnId, ...record!.turnQueue] : [...record!.turnQueue, request.turnId],
+        ...(activate
+          ? { activeTurnId: request.turnId }
+          : {
+              turnQueue: steered ? [request.turnId, ...record!.turnQueue] : [...record!.turnQueue, request.turnId],
+            }),
         ...(steered
           ? {
               inbox: [...((old!.inbox as string[] | undefined) ?? []), JSON.stringify(steer)],

@@ -122,8 +122,10 @@ describe('conversations', () => {
 
     // Act
     const stale = send('T2', 'x', { ifLastTurn: 'T0' }).catch((e: unknown) => e);
+    // The session is idle: T3 becomes its active turn at once, T4 waits behind it.
     await send('T3', 'y', { ifLastTurn: 'T1' });
-    const full = send('T4', 'z', { maxPendingInputs: 1 }).catch((e: unknown) => e);
+    await send('T4', 'z');
+    const full = send('T5', 'w', { maxPendingInputs: 1 }).catch((e: unknown) => e);
     const refusedOneShot = acceptTurn(
       { key: oneShot, turnId: 'L2', ticketId: 'L2', input: {}, sweepGraceMs: 1 },
       deps,
