@@ -24,8 +24,8 @@ export interface TurnCost {
   readonly fixedWritesMedian: number;
   /** The capacity of the median turn's fixed writes (WCU, indexes and transactions included). */
   readonly fixedWcuMedian: number;
-  /** The median turn's fixed writes by request and item, e.g. `PutItem:journal` → 4. */
-  readonly fixedByKind: Readonly<Record<string, number>>;
+  /** The median turn's fixed writes by request and item (e.g. `PutItem:journal`), with their WCU. */
+  readonly fixedByKind: Readonly<Record<string, { readonly writes: number; readonly wcu: number }>>;
   /** Turns of more than one leg (a continuation on a loaded machine): they add a lease, a marker, a release. */
   readonly turnsThatYielded: number;
   /** Writes per step of the median turn: 1 + F / (steps per turn). */
@@ -133,7 +133,7 @@ export async function measureConversationCost(options: ConversationCostOptions):
       wcu: number;
       steps: number;
       recordWrites: number;
-      byKind: Record<string, number>;
+      byKind: Record<string, { writes: number; wcu: number }>;
     }[] = [];
     for (let turn = 2; turn <= turns; turn++) {
       const turnId = `${prefix}-${turn}`;
@@ -143,12 +143,14 @@ export async function measureConversationCost(options: ConversationCostOptions):
       const writes = rt.meter.writesSince(from);
       const steps = stepsOf(turnId);
       // The step entries are the journal puts of 1 WCU each that the step count says; the rest is the turn's.
-      const byKind: Record<string, number> = {};
+      const byKind: Record<string, { writes: number; wcu: number }> = {};
       for (const w of writes) {
         const kind = `${w.command.replace('Command', '')}:${w.target}`;
-        byKind[kind] = (byKind[kind] ?? 0) + 1;
+        const sum = byKind[kind] ?? { writes: 0, wcu: 0 };
+        byKind[kind] = { writes: sum.writes + 1, wcu: sum.wcu + w.units };
       }
-      byKind['PutItem:journal'] = (byKind['PutItem:journal'] ?? 0) - steps;
+      const journal = byKind['PutItem:journal'];
+      if (journal) byKind['PutItem:journal'] = { writes: journal.writes - steps, wcu: journal.wcu - steps };
       const recordWrites = writes.filter((w) => w.command === 'UpdateItemCommand' && w.target === 'record').length;
       perTurn.push({
         fixed: writes.length - steps,
@@ -175,7 +177,7 @@ export async function measureConversationCost(options: ConversationCostOptions):
       fixedWritesMedian: median.fixed,
       // A step's own write is 1 WCU (entries under 1 KB): the rest is the turn's.
       fixedWcuMedian: median.wcu,
-      fixedByKind: Object.fromEntries(Object.entries(median.byKind).filter(([, n]) => n !== 0)),
+      fixedByKind: Object.fromEntries(Object.entries(median.byKind).filter(([, n]) => n.writes !== 0)),
       turnsThatYielded: perTurn.filter((t) => t.recordWrites > fewestRecordWrites).length,
       medianWritesPerStep: 1 + median.fixed / median.steps,
       stepsFor105: Math.ceil(median.fixed / 0.05),

@@ -324,9 +324,11 @@ export function formatBenchReport(report: BenchReport): string[] {
       rows.push([
         '  F by request and item',
         Object.entries(median.fixedByKind)
-          .map(([kind, n]) => `${kind} ${n}`)
+          .map(([kind, n]) => `${kind} ${n.writes}`)
           .join(', '),
-        '',
+        `WCU: ${Object.entries(median.fixedByKind)
+          .map(([kind, n]) => `${kind} ${dec(n.wcu, 1)}`)
+          .join(', ')}`,
       ]);
     const r = c.newTurnReads;
     const read = (x: { requests: number; bytes: number; rcu: number }) =>
