@@ -287,7 +287,6 @@ describe('BatonRuntime with its defaults (the Baton stack)', () => {
         'dynamodb:GetItem',
         'dynamodb:PutItem',
         'dynamodb:UpdateItem',
-        'dynamodb:ConditionCheckItem',
         'sqs:SendMessage',
       ]),
     );
@@ -314,7 +313,6 @@ describe('BatonRuntime with its defaults (the Baton stack)', () => {
         'dynamodb:Query',
         'dynamodb:PutItem',
         'dynamodb:UpdateItem',
-        'dynamodb:ConditionCheckItem',
         'sqs:SendMessage',
       ]),
     );
