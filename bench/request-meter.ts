@@ -37,6 +37,31 @@ export interface MeterTotals {
   rcu: number;
 }
 
+/** What a read request asked for, from the session table's sort keys: the record, a turn, the journal, a snapshot. */
+export type ReadTarget = 'record' | 'turn' | 'journal' | 'snapshot' | 'other';
+
+/** One request, as counted at the client: the item it named, its bytes and the capacity reported. */
+export interface RequestRecord {
+  readonly command: string;
+  readonly target: ReadTarget;
+  /** Response bytes of a read, request bytes of a write. */
+  readonly bytes: number;
+  readonly units: number;
+}
+
+/** The item a request names: a Get/UpdateItem's key, a PutItem's item, a Query's sort-key bound (marshalled input). */
+function readTarget(input: Record<string, unknown>): ReadTarget {
+  const keyed = (input.Key ?? input.Item) as Record<string, unknown> | undefined;
+  const text =
+    keyed !== undefined ? JSON.stringify(keyed.sk ?? '') : JSON.stringify(input.ExpressionAttributeValues ?? {});
+  if (input.IndexName !== undefined) return 'other';
+  if (text.includes('"META"')) return 'record';
+  if (text.includes('"SNAP#')) return 'snapshot';
+  if (text.includes('"J#')) return 'journal';
+  if (text.includes('"T#')) return 'turn';
+  return 'other';
+}
+
 export const zeroTotals = (): MeterTotals => ({ writes: 0, reads: 0, writeBytes: 0, readBytes: 0, wcu: 0, rcu: 0 });
 
 /** The difference `after − before`, field by field. */
@@ -71,6 +96,26 @@ interface Capacity {
 export class RequestMeter {
   #totals = zeroTotals();
   #enabled = true;
+  readonly #reads: RequestRecord[] = [];
+  readonly #writes: RequestRecord[] = [];
+
+  /** Every write request counted so far, in order, with the item it names (a transaction: 'other'). */
+  get writeCount(): number {
+    return this.#writes.length;
+  }
+
+  writesSince(count: number): readonly RequestRecord[] {
+    return this.#writes.slice(count);
+  }
+
+  /** Every read request counted so far, in order: `readsSince(n)` gives those after the first n. */
+  get readCount(): number {
+    return this.#reads.length;
+  }
+
+  readsSince(count: number): readonly RequestRecord[] {
+    return this.#reads.slice(count);
+  }
 
   /** A copy of the running totals. */
   snapshot(): MeterTotals {
@@ -103,25 +148,32 @@ export class RequestMeter {
         const command = context.commandName ?? '';
         const request = args.request as { body?: unknown };
         const requestBytes = bodyBytes(request.body);
+        const target = readTarget(args.input as Record<string, unknown>);
         let result: Awaited<ReturnType<typeof next>>;
         try {
           result = await next(args);
         } catch (error) {
           // A failed condition still cost a write (DynamoDB charges it).
-          this.#record(command, requestBytes, 0, undefined);
+          this.#record(command, target, requestBytes, 0, undefined);
           throw error;
         }
         const response = result.response as { headers?: Record<string, string> };
         const responseBytes = Number(response.headers?.['content-length'] ?? 0);
         const output = result.output as { ConsumedCapacity?: Capacity | Capacity[] };
-        this.#record(command, requestBytes, responseBytes, output.ConsumedCapacity);
+        this.#record(command, target, requestBytes, responseBytes, output.ConsumedCapacity);
         return result;
       },
       { step: 'build', name: 'benchRequestMeter' },
     );
   }
 
-  #record(command: string, requestBytes: number, responseBytes: number, capacity: Capacity | Capacity[] | undefined) {
+  #record(
+    command: string,
+    target: ReadTarget,
+    requestBytes: number,
+    responseBytes: number,
+    capacity: Capacity | Capacity[] | undefined,
+  ) {
     if (!this.#enabled || !CAPACITY_COMMANDS.has(command)) return;
     const units = (Array.isArray(capacity) ? capacity : capacity ? [capacity] : []).reduce(
       (sum, c) => sum + (c.CapacityUnits ?? 0),
@@ -131,10 +183,12 @@ export class RequestMeter {
       this.#totals.writes++;
       this.#totals.writeBytes += requestBytes;
       this.#totals.wcu += units;
+      this.#writes.push({ command, target, bytes: requestBytes, units });
     } else {
       this.#totals.reads++;
       this.#totals.readBytes += responseBytes;
       this.#totals.rcu += units;
+      this.#reads.push({ command, target, bytes: responseBytes, units });
     }
   }
 }

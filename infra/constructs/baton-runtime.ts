@@ -433,12 +433,7 @@ export class BatonRuntime extends Construct {
 
     const intake = this.intakeFunction.function;
     // Rejected tickets publish a failed result; a large input is offloaded again as the turn's payload.
-    // A conversation's further turn is queued in a transaction that checks the turn (ConditionCheckItem).
-    allow(
-      intake,
-      ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem'],
-      [tableArn],
-    );
+    allow(intake, ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'], [tableArn]);
     allow(intake, ['sqs:SendMessage'], sendTo([this.workQueue, this.resultsQueue]));
     payloads(intake);
 
@@ -455,13 +450,8 @@ export class BatonRuntime extends Construct {
     const { bySessionId, byTenant } = SESSION_TABLE.indexes;
     // Status, events, tasks, cancel and release read the record, the turn and the journal (tasks
     // and release the children's too), and bump the record (release marks it, and cancels the
-    // children); send puts a turn and queues it (a transaction that checks the turn), approve and
-    // resolve post to the inbox.
-    allow(
-      api,
-      ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem'],
-      [tableArn],
-    );
+    // children); send puts a turn and queues it, approve and resolve post to the inbox.
+    allow(api, ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:PutItem', 'dynamodb:UpdateItem'], [tableArn]);
     allow(api, ['dynamodb:Query'], [`${tableArn}/index/${bySessionId.name}`, `${tableArn}/index/${byTenant.name}`]);
     // Submit sends tickets; cancel and release send kicks (to the session and its children).
     allow(api, ['sqs:SendMessage'], sendTo([this.ticketsQueue, this.workQueue]));

@@ -256,8 +256,9 @@ export interface SessionStore {
   listTurns(key: SessionKey): Promise<TurnRecord[]>;
   /**
    * Accepts a further turn of a conversation, atomically with the turn having no outcome yet:
-   * appends it to the turn queue, bumps pendingVersion and, when the session is idle, queues it
-   * for a kick. A turn accepted before answers `queued: false`.
+   * bumps pendingVersion and appends it to the turn queue or, when the session is idle (its last
+   * turn ended and published), makes it the active turn at once (state queued, for its kick).
+   * A turn accepted before answers `queued: false`.
    */
   enqueueTurn(key: SessionKey, request: EnqueueTurnRequest): Promise<EnqueueTurnResult>;
   /**

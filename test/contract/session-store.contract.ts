@@ -940,7 +940,7 @@ export function describeSessionStoreContract(name: string, makeHarness: MakeHarn
         expect((await harness.rawItem(key, META_SK))?.sweepShard).toBeUndefined();
       });
 
-      it('queues a turn on an idle conversation for a kick, once, however often it is sent', async () => {
+      it('makes a turn sent to an idle conversation its active turn for a kick, once, however often it is sent', async () => {
         // Arrange
         const { store, key, now } = await idleConversation();
         const before = await store.getSession(key);
@@ -956,7 +956,8 @@ export function describeSessionStoreContract(name: string, makeHarness: MakeHarn
         const record = await store.getSession(key);
         expect(record).toMatchObject({
           state: 'queued',
-          turnQueue: ['turn-2'],
+          activeTurnId: 'turn-2',
+          turnQueue: [],
           lastTurnId: 'turn-2',
           sweepAt: now + 1_001,
         });
@@ -977,7 +978,8 @@ export function describeSessionStoreContract(name: string, makeHarness: MakeHarn
         expect(idleSteer).toMatchObject({ ok: true, queued: true, steered: false });
         expect(steered).toMatchObject({ ok: true, queued: true, steered: true });
         const record = await store.getSession(key);
-        expect(record?.turnQueue).toEqual(['turn-4', 'turn-2', 'turn-3']);
+        expect(record?.activeTurnId).toBe('turn-2');
+        expect(record?.turnQueue).toEqual(['turn-4', 'turn-3']);
         expect(record?.inbox).toEqual([{ kind: 'steer', id: 'steer:turn-4', turnId: 'turn-4' }]);
       });
 
@@ -999,7 +1001,7 @@ export function describeSessionStoreContract(name: string, makeHarness: MakeHarn
         const { store, key, now } = await idleConversation();
         const oneShot = newKey();
         await store.createSession(newSession(oneShot, now));
-        for (const id of ['turn-2', 'turn-3', 'turn-4', 'turn-5']) await store.putTurn(key, turnOf(id, now));
+        for (const id of ['turn-2', 'turn-3', 'turn-4', 'turn-5', 'turn-6']) await store.putTurn(key, turnOf(id, now));
         await store.putTurn(oneShot, turnOf('turn-2', now));
 
         // Act
@@ -1009,7 +1011,8 @@ export function describeSessionStoreContract(name: string, makeHarness: MakeHarn
         const current = await enqueue(store, key, 'turn-2', now, { ifLastTurn: 'turn-1' });
         await enqueue(store, key, 'turn-3', now);
         await enqueue(store, key, 'turn-4', now);
-        const full = await enqueue(store, key, 'turn-5', now);
+        await enqueue(store, key, 'turn-5', now);
+        const full = await enqueue(store, key, 'turn-6', now);
 
         // Assert
         expect(refusedOneShot).toMatchObject({ ok: false, reason: 'one-shot' });
@@ -1017,7 +1020,7 @@ export function describeSessionStoreContract(name: string, makeHarness: MakeHarn
         expect(stale).toMatchObject({ ok: false, reason: 'stale' });
         expect(current).toMatchObject({ ok: true, queued: true });
         expect(full).toMatchObject({ ok: false, reason: 'full' });
-        expect((await store.getSession(key))?.turnQueue).toEqual(['turn-2', 'turn-3', 'turn-4']);
+        expect((await store.getSession(key))?.turnQueue).toEqual(['turn-3', 'turn-4', 'turn-5']);
       });
 
       it('keeps the first release mark, and refuses new turns once a release is marked', async () => {
@@ -1068,17 +1071,17 @@ export function describeSessionStoreContract(name: string, makeHarness: MakeHarn
       it('keeps a held session running, and hands the owner the queue head when its turn ends', async () => {
         // Arrange
         const { store, key, now } = await idleConversation();
-        await store.putTurn(key, turnOf('turn-2', now));
-        await store.putTurn(key, turnOf('turn-3', now));
+        for (const id of ['turn-2', 'turn-3', 'turn-4']) await store.putTurn(key, turnOf(id, now));
         await enqueue(store, key, 'turn-2', now);
         const held = await acquireFree(store, key, 'owner-b', now, 1);
         await enqueue(store, key, 'turn-3', now);
+        await enqueue(store, key, 'turn-4', now);
         const base = { owner: 'owner-b', epoch: held.epoch, now: now + 3, sweepAt: now + 9_000, progressed: true };
 
         // Act
         const runningState = (await store.getSession(key))?.state;
         const refusedIdle = await store.endTurn(key, { ...base, next: undefined });
-        const advanced = await store.endTurn(key, { ...base, next: 'turn-2' });
+        const advanced = await store.endTurn(key, { ...base, next: 'turn-3' });
 
         // Assert
         expect(runningState).toBe('running');
@@ -1087,8 +1090,8 @@ export function describeSessionStoreContract(name: string, makeHarness: MakeHarn
         const record = await store.getSession(key);
         expect(record).toMatchObject({
           state: 'queued',
-          activeTurnId: 'turn-2',
-          turnQueue: ['turn-3'],
+          activeTurnId: 'turn-3',
+          turnQueue: ['turn-4'],
           sweepAt: now + 9_000,
         });
         expect(record?.owner).toBeUndefined();
@@ -1097,10 +1100,11 @@ export function describeSessionStoreContract(name: string, makeHarness: MakeHarn
       it('refuses a stale owner’s endTurn and recognises its own when the first attempt committed', async () => {
         // Arrange
         const { harness, store, key, now } = await idleConversation();
-        await store.putTurn(key, turnOf('turn-2', now));
+        for (const id of ['turn-2', 'turn-3']) await store.putTurn(key, turnOf(id, now));
         await enqueue(store, key, 'turn-2', now);
         const held = await acquireFree(store, key, 'owner-b', now, 1);
-        const base = { epoch: held.epoch, next: 'turn-2', now, sweepAt: now + 1, progressed: false };
+        await enqueue(store, key, 'turn-3', now);
+        const base = { epoch: held.epoch, next: 'turn-3', now, sweepAt: now + 1, progressed: false };
 
         // Act
         const stale = await store.endTurn(key, { ...base, owner: 'owner-a', epoch: 1 });
@@ -1125,7 +1129,9 @@ export function describeSessionStoreContract(name: string, makeHarness: MakeHarn
 
         // Assert
         expect(results.every((r) => r.ok && r.queued)).toBe(true);
-        expect([...((await store.getSession(key))?.turnQueue ?? [])].sort()).toEqual(ids);
+        const record = await store.getSession(key);
+        // One of them became the active turn (the session was idle); the others wait behind it.
+        expect([record?.activeTurnId, ...(record?.turnQueue ?? [])].sort()).toEqual(ids);
       });
 
       it('lists the turns of a session oldest first', async () => {

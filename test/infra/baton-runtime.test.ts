@@ -288,7 +288,6 @@ describe('BatonRuntime with its defaults (the Baton stack)', () => {
         'dynamodb:GetItem',
         'dynamodb:PutItem',
         'dynamodb:UpdateItem',
-        'dynamodb:ConditionCheckItem',
         'sqs:SendMessage',
       ]),
     );
@@ -315,7 +314,6 @@ describe('BatonRuntime with its defaults (the Baton stack)', () => {
         'dynamodb:Query',
         'dynamodb:PutItem',
         'dynamodb:UpdateItem',
-        'dynamodb:ConditionCheckItem',
         'sqs:SendMessage',
       ]),
     );

@@ -1,11 +1,10 @@
-import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import {
   type DynamoDBDocumentClient,
   GetCommand,
   PutCommand,
   QueryCommand,
   ScanCommand,
-  TransactWriteCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
@@ -206,25 +205,29 @@ export class DynamoDbSessionStore implements SessionStore {
   }
 
   /**
-   * Reads the record and the turn, decides with the shared `decideEnqueue`, then writes in one
-   * transaction: the turn still without an outcome, and the record still as read in every field
-   * the decision used. A session that moved in between is read again.
+   * Reads the record, then the turn, decides with the shared `decideEnqueue`, then updates the
+   * record conditioned on it being still as read in every field the decision used; a session
+   * that moved in between is read again. One UpdateItem, not a transaction with a check of the
+   * turn: a turn gets its outcome only while it is the record's active turn, and the record moves
+   * past it only after that outcome is written. So when the record, read first, neither runs nor
+   * queues the turn, and the turn, read after it, has no outcome, the turn can only get one by
+   * being accepted — which changes the active turn or the queue, and fails this condition.
    */
   async enqueueTurn(key: SessionKey, request: EnqueueTurnRequest): Promise<EnqueueTurnResult> {
     for (let attempt = 1; ; attempt++) {
-      const [meta, turn] = await Promise.all([this.#get(key, META_SK), this.#get(key, turnSk(request.turnId))]);
+      // In this order: the turn read after the record sees any outcome written before the record moved on.
+      const meta = await this.#get(key, META_SK);
+      const turn = meta === undefined ? undefined : await this.#get(key, turnSk(request.turnId));
       const record = meta === undefined ? undefined : decodeSession(meta, key);
+      if (record !== undefined && turn === undefined)
+        throw new CorruptStateError(
+          `turn ${request.turnId} of ${formatSessionKey(key)} was not put before its enqueue`,
+        );
       const decision = decideEnqueue(record, turnItemFinished(turn), request);
       if (decision === 'accepted-before') return { ok: true, record: record!, queued: false };
       if (decision !== 'enqueue') return { ok: false, reason: decision, current: record };
       const current = record!;
       const idle = current.owner === undefined && current.state === SessionState.idle;
-      const t = new Expression();
-      const turnOpen = allOf(
-        `attribute_exists(${t.name('pk')})`,
-        `attribute_not_exists(${t.name('outcome')})`,
-        `attribute_not_exists(${t.name('outcomeBlob')})`,
-      );
       const x = new Expression();
       const queue = x.name('turnQueue');
       const asRead = allOf(
@@ -241,14 +244,20 @@ export class DynamoDbSessionStore implements SessionStore {
         `attribute_not_exists(${x.name('releaseAt')})`,
       );
       const sweepAt = x.name('sweepAt');
+      // An idle session's previous turn has ended and published: the new turn becomes active in
+      // this write, so the leg its kick starts runs it at once (no leg only to hand it over).
+      const activate = idle && current.turnQueue.length === 0;
       // A steering turn heads the queue, and its inbox item (same write) tells the owner to wind down.
       const steered = request.steer === true && !idle && current.activeTurnId !== undefined;
       const steer = steerItem(request.turnId);
-      const empty = x.value([]);
+      // Named only where used: an expression value no clause uses is refused.
+      const empty = () => x.value([]);
       const sets = [
-        steered
-          ? `${queue} = list_append(${x.value([request.turnId])}, if_not_exists(${queue}, ${empty}))`
-          : `${queue} = list_append(if_not_exists(${queue}, ${empty}), ${x.value([request.turnId])})`,
+        activate
+          ? `${x.name('activeTurnId')} = ${x.value(request.turnId)}`
+          : steered
+            ? `${queue} = list_append(${x.value([request.turnId])}, if_not_exists(${queue}, ${empty()}))`
+            : `${queue} = list_append(if_not_exists(${queue}, ${empty()}), ${x.value([request.turnId])})`,
         `${x.name('lastTurnId')} = ${x.value(request.turnId)}`,
         `${x.name('pendingVersion')} = ${x.name('pendingVersion')} + ${x.value(1)}`,
         `${x.name('updatedAt')} = ${x.value(request.now)}`,
@@ -262,40 +271,21 @@ export class DynamoDbSessionStore implements SessionStore {
         const inbox = x.name('inbox');
         const ids = x.name('inboxIds');
         sets.push(
-          `${inbox} = list_append(if_not_exists(${inbox}, ${empty}), ${x.value([JSON.stringify(steer)])})`,
-          `${ids} = list_append(if_not_exists(${ids}, ${empty}), ${x.value([steer.id])})`,
+          `${inbox} = list_append(if_not_exists(${inbox}, ${empty()}), ${x.value([JSON.stringify(steer)])})`,
+          `${ids} = list_append(if_not_exists(${ids}, ${empty()}), ${x.value([steer.id])})`,
         );
       }
-      try {
-        await this.#db.send(
-          new TransactWriteCommand({
-            TransactItems: [
-              {
-                ConditionCheck: {
-                  TableName: this.#table,
-                  Key: { pk: pkOf(key), sk: turnSk(request.turnId) },
-                  ConditionExpression: turnOpen,
-                  ...t.attributes(),
-                },
-              },
-              {
-                Update: {
-                  TableName: this.#table,
-                  Key: { pk: pkOf(key), sk: META_SK },
-                  UpdateExpression: `SET ${sets.join(', ')}`,
-                  ConditionExpression: asRead,
-                  ...x.attributes(),
-                },
-              },
-            ],
-          }),
+      const result = await this.#update(key, META_SK, x, {
+        update: `SET ${sets.join(', ')}`,
+        condition: asRead,
+        returnNew: true,
+      });
+      if (result.ok) return { ok: true, record: decodeSession(result.value, key), queued: true, steered };
+      // The session moved (another sender, the owner): decide again from what it is now.
+      if (attempt >= ENQUEUE_ATTEMPTS)
+        throw new Error(
+          `enqueue of turn ${request.turnId} on ${formatSessionKey(key)} kept meeting changes; try again`,
         );
-      } catch (error) {
-        if (!(error instanceof TransactionCanceledException) || attempt >= ENQUEUE_ATTEMPTS) throw error;
-        continue;
-      }
-      const written = await this.getSession(key);
-      return { ok: true, record: written!, queued: true, steered };
     }
   }
 

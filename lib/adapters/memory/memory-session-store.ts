@@ -259,15 +259,26 @@ export class MemorySessionStore implements SessionStore {
     return this.#write('enqueueTurn', key, (): EnqueueTurnResult => {
       const old = this.#meta(key);
       const record = old === undefined ? undefined : decodeSession(old, key);
-      const decision = decideEnqueue(record, turnItemFinished(this.#item(key, turnSk(request.turnId))), request);
+      const turn = this.#item(key, turnSk(request.turnId));
+      if (record !== undefined && turn === undefined)
+        throw new CorruptStateError(
+          `turn ${request.turnId} of ${formatSessionKey(key)} was not put before its enqueue`,
+        );
+      const decision = decideEnqueue(record, turnItemFinished(turn), request);
       if (decision === 'accepted-before') return { ok: true, record: record!, queued: false };
       if (decision !== 'enqueue') return { ok: false, reason: decision, current: record };
       const idle = old!.owner === undefined && record!.state === SessionState.idle;
+      // An idle session's previous turn has ended and published: the new turn becomes active at once.
+      const activate = idle && record!.turnQueue.length === 0;
       const steered = request.steer === true && !idle && record!.activeTurnId !== undefined;
       const steer = steerItem(request.turnId);
       const next: Item = {
         ...old,
-        turnQueue: steered ? [request.turnId, ...record!.turnQueue] : [...record!.turnQueue, request.turnId],
+        ...(activate
+          ? { activeTurnId: request.turnId }
+          : {
+              turnQueue: steered ? [request.turnId, ...record!.turnQueue] : [...record!.turnQueue, request.turnId],
+            }),
         ...(steered
           ? {
               inbox: [...((old!.inbox as string[] | undefined) ?? []), JSON.stringify(steer)],

@@ -138,16 +138,11 @@ export class Leg implements LegContext {
   /** Takes the next action; returns how the leg ends, or undefined to go on. */
   async #next(agent: AgentDefinition): Promise<KickOutcome | undefined> {
     this.signals.throwIfLeaseLost();
-    await deliverInbox(this);
+    // Nothing in the inbox lands before a turn's input (messages, decisions and verdicts are the
+    // running turn's), so a leg that starts a turn reads no record for it: the acquire's is fresh.
+    if (this.#decide(agent).kind !== 'start-turn') await deliverInbox(this);
     if (releasePending(this)) return releaseStep(this);
-    const view = this.journal.view;
-    const record = this.signals.record;
-    const action = decideNext(view, {
-      activeTurnId: record.activeTurnId,
-      cancelRequested: record.cancelRequested,
-      maxSteps: agent.limits.maxSteps,
-      now: this.deps.clock.now(),
-    });
+    const action = this.#decide(agent);
     switch (action.kind) {
       case 'cancel':
         await cancelTasks(this);
@@ -190,7 +185,18 @@ export class Leg implements LegContext {
         await publish(this);
         return undefined;
       case 'done':
-        return finish(this, view.outcome!.status, undefined, undefined);
+        return finish(this, this.journal.view.outcome!.status, undefined, undefined);
     }
+  }
+
+  /** The next action from the fold and the freshest record this leg has. */
+  #decide(agent: AgentDefinition) {
+    const record = this.signals.record;
+    return decideNext(this.journal.view, {
+      activeTurnId: record.activeTurnId,
+      cancelRequested: record.cancelRequested,
+      maxSteps: agent.limits.maxSteps,
+      now: this.deps.clock.now(),
+    });
   }
 }

@@ -1,21 +1,24 @@
 import { LeaseLostError } from '../../core/errors.ts';
+import type { SessionRecord } from '../../ports/session-store.ts';
 import { ttlSeconds } from '../deps.ts';
 import type { LegContext } from './leg-context.ts';
 
-/** How many times the owner reads the queue again when a turn arrived under its endTurn. */
+/** How many times the owner tries its endTurn again when a turn arrived under it. */
 const END_TURN_ATTEMPTS = 5;
 
 /**
  * Ends a conversation turn: the next queued turn becomes active and gets a kick, or the session
- * goes idle holding no lease and no sweep. The store refuses the write when a turn arrived since
- * the queue was read, so a turn sent at this moment is never left behind an idle session.
+ * goes idle holding no lease and no sweep — in the one write that releases the lease. The store
+ * refuses the write when a turn arrived since the queue was read, so a turn sent at this moment
+ * is never left behind an idle session. The first guess at the queue is the record the leg read
+ * at its last step boundary; a refusal answers with the record as it is, the next guess.
  */
 export async function endConversationTurn(leg: LegContext): Promise<void> {
   const { deps, key } = leg;
   await leg.resources.closeAll();
   await leg.signals.stopHeartbeat();
+  let record: SessionRecord | undefined = leg.signals.record;
   for (let attempt = 1; ; attempt++) {
-    const record = await deps.store.getSession(key);
     const next = record?.turnQueue[0];
     const now = deps.clock.now();
     const result = await deps.store.endTurn(key, {
@@ -38,5 +41,6 @@ export async function endConversationTurn(leg: LegContext): Promise<void> {
     if (!stillOurs || attempt >= END_TURN_ATTEMPTS) {
       throw new LeaseLostError(`end of turn by epoch ${leg.signals.epoch} refused`, result.current);
     }
+    record = result.current;
   }
 }

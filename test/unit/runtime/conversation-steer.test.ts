@@ -89,9 +89,11 @@ describe('steering', () => {
     // Act
     const idleSteer = await client.send(key.id, { text: 'first' }, { id: 'a', mode: 'steer' });
     await drain(test.deps);
+    // The session is idle: b becomes its active turn at once; c and d wait behind it, at the cap.
     await client.send(key.id, { text: 'second' }, { id: 'b' });
     await client.send(key.id, { text: 'third' }, { id: 'c' });
-    const refused = await client.send(key.id, { text: 'fourth' }, { id: 'd', mode: 'steer' }).catch((e: unknown) => e);
+    await client.send(key.id, { text: 'fourth' }, { id: 'd' });
+    const refused = await client.send(key.id, { text: 'fifth' }, { id: 'e', mode: 'steer' }).catch((e: unknown) => e);
     await drain(test.deps);
 
     // Assert
@@ -105,6 +107,7 @@ describe('steering', () => {
       ['a', 'completed'],
       ['b', 'completed'],
       ['c', 'completed'],
+      ['d', 'completed'],
     ]);
   });
 

@@ -60,6 +60,55 @@ describe('conversations', () => {
     expect(await store.getSession(key)).toMatchObject({ state: 'idle', activeTurnId: 'T2', turnQueue: [] });
   });
 
+  it('runs a turn sent to an idle session in one leg: acquire, marker, input, steps, outcome, publish, end', async () => {
+    // Arrange
+    const { deps, store, key, send } = await startConversation();
+    const writesBefore = { ...store.writes };
+    const seqBefore = (await store.readJournal(key)).length;
+
+    // Act
+    await send('T2', 'again');
+    const outcomes = await drain(deps);
+
+    // Assert: no leg only to hand the turn over; the turn's leg ends it in its release.
+    expect(outcomes).toEqual(['finished']);
+    const wrote = (op: keyof typeof store.writes) => store.writes[op] - writesBefore[op];
+    expect([wrote('putTurn'), wrote('enqueueTurn'), wrote('acquire'), wrote('endTurn'), wrote('release')]).toEqual([
+      1, 1, 1, 1, 0,
+    ]);
+    expect(wrote('setTurnOutcome')).toBe(1);
+    const turn = (await store.readJournal(key)).slice(seqBefore).map((e) => e.kind);
+    expect(turn).toEqual(['leg', 'input', 'model', 'outcome', 'published']);
+    expect(wrote('append')).toBe(turn.length);
+  });
+
+  it('still runs a turn the previous version queued behind an ended turn on an idle session', async () => {
+    // Arrange: what the enqueue of the previous version left: the ended turn active, the new one queued.
+    const { deps, store, results, key } = await startConversation();
+    await store.putTurn(key, { turnId: 'T2', ticketId: 'T2', input: 'old', inputHash: 'h', createdAt: 1 });
+    const meta = store.rawItem(key, 'META')!;
+    store.putRawItem(key, 'META', {
+      ...meta,
+      state: 'queued',
+      turnQueue: ['T2'],
+      lastTurnId: 'T2',
+      pendingVersion: Number(meta.pendingVersion) + 1,
+      sweepAt: deps.clock.now() + 1_500,
+      sweepShard: '0',
+    });
+    await deps.workQueue.sendKick({ v: 1, session: key, reason: 'first', turnId: 'T2' });
+
+    // Act
+    await drain(deps);
+
+    // Assert: a leg ends T1 and hands T2 over, as before; the next runs it.
+    expect(results.bodies.map((r) => [r.turnId, r.output])).toEqual([
+      ['T1', 'turn 1: hello'],
+      ['T2', 'turn 2: old'],
+    ]);
+    expect(await store.getSession(key)).toMatchObject({ state: 'idle', activeTurnId: 'T2', turnQueue: [] });
+  });
+
   it('runs turns sent while one runs one at a time, in the order they were accepted', async () => {
     // Arrange
     const { deps, results, send } = await startConversation();
@@ -122,8 +171,10 @@ describe('conversations', () => {
 
     // Act
     const stale = send('T2', 'x', { ifLastTurn: 'T0' }).catch((e: unknown) => e);
+    // The session is idle: T3 becomes its active turn at once, T4 waits behind it.
     await send('T3', 'y', { ifLastTurn: 'T1' });
-    const full = send('T4', 'z', { maxPendingInputs: 1 }).catch((e: unknown) => e);
+    await send('T4', 'z');
+    const full = send('T5', 'w', { maxPendingInputs: 1 }).catch((e: unknown) => e);
     const refusedOneShot = acceptTurn(
       { key: oneShot, turnId: 'L2', ticketId: 'L2', input: {}, sweepGraceMs: 1 },
       deps,
