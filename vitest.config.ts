@@ -26,6 +26,8 @@ const sourceAliases = Object.entries(exports).flatMap(([subpath, target]) =>
 export default defineConfig({
   resolve: { alias: sourceAliases },
   test: {
+    // The default report, then the slowest files (where a CI run's wall time went).
+    reporters: ['default', './test/slowest-files-reporter.ts'],
     testTimeout: 60_000,
     hookTimeout: 120_000,
     // Integration tests start worker processes; keep concurrency within a 2-core machine.

@@ -1,4 +1,4 @@
-import { existsSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, openSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { readJsonLines } from '../local/json-lines.ts';
 import type { WorkerInfo } from '../local/supervisor.ts';
 import { type CancelTimer, type Clock, systemClock } from '../ports/clock.ts';
@@ -14,7 +14,7 @@ export interface ChaosMonkeyOptions {
   readonly pauseEveryMs?: number | undefined;
   /** How long a paused worker stays stopped (longer than the lease TTL). */
   readonly pauseForMs?: number | undefined;
-  /** Mean gap between re-arming crash points; needs `failpointsFile`. */
+  /** Mean gap between arming the next crash point (one armed at a time); needs `failpointsFile`. */
   readonly failpointEveryMs?: number | undefined;
   /** The BATON_FAILPOINTS_FILE the workers read; absent: no crash points. */
   readonly failpointsFile?: string | undefined;
@@ -33,7 +33,7 @@ export interface ChaosMonkeyStats {
   readonly kills: number;
   /** SIGSTOP … SIGCONT pairs. */
   readonly pauses: number;
-  /** Crash points re-armed. */
+  /** Crash points armed. */
   readonly rearmed: number;
 }
 
@@ -45,7 +45,7 @@ export interface ChaosMonkey {
 
 /**
  * The crash points the monkey keeps armed: a kill at each named failpoint, and a pause (the
- * process blocked longer than the lease) at one. Each fires once, then waits to be re-armed.
+ * process blocked longer than the lease) at one. Each fires once, then waits to be armed again.
  */
 export function crashPointArms(pauseForMs: number): Partial<Record<Failpoint, FailpointArm>> {
   const arms: Partial<Record<Failpoint, FailpointArm>> = {};
@@ -82,11 +82,26 @@ export function startupMs(workers: readonly WorkerInfo[]): number {
 }
 
 /**
+ * Whether the fleet may take a blow: at least two workers running (not paused), each up and
+ * serving for as long as it took to start. Every kind of blow waits for it, the monkey's own
+ * kills and pauses and the crash points it arms, so on a slow machine, where restarts and
+ * deadline kills take longer, the chaos slows down with them instead of killing workers before
+ * they serve anything.
+ */
+export function fleetServing(workers: readonly WorkerInfo[], now: number, paused: ReadonlySet<number>): boolean {
+  const running = workers.filter((w) => !paused.has(w.pid));
+  return running.length >= 2 && running.every((w) => w.pid > 0 && servedLongEnough(w, now));
+}
+
+/** The order crash points are armed in: mid-step first, the one every run must see fire. */
+const ARMING_ORDER: readonly Failpoint[] = ['mid-step', ...FAILPOINTS.filter((name) => name !== 'mid-step')];
+
+/**
  * Kills random worker processes (SIGKILL), pauses others (SIGSTOP, then SIGCONT after longer
- * than the lease TTL) and keeps the named crash points re-armed, until stopped. A kill takes only
- * a worker that has served as long as it took to start (`servedLongEnough`), never comes sooner
- * after the previous one than a worker takes to start, and always leaves another worker up and
- * serving; pauses leave one running too.
+ * than the lease TTL) and arms the named crash points one at a time, until stopped. Each blow
+ * waits until the fleet is up and serving (`fleetServing`): a kill takes a worker that has
+ * served as long as it took to start and never comes sooner after the previous one than a worker
+ * takes to start, and another worker always stays up and serving; pauses leave one running too.
  */
 export function startChaosMonkey(options: ChaosMonkeyOptions): ChaosMonkey {
   const random = options.random ?? Math.random;
@@ -99,6 +114,8 @@ export function startChaosMonkey(options: ChaosMonkeyOptions): ChaosMonkey {
   let pauses = 0;
   let rearmed = 0;
 
+  const pausedPids = () => new Set(paused.keys());
+  const serving = (now: number) => fleetServing(options.workers(), now, pausedPids());
   const candidates = () => options.workers().filter((w) => w.ready && w.pid > 0 && !paused.has(w.pid));
   const pick = <T>(items: readonly T[]): T | undefined => items[Math.floor(random() * items.length)];
   /** A period with ±50% jitter, so kills do not fall into step with the legs. */
@@ -125,13 +142,9 @@ export function startChaosMonkey(options: ChaosMonkeyOptions): ChaosMonkey {
   let lastKillAt = Number.NEGATIVE_INFINITY;
   every(options.killEveryMs, () => {
     const now = clock.now();
-    const workers = options.workers();
-    if (now - lastKillAt < startupMs(workers)) return;
-    const running = candidates();
-    const victim = pick(running.filter((w) => servedLongEnough(w, now)));
-    // Another worker must stay up and serving, so the run keeps making progress.
-    if (!victim || !running.some((w) => w.pid !== victim.pid)) return;
-    if (send(victim.pid, 'SIGKILL')) {
+    if (now - lastKillAt < startupMs(options.workers()) || !serving(now)) return;
+    const victim = pick(candidates());
+    if (victim && send(victim.pid, 'SIGKILL')) {
       kills++;
       lastKillAt = now;
       log(`SIGKILL worker ${victim.slot} (pid ${victim.pid})`);
@@ -140,9 +153,8 @@ export function startChaosMonkey(options: ChaosMonkeyOptions): ChaosMonkey {
   });
   const pauseForMs = options.pauseForMs ?? 0;
   every(pauseForMs > 0 ? options.pauseEveryMs : 0, () => {
-    const running = candidates();
-    if (running.length < 2) return;
-    const victim = pick(running);
+    if (!serving(clock.now())) return;
+    const victim = pick(candidates());
     if (!victim || !send(victim.pid, 'SIGSTOP')) return;
     pauses++;
     log(`SIGSTOP worker ${victim.slot} (pid ${victim.pid}) for ${pauseForMs} ms`);
@@ -154,15 +166,17 @@ export function startChaosMonkey(options: ChaosMonkeyOptions): ChaosMonkey {
 
   const failpointsFile = options.failpointsFile;
   if (failpointsFile !== undefined) {
+    // A crash point fires once, when a worker wins its claim file: every point starts claimed
+    // (disarmed), and each tick arms the next one alone, so at most one is ever armed.
+    const claim = (name: Failpoint) => `${failpointsFile}.${name}.fired`;
+    for (const name of FAILPOINTS) closeSync(openSync(claim(name), 'w'));
     writeAtomically(failpointsFile, JSON.stringify(crashPointArms(pauseForMs)));
     let next = 0;
     every(options.failpointEveryMs, () => {
-      const name = FAILPOINTS[next++ % FAILPOINTS.length] as Failpoint;
-      const claim = `${failpointsFile}.${name}.fired`;
-      if (existsSync(claim)) {
-        rmSync(claim, { force: true });
-        rearmed++;
-      }
+      if (!serving(clock.now())) return;
+      for (const name of FAILPOINTS) closeSync(openSync(claim(name), 'a'));
+      rmSync(claim(ARMING_ORDER[next++ % ARMING_ORDER.length] as Failpoint), { force: true });
+      rearmed++;
     });
   }
 

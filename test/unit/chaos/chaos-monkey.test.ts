@@ -1,7 +1,11 @@
+import { existsSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../../lib/adapters/memory/manual-clock.ts';
 import { servedLongEnough, startChaosMonkey } from '../../../lib/chaos/chaos-monkey.ts';
 import type { WorkerInfo } from '../../../lib/local/supervisor.ts';
+import { FAILPOINTS } from '../../../lib/runtime/failpoints.ts';
 
 /** Two workers as a supervisor reports them; a kill restarts the slot (not ready until told). */
 function fakeSupervisor(clock: ManualClock, startMs: number) {
@@ -32,7 +36,7 @@ function fakeSupervisor(clock: ManualClock, startMs: number) {
 }
 
 describe('the chaos monkey', () => {
-  it('kills only a worker that has served as long as it took to start, never faster than one starts, leaving another up', () => {
+  it('kills only while every running worker has served as long as it took to start, never faster than one starts', () => {
     // Arrange: ticks every 1 400 ms (1 000 ± jitter at random 0.9); random 0.9 picks the last candidate.
     const clock = new ManualClock();
     const supervisor = fakeSupervisor(clock, 1_000);
@@ -50,15 +54,46 @@ describe('the chaos monkey', () => {
     clock.advance(1_400); // slot 1 is still starting: slot 0 is the only one up, so it is spared
     clock.advance(1_400);
     supervisor.ready(1); // slot 1 took 2 800 ms to start
+    clock.advance(1_400); // slot 1 has served 1 400 ms, less than its start took: nobody is killed
     expect(monkey.stats().kills).toBe(1);
-    clock.advance(1_400); // slot 1 has served 1 400 ms: not a candidate; slot 0 is, and slot 1 stays up
+    clock.advance(1_400); // slot 1 has served 2 800 ms: the fleet is up and serving again
     expect(supervisor.signals.map(([pid, name, at]) => [pid, name, at - supervisor.signals[0]![2]])).toEqual([
       [101, 'SIGKILL', 0],
-      [100, 'SIGKILL', 4_200],
+      [111, 'SIGKILL', 5_600],
     ]);
     monkey.stop();
     clock.advance(10_000);
     expect(monkey.stats().kills).toBe(2);
+  });
+
+  it('arms one crash point at a time, mid-step first, and none while a worker is still starting', () => {
+    // Arrange
+    const clock = new ManualClock();
+    const supervisor = fakeSupervisor(clock, 1_000);
+    const failpointsFile = join(mkdtempSync(join(tmpdir(), 'baton-monkey-')), 'failpoints.json');
+    const armed = () => FAILPOINTS.filter((name) => !existsSync(`${failpointsFile}.${name}.fired`));
+    const monkey = startChaosMonkey({
+      workers: supervisor.workers,
+      killEveryMs: 0,
+      failpointEveryMs: 1_000,
+      failpointsFile,
+      random: () => 0.5,
+      signal: supervisor.signal,
+      clock,
+    });
+
+    // Act + Assert: nothing is armed before the first tick, then one point per tick.
+    expect(armed()).toEqual([]);
+    clock.advance(1_000);
+    expect(armed()).toEqual(['mid-step']);
+    clock.advance(1_000);
+    expect(armed()).toEqual(['before-acquire']);
+    // A worker restarting (as after the crash point fired): the next tick arms nothing.
+    supervisor.signal(100, 'SIGKILL');
+    clock.advance(1_000);
+    expect(armed()).toEqual(['before-acquire']);
+    expect(monkey.stats().rearmed).toBe(2);
+    monkey.stop();
   });
 
   it('pauses a worker for pauseForMs, leaves the other running and kills nobody meanwhile', () => {
