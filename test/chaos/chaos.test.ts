@@ -25,14 +25,20 @@ describe('Baton under chaos', () => {
       // Arrange
       const { region, endpoints } = inject('baton');
 
+      // The run's log (kills, restarts, progress) is printed only when the run fails, for the post-mortem.
+      const started = Date.now();
+      const lines: string[] = [];
+      const log = (line: string) => lines.push(`${((Date.now() - started) / 1000).toFixed(1).padStart(6)} s ${line}`);
+
       // Act
       const report = await runChaos(CI_RUN, {
         emulators: { region, endpoints },
         prefix: `chaos${process.pid}`,
-        log: () => {},
+        log,
         command: 'test/chaos/chaos.test.ts',
       });
-      console.log(`${formatFigureTable(report)}\n${formatVerdict(report)}`);
+      const failed = report.violations.length > 0 || report.vacuous.length > 0;
+      console.log(`${failed ? `${lines.join('\n')}\n` : ''}${formatFigureTable(report)}\n${formatVerdict(report)}`);
 
       // Assert: the run broke things…
       expect(report.vacuous).toEqual([]);
