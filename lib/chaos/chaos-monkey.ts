@@ -1,4 +1,4 @@
-import { closeSync, openSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { readJsonLines } from '../local/json-lines.ts';
 import type { WorkerInfo } from '../local/supervisor.ts';
 import { type CancelTimer, type Clock, systemClock } from '../ports/clock.ts';
@@ -67,12 +67,16 @@ export function readFailpointLog(failpointsFile: string): FailpointFiring[] {
 }
 
 /**
- * Whether a worker may be killed: it is up and serving (it said it was ready) and has served at
- * least as long as it took to start, so a fresh worker serves something before it can die again.
+ * Whether a worker may be killed: it is up (it said it was ready), has finished an invocation
+ * since it started, and has served at least as long as it took to start. On a loaded machine a
+ * batch can take longer than a restart: without the first condition every batch could die.
  */
 export function servedLongEnough(worker: WorkerInfo, now: number): boolean {
   return (
-    worker.ready && worker.readyAtMs !== undefined && now - worker.readyAtMs >= worker.readyAtMs - worker.startedAtMs
+    worker.ready &&
+    worker.served > 0 &&
+    worker.readyAtMs !== undefined &&
+    now - worker.readyAtMs >= worker.readyAtMs - worker.startedAtMs
   );
 }
 
@@ -82,8 +86,8 @@ export function startupMs(workers: readonly WorkerInfo[]): number {
 }
 
 /**
- * Whether the fleet may take a blow: at least two workers running (not paused), each up and
- * serving for as long as it took to start. Every kind of blow waits for it, the monkey's own
+ * Whether the fleet may take a blow: at least two workers running (not paused), each up, having
+ * finished an invocation, and serving for as long as it took to start. Every kind of blow waits for it, the monkey's own
  * kills and pauses and the crash points it arms, so on a slow machine, where restarts and
  * deadline kills take longer, the chaos slows down with them instead of killing workers before
  * they serve anything.
@@ -92,6 +96,9 @@ export function fleetServing(workers: readonly WorkerInfo[], now: number, paused
   const running = workers.filter((w) => !paused.has(w.pid));
   return running.length >= 2 && running.every((w) => w.pid > 0 && servedLongEnough(w, now));
 }
+
+/** Ticks a crash point other than mid-step stays armed without firing before the next one's turn. */
+const ARMED_TICKS = 3;
 
 /** The order crash points are armed in: mid-step first, the one every run must see fire. */
 const ARMING_ORDER: readonly Failpoint[] = ['mid-step', ...FAILPOINTS.filter((name) => name !== 'mid-step')];
@@ -167,15 +174,28 @@ export function startChaosMonkey(options: ChaosMonkeyOptions): ChaosMonkey {
   const failpointsFile = options.failpointsFile;
   if (failpointsFile !== undefined) {
     // A crash point fires once, when a worker wins its claim file: every point starts claimed
-    // (disarmed), and each tick arms the next one alone, so at most one is ever armed.
+    // (disarmed) and one at a time is armed, while the fleet is serving. It stays armed until it
+    // fires (mid-step, which every run must see, waits as long as that takes; another gives way
+    // after a few ticks, so a point that is rarely reached does not hold up the rest).
     const claim = (name: Failpoint) => `${failpointsFile}.${name}.fired`;
     for (const name of FAILPOINTS) closeSync(openSync(claim(name), 'w'));
     writeAtomically(failpointsFile, JSON.stringify(crashPointArms(pauseForMs)));
     let next = 0;
+    let armed: Failpoint | undefined;
+    let armedTicks = 0;
     every(options.failpointEveryMs, () => {
-      if (!serving(clock.now())) return;
-      for (const name of FAILPOINTS) closeSync(openSync(claim(name), 'a'));
-      rmSync(claim(ARMING_ORDER[next++ % ARMING_ORDER.length] as Failpoint), { force: true });
+      if (armed !== undefined && !existsSync(claim(armed))) {
+        armedTicks++;
+        if (armed === 'mid-step' || armedTicks < ARMED_TICKS) return;
+        closeSync(openSync(claim(armed), 'a'));
+      }
+      if (!serving(clock.now())) {
+        armed = undefined;
+        return;
+      }
+      armed = ARMING_ORDER[next++ % ARMING_ORDER.length] as Failpoint;
+      armedTicks = 0;
+      rmSync(claim(armed), { force: true });
       rearmed++;
     });
   }

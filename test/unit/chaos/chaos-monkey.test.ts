@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -16,6 +16,7 @@ function fakeSupervisor(clock: ManualClock, startMs: number) {
     ready: true,
     startedAtMs: clock.now() - 2 * startMs,
     readyAtMs: clock.now() - startMs,
+    served: 1,
   }));
   const signals: Array<[number, NodeJS.Signals, number]> = [];
   return {
@@ -26,11 +27,19 @@ function fakeSupervisor(clock: ManualClock, startMs: number) {
       const i = workers.findIndex((w) => w.pid === pid);
       const w = workers[i]!;
       if (name === 'SIGKILL')
-        workers[i] = { ...w, pid: w.pid + 10, restarts: w.restarts + 1, ready: false, startedAtMs: clock.now() };
+        workers[i] = {
+          ...w,
+          pid: w.pid + 10,
+          restarts: w.restarts + 1,
+          ready: false,
+          startedAtMs: clock.now(),
+          served: 0,
+        };
       return true;
     },
+    /** The slot's process reports ready and then finishes an invocation. */
     ready: (slot: number) => {
-      workers[slot] = { ...workers[slot]!, ready: true, readyAtMs: clock.now() };
+      workers[slot] = { ...workers[slot]!, ready: true, readyAtMs: clock.now(), served: 1 };
     },
   };
 }
@@ -66,12 +75,13 @@ describe('the chaos monkey', () => {
     expect(monkey.stats().kills).toBe(2);
   });
 
-  it('arms one crash point at a time, mid-step first, and none while a worker is still starting', () => {
+  it('arms one crash point at a time, mid-step first and until it fires, and none while a worker is starting', () => {
     // Arrange
     const clock = new ManualClock();
     const supervisor = fakeSupervisor(clock, 1_000);
     const failpointsFile = join(mkdtempSync(join(tmpdir(), 'baton-monkey-')), 'failpoints.json');
     const armed = () => FAILPOINTS.filter((name) => !existsSync(`${failpointsFile}.${name}.fired`));
+    const fire = (name: string) => writeFileSync(`${failpointsFile}.${name}.fired`, '');
     const monkey = startChaosMonkey({
       workers: supervisor.workers,
       killEveryMs: 0,
@@ -82,17 +92,28 @@ describe('the chaos monkey', () => {
       clock,
     });
 
-    // Act + Assert: nothing is armed before the first tick, then one point per tick.
+    // Act + Assert: nothing is armed before the first tick; mid-step stays armed until it fires.
     expect(armed()).toEqual([]);
     clock.advance(1_000);
+    clock.advance(1_000);
     expect(armed()).toEqual(['mid-step']);
+    fire('mid-step');
     clock.advance(1_000);
     expect(armed()).toEqual(['before-acquire']);
-    // A worker restarting (as after the crash point fired): the next tick arms nothing.
+    // Another point that does not fire gives way after three ticks.
+    clock.advance(2_000);
+    expect(armed()).toEqual(['before-acquire']);
+    clock.advance(1_000);
+    expect(armed()).toEqual(['after-marker']);
+    // It fires and kills its worker: while that one restarts, nothing is armed.
+    fire('after-marker');
     supervisor.signal(100, 'SIGKILL');
     clock.advance(1_000);
-    expect(armed()).toEqual(['before-acquire']);
-    expect(monkey.stats().rearmed).toBe(2);
+    expect(armed()).toEqual([]);
+    supervisor.ready(0); // it took 1 000 ms to start
+    clock.advance(1_000); // and has served as long
+    expect(armed()).toEqual(['after-append']);
+    expect(monkey.stats().rearmed).toBe(4);
     monkey.stop();
   });
 
@@ -125,10 +146,11 @@ describe('the chaos monkey', () => {
     expect(monkey.stats().pauses).toBeGreaterThanOrEqual(1);
   });
 
-  it('counts a worker as killable only once it has served as long as its start took', () => {
-    const w = { slot: 0, pid: 1, restarts: 0, ready: true, startedAtMs: 0, readyAtMs: 3_000 };
+  it('counts a worker as killable only once it has finished an invocation and served as long as its start took', () => {
+    const w = { slot: 0, pid: 1, restarts: 0, ready: true, startedAtMs: 0, readyAtMs: 3_000, served: 1 };
     expect(servedLongEnough(w, 5_999)).toBe(false);
     expect(servedLongEnough(w, 6_000)).toBe(true);
+    expect(servedLongEnough({ ...w, served: 0 }, 60_000), 'no invocation finished yet').toBe(false);
     expect(servedLongEnough({ ...w, ready: false, readyAtMs: undefined }, 60_000)).toBe(false);
   });
 });
