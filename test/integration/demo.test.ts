@@ -5,8 +5,11 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { DemoSummary } from '../../lib/demo/demo-summary.ts';
 import { batonCli } from '../fixtures/cli.ts';
 
-/** The demo's own deadline: past it, it prints its summary with what is missing and exits 1. */
-const DEMO_DEADLINE_S = 120;
+/**
+ * The demo's own deadline: past it, it prints its summary with what is missing and exits 1. It
+ * ends as soon as every ticket completes (about a minute); a loaded machine took 112 s at 120.
+ */
+const DEMO_DEADLINE_S = 200;
 /** Starting the CLI and its workers on a busy machine, before the demo's deadline runs. */
 const START_ALLOWANCE_MS = 60_000;
 /** The process is stopped past this (the run then fails showing its output)… */
