@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
+import SlowestFirstSequencer from './test/slowest-first-sequencer.ts';
 
 type Exports = Record<string, string | Record<string, string>>;
 const { name, exports } = JSON.parse(readFileSync(new URL('./package.json', import.meta.url), 'utf8')) as {
@@ -26,6 +27,10 @@ const sourceAliases = Object.entries(exports).flatMap(([subpath, target]) =>
 export default defineConfig({
   resolve: { alias: sourceAliases },
   test: {
+    // The default report, then the slowest files (where a CI run's wall time went).
+    reporters: ['default', './test/slowest-files-reporter.ts'],
+    // The minutes-long files start first, so the suite does not end waiting for one of them alone.
+    sequence: { sequencer: SlowestFirstSequencer },
     testTimeout: 60_000,
     hookTimeout: 120_000,
     // Integration tests start worker processes; keep concurrency within a 2-core machine.
@@ -37,6 +42,9 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'stack',
+          // A backstop above the tests' own waits (60 s by default, each naming what it waited
+          // for), so a slow run fails on the wait's message, not on an anonymous test timeout.
+          testTimeout: 240_000,
           include: ['test/{contract,integration,chaos,infra,browser}/**/*.test.ts'],
           // Boots DynamoDB Local and fauxqs once per run; tests read their endpoints with inject('baton').
           globalSetup: ['test/global-setup.ts'],

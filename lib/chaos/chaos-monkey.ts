@@ -1,4 +1,4 @@
-import { existsSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { readJsonLines } from '../local/json-lines.ts';
 import type { WorkerInfo } from '../local/supervisor.ts';
 import { type CancelTimer, type Clock, systemClock } from '../ports/clock.ts';
@@ -14,7 +14,7 @@ export interface ChaosMonkeyOptions {
   readonly pauseEveryMs?: number | undefined;
   /** How long a paused worker stays stopped (longer than the lease TTL). */
   readonly pauseForMs?: number | undefined;
-  /** Mean gap between re-arming crash points; needs `failpointsFile`. */
+  /** Mean gap between arming the next crash point (one armed at a time); needs `failpointsFile`. */
   readonly failpointEveryMs?: number | undefined;
   /** The BATON_FAILPOINTS_FILE the workers read; absent: no crash points. */
   readonly failpointsFile?: string | undefined;
@@ -33,7 +33,7 @@ export interface ChaosMonkeyStats {
   readonly kills: number;
   /** SIGSTOP … SIGCONT pairs. */
   readonly pauses: number;
-  /** Crash points re-armed. */
+  /** Crash points armed. */
   readonly rearmed: number;
 }
 
@@ -45,7 +45,7 @@ export interface ChaosMonkey {
 
 /**
  * The crash points the monkey keeps armed: a kill at each named failpoint, and a pause (the
- * process blocked longer than the lease) at one. Each fires once, then waits to be re-armed.
+ * process blocked longer than the lease) at one. Each fires once, then waits to be armed again.
  */
 export function crashPointArms(pauseForMs: number): Partial<Record<Failpoint, FailpointArm>> {
   const arms: Partial<Record<Failpoint, FailpointArm>> = {};
@@ -67,12 +67,16 @@ export function readFailpointLog(failpointsFile: string): FailpointFiring[] {
 }
 
 /**
- * Whether a worker may be killed: it is up and serving (it said it was ready) and has served at
- * least as long as it took to start, so a fresh worker serves something before it can die again.
+ * Whether a worker may be killed: it is up (it said it was ready), has finished an invocation
+ * since it started, and has served at least as long as it took to start. On a loaded machine a
+ * batch can take longer than a restart: without the first condition every batch could die.
  */
 export function servedLongEnough(worker: WorkerInfo, now: number): boolean {
   return (
-    worker.ready && worker.readyAtMs !== undefined && now - worker.readyAtMs >= worker.readyAtMs - worker.startedAtMs
+    worker.ready &&
+    worker.served > 0 &&
+    worker.readyAtMs !== undefined &&
+    now - worker.readyAtMs >= worker.readyAtMs - worker.startedAtMs
   );
 }
 
@@ -82,11 +86,29 @@ export function startupMs(workers: readonly WorkerInfo[]): number {
 }
 
 /**
+ * Whether the fleet may take a blow: at least two workers running (not paused), each up, having
+ * finished an invocation, and serving for as long as it took to start. Every kind of blow waits for it, the monkey's own
+ * kills and pauses and the crash points it arms, so on a slow machine, where restarts and
+ * deadline kills take longer, the chaos slows down with them instead of killing workers before
+ * they serve anything.
+ */
+export function fleetServing(workers: readonly WorkerInfo[], now: number, paused: ReadonlySet<number>): boolean {
+  const running = workers.filter((w) => !paused.has(w.pid));
+  return running.length >= 2 && running.every((w) => w.pid > 0 && servedLongEnough(w, now));
+}
+
+/** Ticks a crash point other than mid-step stays armed without firing before the next one's turn. */
+const ARMED_TICKS = 3;
+
+/** The order crash points are armed in: mid-step first, the one every run must see fire. */
+const ARMING_ORDER: readonly Failpoint[] = ['mid-step', ...FAILPOINTS.filter((name) => name !== 'mid-step')];
+
+/**
  * Kills random worker processes (SIGKILL), pauses others (SIGSTOP, then SIGCONT after longer
- * than the lease TTL) and keeps the named crash points re-armed, until stopped. A kill takes only
- * a worker that has served as long as it took to start (`servedLongEnough`), never comes sooner
- * after the previous one than a worker takes to start, and always leaves another worker up and
- * serving; pauses leave one running too.
+ * than the lease TTL) and arms the named crash points one at a time, until stopped. Each blow
+ * waits until the fleet is up and serving (`fleetServing`): a kill takes a worker that has
+ * served as long as it took to start and never comes sooner after the previous one than a worker
+ * takes to start, and another worker always stays up and serving; pauses leave one running too.
  */
 export function startChaosMonkey(options: ChaosMonkeyOptions): ChaosMonkey {
   const random = options.random ?? Math.random;
@@ -99,6 +121,8 @@ export function startChaosMonkey(options: ChaosMonkeyOptions): ChaosMonkey {
   let pauses = 0;
   let rearmed = 0;
 
+  const pausedPids = () => new Set(paused.keys());
+  const serving = (now: number) => fleetServing(options.workers(), now, pausedPids());
   const candidates = () => options.workers().filter((w) => w.ready && w.pid > 0 && !paused.has(w.pid));
   const pick = <T>(items: readonly T[]): T | undefined => items[Math.floor(random() * items.length)];
   /** A period with ±50% jitter, so kills do not fall into step with the legs. */
@@ -125,13 +149,9 @@ export function startChaosMonkey(options: ChaosMonkeyOptions): ChaosMonkey {
   let lastKillAt = Number.NEGATIVE_INFINITY;
   every(options.killEveryMs, () => {
     const now = clock.now();
-    const workers = options.workers();
-    if (now - lastKillAt < startupMs(workers)) return;
-    const running = candidates();
-    const victim = pick(running.filter((w) => servedLongEnough(w, now)));
-    // Another worker must stay up and serving, so the run keeps making progress.
-    if (!victim || !running.some((w) => w.pid !== victim.pid)) return;
-    if (send(victim.pid, 'SIGKILL')) {
+    if (now - lastKillAt < startupMs(options.workers()) || !serving(now)) return;
+    const victim = pick(candidates());
+    if (victim && send(victim.pid, 'SIGKILL')) {
       kills++;
       lastKillAt = now;
       log(`SIGKILL worker ${victim.slot} (pid ${victim.pid})`);
@@ -140,9 +160,8 @@ export function startChaosMonkey(options: ChaosMonkeyOptions): ChaosMonkey {
   });
   const pauseForMs = options.pauseForMs ?? 0;
   every(pauseForMs > 0 ? options.pauseEveryMs : 0, () => {
-    const running = candidates();
-    if (running.length < 2) return;
-    const victim = pick(running);
+    if (!serving(clock.now())) return;
+    const victim = pick(candidates());
     if (!victim || !send(victim.pid, 'SIGSTOP')) return;
     pauses++;
     log(`SIGSTOP worker ${victim.slot} (pid ${victim.pid}) for ${pauseForMs} ms`);
@@ -154,15 +173,30 @@ export function startChaosMonkey(options: ChaosMonkeyOptions): ChaosMonkey {
 
   const failpointsFile = options.failpointsFile;
   if (failpointsFile !== undefined) {
+    // A crash point fires once, when a worker wins its claim file: every point starts claimed
+    // (disarmed) and one at a time is armed, while the fleet is serving. It stays armed until it
+    // fires (mid-step, which every run must see, waits as long as that takes; another gives way
+    // after a few ticks, so a point that is rarely reached does not hold up the rest).
+    const claim = (name: Failpoint) => `${failpointsFile}.${name}.fired`;
+    for (const name of FAILPOINTS) closeSync(openSync(claim(name), 'w'));
     writeAtomically(failpointsFile, JSON.stringify(crashPointArms(pauseForMs)));
     let next = 0;
+    let armed: Failpoint | undefined;
+    let armedTicks = 0;
     every(options.failpointEveryMs, () => {
-      const name = FAILPOINTS[next++ % FAILPOINTS.length] as Failpoint;
-      const claim = `${failpointsFile}.${name}.fired`;
-      if (existsSync(claim)) {
-        rmSync(claim, { force: true });
-        rearmed++;
+      if (armed !== undefined && !existsSync(claim(armed))) {
+        armedTicks++;
+        if (armed === 'mid-step' || armedTicks < ARMED_TICKS) return;
+        closeSync(openSync(claim(armed), 'a'));
       }
+      if (!serving(clock.now())) {
+        armed = undefined;
+        return;
+      }
+      armed = ARMING_ORDER[next++ % ARMING_ORDER.length] as Failpoint;
+      armedTicks = 0;
+      rmSync(claim(armed), { force: true });
+      rearmed++;
     });
   }
 

@@ -11,7 +11,7 @@ export interface ChaosOptions {
   readonly pauseEveryMs: number;
   /** …and SIGCONT it after this long: longer than the lease TTL, so its leases expire under it. */
   readonly pauseForMs: number;
-  /** Re-arm one named crash point (kill or pause inside the runtime) this often (0: never). */
+  /** Arm the next named crash point (kill or pause inside the runtime; one armed at a time) this often (0: never). */
   readonly failpointEveryMs: number;
   readonly faults: FaultConfig;
   /** Share of the tickets that are long-haul jobs (the rest are order investigations). */

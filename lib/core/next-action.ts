@@ -1,4 +1,5 @@
 import type { PendingCall, SessionView } from './fold.ts';
+import type { JournalEntry } from './journal.ts';
 
 /**
  * The next action of a leg: a pure function of the folded journal and the few facts of the
@@ -101,4 +102,18 @@ export function isCrashLoop(
   maxRecoveries: number,
 ): boolean {
   return recovering && !view.outcome && recoveries > maxRecoveries;
+}
+
+/**
+ * Recoveries in a row without progress: the record's count, capped by the acquires since the
+ * journal's last entry other than a leg marker. A leg that journaled progress and died before its
+ * renewal could clear the record's count (a throttled renewal, a kill, a pause under load) still
+ * progressed, and the journal says so.
+ */
+export function recoveriesWithoutProgress(counted: number, epoch: number, entries: readonly JournalEntry[]): number {
+  for (let i = entries.length - 1; i >= 0; i--) {
+    const entry = entries[i] as JournalEntry;
+    if (entry.kind !== 'leg') return Math.min(counted, epoch - entry.epoch);
+  }
+  return counted;
 }

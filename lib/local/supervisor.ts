@@ -70,6 +70,8 @@ export interface WorkerInfo {
   readonly startedAtMs: number;
   /** When it reported ready (epoch ms); absent while it starts. */
   readonly readyAtMs?: number | undefined;
+  /** Invocations this process has finished (a fresh process has served none). */
+  readonly served: number;
 }
 
 export interface Supervisor {
@@ -89,6 +91,7 @@ interface Slot {
   ready: boolean;
   startedAtMs: number;
   readyAtMs: number | undefined;
+  served: number;
   crashes: number;
   /** Consecutive exits before the worker said it was ready (its handlers failed to load). */
   failedStarts: number;
@@ -209,6 +212,7 @@ export function startSupervisor(options: SupervisorOptions): Supervisor {
       case 'invocation-end': {
         clearTimeout(slot.deadlines.get(message.requestId));
         slot.deadlines.delete(message.requestId);
+        slot.served += 1;
         return;
       }
     }
@@ -219,6 +223,7 @@ export function startSupervisor(options: SupervisorOptions): Supervisor {
     slot.pid = slot.child.pid ?? -1;
     slot.restarts += 1;
     slot.startedAtMs = Date.now();
+    slot.served = 0;
     attach(slot);
   };
 
@@ -232,6 +237,7 @@ export function startSupervisor(options: SupervisorOptions): Supervisor {
       ready: false,
       startedAtMs: Date.now(),
       readyAtMs: undefined,
+      served: 0,
       crashes: 0,
       failedStarts: 0,
       deadlines: new Map(),
@@ -256,6 +262,7 @@ export function startSupervisor(options: SupervisorOptions): Supervisor {
         ready: slot.ready,
         startedAtMs: slot.startedAtMs,
         readyAtMs: slot.readyAtMs,
+        served: slot.served,
       })),
     ready: async (timeoutMs = DEFAULT_READY_TIMEOUT_MS) => {
       const allReady = Promise.all(

@@ -97,11 +97,12 @@ describe('the durable core on the local stack', () => {
         }
         return seen.length >= SESSIONS;
       },
-      { what: `results for all ${SESSIONS} sessions`, timeoutMs: 120_000, pollMs: 0 },
+      // About 30 s on a quiet machine; 101 s of the 120 s once allowed with a pegged core.
+      { what: `results for all ${SESSIONS} sessions`, timeoutMs: 200_000, pollMs: 0 },
     );
     expect(seen.filter((s) => s.status !== s.result)).toEqual([]);
     expect(new Set(seen.map((s) => s.ticketId)).size).toBe(SESSIONS);
-  }, 150_000);
+  });
 
   it('converges a resubmitted ticket on the same session and refuses a reused id with another input', async () => {
     const first = await t.client.submit({ agent: 'long-haul', ticketId: 'same-ticket', input: longHaul(2, 0) });
@@ -147,7 +148,7 @@ describe('the durable core on the local stack', () => {
       new Set([s.traceId]),
     );
     expect(result?.legs).toBe(legs.length);
-  }, 120_000);
+  });
 
   it('survives kill -9 of the workers while a turn runs: another worker resumes it', async () => {
     const s = await t.client.submit({ agent: 'long-haul', input: longHaul(30, 150) });
@@ -223,5 +224,5 @@ describe('every named crash point', () => {
     const ledger = readLedger(join(t.stateDir, 'ledger.jsonl'));
     expect(ledger.filter((l) => l.operation === 'issueRefund').length).toBeGreaterThan(0);
     expect(duplicateEffects(ledger)).toEqual([]);
-  }, 180_000);
+  }, 300_000);
 });

@@ -128,7 +128,7 @@ describe('hostile tickets on the local stack', () => {
         hostile.name,
       ).rejects.toThrow(hostile.error);
     }
-  }, 150_000);
+  });
 
   it('refuses an input over the hard cap at submit, and a tool result over it inside a session, naming the sizes', async () => {
     // Arrange: the cap is the agents' maxPayloadBytes (8 MiB by default).
@@ -164,7 +164,7 @@ describe('hostile tickets on the local stack', () => {
     expect(byId('h-good-beside-oversize')?.status).toBe('completed');
     const journal = await t.store.readJournal({ tenant: DEFAULT_TENANT, agent: 'long-haul', id: inSession.sessionId });
     expect(journal.some((e) => e.kind === 'tool')).toBe(false);
-  }, 120_000);
+  });
 
   it('drops a kick for a session that does not exist and a replayed continuation of a finished session, changing nothing', async () => {
     // Arrange: a finished session.
@@ -213,7 +213,7 @@ describe('hostile tickets on the local stack', () => {
       (m) => m.body,
     );
     expect(deadKicks.filter((body) => kicks.some((k) => JSON.stringify(k) === body))).toEqual([]);
-  }, 90_000);
+  });
 
   it('refuses forged kicks for a held session where an operator sees them, and the session and its neighbour go on untouched', async () => {
     // Arrange: a session whose lease is held (as while a leg runs) and a neighbour that runs.
@@ -284,7 +284,7 @@ describe('hostile tickets on the local stack', () => {
       ['h-forge-victim', 'completed'],
     ]);
     expect(await t.store.getSession({ ...victim, id: 'forged#session' })).toBeUndefined();
-  }, 150_000);
+  });
 });
 
 /** What acceptTicket needs to reach its validation; the hostile bodies never get past it. */

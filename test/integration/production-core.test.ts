@@ -111,9 +111,9 @@ describe('the production-grade core on the local stack', { timeout: 180_000 }, (
   });
 
   it('never interrupts a once-only call in flight: the call completes and is journaled, then the turn ends cancelled', async () => {
-    // Arrange: a once-only call of 1.6 s, longer than a renewal interval.
+    // Arrange: a once-only call of 1.2 s, longer than a renewal interval (a third of the 3 s lease).
     const dir = newDir();
-    const s = await t.client.submit({ agent: 'once-only', input: { dir, ms: 1_600 } });
+    const s = await t.client.submit({ agent: 'once-only', input: { dir, ms: 1_200 } });
     await waitFor(() => readProbes(dir).some((p) => p.event === 'started'), { what: 'the once-only call to start' });
 
     // Act

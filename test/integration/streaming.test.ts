@@ -6,7 +6,12 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { FollowEvent } from '../../lib/client/baton-client.ts';
 import { HttpBatonClient } from '../../lib/client/http-baton-client.ts';
 import { readProbes } from '../fixtures/agents/probe-log.ts';
-import { FOLLOWERS_SAW_FILE, STREAMING_AGENTS_MODULE, streamingAnswer } from '../fixtures/agents/streaming-agent.ts';
+import {
+  FOLLOWERS_SAW_FILE,
+  GATE_TIMEOUT_MS,
+  STREAMING_AGENTS_MODULE,
+  streamingAnswer,
+} from '../fixtures/agents/streaming-agent.ts';
 import { startTestStack, type TestStack } from '../fixtures/stack.ts';
 import { waitFor } from '../fixtures/wait-for.ts';
 
@@ -60,14 +65,15 @@ function expectPartialBeforeEntry(events: FollowEvent[], answer: string) {
 }
 
 // Worker processes and a CLI process start cold on a busy 2-core machine: allow minutes.
-describe('streaming model output across processes', { timeout: 180_000 }, () => {
+describe('streaming model output across processes', { timeout: 240_000 }, () => {
   let t: TestStack;
   let dir: string;
 
   beforeAll(async () => {
-    // Its own stack: the streaming model may take 20 s, more than the shared 6 s functions allow.
+    // Its own stack: the streaming model may wait for the followers longer than the shared 6 s functions allow.
     t = await startTestStack({
-      functionTimeoutS: 30,
+      functionTimeoutS: GATE_TIMEOUT_MS / 1000 + 30,
+      visibilityTimeoutS: GATE_TIMEOUT_MS / 1000 + 60,
       workers: 1,
       console: { port: 0 },
       handlerEnv: { BATON_AGENTS_MODULE: STREAMING_AGENTS_MODULE },
@@ -101,6 +107,7 @@ describe('streaming model output across processes', { timeout: 180_000 }, () => 
         {
           what: () =>
             `partial text in both followers (cli: ${cli.events.length} events, ${cli.stderr()}; api: ${viaApi.length})`,
+          timeoutMs: GATE_TIMEOUT_MS,
         },
       );
       writeFileSync(join(dir, FOLLOWERS_SAW_FILE), '');

@@ -22,11 +22,13 @@ import { endConversationTurn } from './turn-end.ts';
 /** SQS caps a message delay at 15 minutes; longer waits are chained through `notBefore`. */
 export const MAX_DELAY_SECONDS = 900;
 /**
- * Consecutive legs that yield without a step before the turn fails as "cannot fit". One such leg
- * can be a busy machine or a leg started late in a batch; three in a row, each a fresh
- * invocation, mean the step does not fit.
+ * Consecutive legs that yield without a step before the turn fails as "cannot fit". The functions
+ * refuse at cold start a step that cannot fit a whole invocation with LEG_OVERHEAD_MS to spare,
+ * so an idle leg means acquiring and reading took longer than that allowance: a busy machine
+ * (three in a row were seen on a loaded 2-core host), not a step too big. The cap is a backstop
+ * for a deployment that skipped that check, not a verdict on a slow host.
  */
-const MAX_IDLE_LEGS = 3;
+export const MAX_IDLE_LEGS = 10;
 
 /** Does a step of this declared maximum fit in what is left of the invocation? */
 export function fitsInBudget(leg: LegContext, maxDurationMs: number): boolean {

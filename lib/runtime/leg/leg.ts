@@ -1,7 +1,7 @@
 import type { AgentDefinition } from '../../agent/define-agent.ts';
 import { CorruptStateError, errorMessage, LeaseLostError } from '../../core/errors.ts';
 import type { SessionKey } from '../../core/ids.ts';
-import { decideNext, isCrashLoop } from '../../core/next-action.ts';
+import { decideNext, isCrashLoop, recoveriesWithoutProgress } from '../../core/next-action.ts';
 import { childContext, type TraceContext } from '../../core/trace-context.ts';
 import type { KickReason } from '../../core/vocabulary.ts';
 import type { SessionRecord } from '../../ports/session-store.ts';
@@ -113,7 +113,11 @@ export class Leg implements LegContext {
 
     const agent = this.agent;
     if (!agent) return finish(this, 'failed', undefined, `unknown agent "${this.key.agent}": not deployed here`);
-    const recoveries = this.signals.record.recoveries;
+    const recoveries = recoveriesWithoutProgress(
+      this.signals.record.recoveries,
+      this.signals.epoch,
+      this.journal.entries,
+    );
     if (isCrashLoop(this.journal.view, this.reason === 'recovery', recoveries, agent.limits.maxRecoveries)) {
       return finish(this, 'failed', undefined, `crash loop: ${recoveries} consecutive recoveries without progress`);
     }

@@ -1,7 +1,11 @@
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../../lib/adapters/memory/manual-clock.ts';
 import { servedLongEnough, startChaosMonkey } from '../../../lib/chaos/chaos-monkey.ts';
 import type { WorkerInfo } from '../../../lib/local/supervisor.ts';
+import { FAILPOINTS } from '../../../lib/runtime/failpoints.ts';
 
 /** Two workers as a supervisor reports them; a kill restarts the slot (not ready until told). */
 function fakeSupervisor(clock: ManualClock, startMs: number) {
@@ -12,6 +16,7 @@ function fakeSupervisor(clock: ManualClock, startMs: number) {
     ready: true,
     startedAtMs: clock.now() - 2 * startMs,
     readyAtMs: clock.now() - startMs,
+    served: 1,
   }));
   const signals: Array<[number, NodeJS.Signals, number]> = [];
   return {
@@ -22,17 +27,25 @@ function fakeSupervisor(clock: ManualClock, startMs: number) {
       const i = workers.findIndex((w) => w.pid === pid);
       const w = workers[i]!;
       if (name === 'SIGKILL')
-        workers[i] = { ...w, pid: w.pid + 10, restarts: w.restarts + 1, ready: false, startedAtMs: clock.now() };
+        workers[i] = {
+          ...w,
+          pid: w.pid + 10,
+          restarts: w.restarts + 1,
+          ready: false,
+          startedAtMs: clock.now(),
+          served: 0,
+        };
       return true;
     },
+    /** The slot's process reports ready and then finishes an invocation. */
     ready: (slot: number) => {
-      workers[slot] = { ...workers[slot]!, ready: true, readyAtMs: clock.now() };
+      workers[slot] = { ...workers[slot]!, ready: true, readyAtMs: clock.now(), served: 1 };
     },
   };
 }
 
 describe('the chaos monkey', () => {
-  it('kills only a worker that has served as long as it took to start, never faster than one starts, leaving another up', () => {
+  it('kills only while every running worker has served as long as it took to start, never faster than one starts', () => {
     // Arrange: ticks every 1 400 ms (1 000 ± jitter at random 0.9); random 0.9 picks the last candidate.
     const clock = new ManualClock();
     const supervisor = fakeSupervisor(clock, 1_000);
@@ -50,15 +63,58 @@ describe('the chaos monkey', () => {
     clock.advance(1_400); // slot 1 is still starting: slot 0 is the only one up, so it is spared
     clock.advance(1_400);
     supervisor.ready(1); // slot 1 took 2 800 ms to start
+    clock.advance(1_400); // slot 1 has served 1 400 ms, less than its start took: nobody is killed
     expect(monkey.stats().kills).toBe(1);
-    clock.advance(1_400); // slot 1 has served 1 400 ms: not a candidate; slot 0 is, and slot 1 stays up
+    clock.advance(1_400); // slot 1 has served 2 800 ms: the fleet is up and serving again
     expect(supervisor.signals.map(([pid, name, at]) => [pid, name, at - supervisor.signals[0]![2]])).toEqual([
       [101, 'SIGKILL', 0],
-      [100, 'SIGKILL', 4_200],
+      [111, 'SIGKILL', 5_600],
     ]);
     monkey.stop();
     clock.advance(10_000);
     expect(monkey.stats().kills).toBe(2);
+  });
+
+  it('arms one crash point at a time, mid-step first and until it fires, and none while a worker is starting', () => {
+    // Arrange
+    const clock = new ManualClock();
+    const supervisor = fakeSupervisor(clock, 1_000);
+    const failpointsFile = join(mkdtempSync(join(tmpdir(), 'baton-monkey-')), 'failpoints.json');
+    const armed = () => FAILPOINTS.filter((name) => !existsSync(`${failpointsFile}.${name}.fired`));
+    const fire = (name: string) => writeFileSync(`${failpointsFile}.${name}.fired`, '');
+    const monkey = startChaosMonkey({
+      workers: supervisor.workers,
+      killEveryMs: 0,
+      failpointEveryMs: 1_000,
+      failpointsFile,
+      random: () => 0.5,
+      signal: supervisor.signal,
+      clock,
+    });
+
+    // Act + Assert: nothing is armed before the first tick; mid-step stays armed until it fires.
+    expect(armed()).toEqual([]);
+    clock.advance(1_000);
+    clock.advance(1_000);
+    expect(armed()).toEqual(['mid-step']);
+    fire('mid-step');
+    clock.advance(1_000);
+    expect(armed()).toEqual(['before-acquire']);
+    // Another point that does not fire gives way after three ticks.
+    clock.advance(2_000);
+    expect(armed()).toEqual(['before-acquire']);
+    clock.advance(1_000);
+    expect(armed()).toEqual(['after-marker']);
+    // It fires and kills its worker: while that one restarts, nothing is armed.
+    fire('after-marker');
+    supervisor.signal(100, 'SIGKILL');
+    clock.advance(1_000);
+    expect(armed()).toEqual([]);
+    supervisor.ready(0); // it took 1 000 ms to start
+    clock.advance(1_000); // and has served as long
+    expect(armed()).toEqual(['after-append']);
+    expect(monkey.stats().rearmed).toBe(4);
+    monkey.stop();
   });
 
   it('pauses a worker for pauseForMs, leaves the other running and kills nobody meanwhile', () => {
@@ -90,10 +146,11 @@ describe('the chaos monkey', () => {
     expect(monkey.stats().pauses).toBeGreaterThanOrEqual(1);
   });
 
-  it('counts a worker as killable only once it has served as long as its start took', () => {
-    const w = { slot: 0, pid: 1, restarts: 0, ready: true, startedAtMs: 0, readyAtMs: 3_000 };
+  it('counts a worker as killable only once it has finished an invocation and served as long as its start took', () => {
+    const w = { slot: 0, pid: 1, restarts: 0, ready: true, startedAtMs: 0, readyAtMs: 3_000, served: 1 };
     expect(servedLongEnough(w, 5_999)).toBe(false);
     expect(servedLongEnough(w, 6_000)).toBe(true);
+    expect(servedLongEnough({ ...w, served: 0 }, 60_000), 'no invocation finished yet').toBe(false);
     expect(servedLongEnough({ ...w, ready: false, readyAtMs: undefined }, 60_000)).toBe(false);
   });
 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { foldJournal } from '../../../lib/core/fold.ts';
-import { decideNext, isCrashLoop, nextWakeAt } from '../../../lib/core/next-action.ts';
+import { decideNext, isCrashLoop, nextWakeAt, recoveriesWithoutProgress } from '../../../lib/core/next-action.ts';
 import { journal, usage } from '../../fixtures/journal.ts';
 
 const NOW = 10_000;
@@ -34,6 +34,22 @@ describe("a leg's next action", () => {
     expect(isCrashLoop(open, true, 3, 3)).toBe(false);
     expect(isCrashLoop(open, false, 4, 3)).toBe(false);
     expect(isCrashLoop(done, true, 4, 3)).toBe(false);
+  });
+
+  it('caps the counted recoveries by the legs since the journal last progressed', () => {
+    // Epoch 2 journaled the input and died before a renewal could clear the count; 3 and 4 only wrote markers.
+    const entries = journal()
+      .epoch(2)
+      .leg('recovery')
+      .add('input', { input: 'hi' })
+      .epoch(3)
+      .leg('recovery')
+      .epoch(4)
+      .leg('recovery')
+      .entries();
+    expect(recoveriesWithoutProgress(4, 4, entries)).toBe(2);
+    expect(recoveriesWithoutProgress(1, 4, entries)).toBe(1);
+    expect(recoveriesWithoutProgress(4, 4, journal().epoch(4).leg('recovery').entries())).toBe(4);
   });
 
   it('parks on a durable timer until it is due, then journals its call’s result', () => {

@@ -7,6 +7,7 @@ import { deriveSessionId } from '../../../lib/core/ids.ts';
 import type { JournalEntry } from '../../../lib/core/journal.ts';
 import { FailpointCrash } from '../../../lib/runtime/failpoints.ts';
 import { acceptTicket } from '../../../lib/runtime/intake.ts';
+import { MAX_IDLE_LEGS } from '../../../lib/runtime/leg/hand-off.ts';
 import { runKick } from '../../../lib/runtime/step-runner.ts';
 import { unrulyWorkQueue } from '../../../lib/runtime/unruly-work-queue.ts';
 import { drain, invocation, lookupAgent, makeTestDeps, ticketBody } from '../../fixtures/runtime.ts';
@@ -287,19 +288,21 @@ describe('the step runner', () => {
     expect(legs.map((l) => l.kind === 'leg' && l.data.reason)).toEqual(['first', 'continuation']);
   });
 
-  it('fails a turn as "cannot fit" only after three legs in a row yield before their first step', async () => {
+  it('fails a turn as "cannot fit" only after MAX_IDLE_LEGS legs in a row yield before their first step', async () => {
     const { deps, store, results } = makeTestDeps([lookupAgent()]);
     await acceptTicket(ticketBody('lookup-agent', 'T-12', { ids: ['a'] }), undefined, deps);
 
     // Every invocation is too short for the model's declared 1 s maximum.
     const outcomes = await drain(deps, { budgetMs: 1_100 });
 
-    expect(outcomes).toEqual(['yielded', 'yielded', 'finished']);
+    expect(outcomes).toEqual([...Array(MAX_IDLE_LEGS - 1).fill('yielded'), 'finished']);
     expect(results.bodies[0]).toMatchObject({
       status: 'failed',
       error: expect.stringContaining('step cannot fit in the budget'),
     });
-    expect((await store.readJournal(keyOf('lookup-agent', 'T-12'))).filter((e) => e.kind === 'leg')).toHaveLength(3);
+    expect((await store.readJournal(keyOf('lookup-agent', 'T-12'))).filter((e) => e.kind === 'leg')).toHaveLength(
+      MAX_IDLE_LEGS,
+    );
   });
 
   it('cancels a running turn at the next renewal and aborts the tool in flight', async () => {
