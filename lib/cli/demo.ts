@@ -26,6 +26,7 @@ export async function demo(args: string[], io: CommandIo): Promise<number> {
       'timeout-s': { type: 'string' },
       'deadline-s': { type: 'string' },
       verbose: { type: 'boolean' },
+      prefix: { type: 'string' },
     },
   });
   const chaosEveryS = positiveInteger('--chaos-every-s', values['chaos-every-s']);
@@ -38,6 +39,7 @@ export async function demo(args: string[], io: CommandIo): Promise<number> {
     ...(chaosEveryS === undefined ? {} : { chaosEveryMs: chaosEveryS * 1000 }),
     verbose: values.verbose ?? false,
     stateDir: io.connect.stateDir,
+    prefix: values.prefix,
     signal: io.signal,
     // With --json the progress goes to stderr and stdout carries only the summary object.
     output: io.json

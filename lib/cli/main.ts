@@ -65,7 +65,7 @@ const COMMANDS: Record<string, CommandEntry> = {
     run: fromCheckout('demo'),
     summary: 'run the order-investigation demo on the local stack, with live progress',
     usage:
-      'baton demo [--tickets N] [--workers W] [--chaos] [--chaos-every-s S] [--timeout-s S] [--deadline-s S] [--verbose]',
+      'baton demo [--tickets N] [--workers W] [--chaos] [--chaos-every-s S] [--timeout-s S] [--deadline-s S] [--prefix P] [--verbose]',
   },
   bench: {
     run: fromCheckout('bench'),

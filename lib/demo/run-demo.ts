@@ -44,6 +44,8 @@ export interface DemoOptions {
   /** Give up (and fail) after this long. */
   readonly deadlineS?: number | undefined;
   readonly stateDir?: string | undefined;
+  /** Prefix of the table, queues and bucket (default `baton`): runs on shared emulators need their own. */
+  readonly prefix?: string | undefined;
   /** Show the workers' own log lines (JSON) too. */
   readonly verbose?: boolean | undefined;
   readonly output: ProgressOutput;
@@ -84,6 +86,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoRun> {
     // Above the function timeout, so a kick is not redelivered while its leg still runs.
     visibilityTimeoutS: functionTimeoutS * 2,
     stateDir: options.stateDir,
+    prefix: options.prefix,
     sweepEveryMs: DEMO_DEFAULTS.sweepEveryMs,
     workerOutput: options.verbose ? 'inherit' : 'ignore',
     log: (line) => view.note(`  [stack] ${line}`),

@@ -10,6 +10,9 @@ import { batonCli } from '../fixtures/cli.ts';
  * ends as soon as every ticket completes (about a minute); a loaded machine took 112 s at 120.
  */
 const DEMO_DEADLINE_S = 200;
+let demos = 0;
+/** Resources of its own on the suite's shared emulators: the default prefix is any other test's too. */
+const ownPrefix = () => ['--prefix', `demo${process.pid}x${++demos}`];
 /** Starting the CLI and its workers on a busy machine, before the demo's deadline runs. */
 const START_ALLOWANCE_MS = 60_000;
 /** The process is stopped past this (the run then fails showing its output)… */
@@ -39,7 +42,7 @@ describe('baton demo', () => {
 
       // Act
       const run = await baton(
-        ['demo', '--tickets', '4', '--workers', '2', '--deadline-s', String(DEMO_DEADLINE_S)],
+        ['demo', '--tickets', '4', '--workers', '2', '--deadline-s', String(DEMO_DEADLINE_S), ...ownPrefix()],
         dir,
       );
 
@@ -77,6 +80,7 @@ describe('baton demo', () => {
           '3',
           '--deadline-s',
           String(DEMO_DEADLINE_S),
+          ...ownPrefix(),
         ],
         dir,
       );
