@@ -97,6 +97,9 @@ export function fleetServing(workers: readonly WorkerInfo[], now: number, paused
   return running.length >= 2 && running.every((w) => w.pid > 0 && servedLongEnough(w, now));
 }
 
+/** How soon a blow that is due, but found the fleet not serving, looks again. */
+const DUE_RETRY_MS = 250;
+
 /** Ticks a crash point other than mid-step stays armed without firing before the next one's turn. */
 const ARMED_TICKS = 3;
 
@@ -127,17 +130,21 @@ export function startChaosMonkey(options: ChaosMonkeyOptions): ChaosMonkey {
   const pick = <T>(items: readonly T[]): T | undefined => items[Math.floor(random() * items.length)];
   /** A period with ±50% jitter, so kills do not fall into step with the legs. */
   const jittered = (ms: number) => Math.max(50, Math.round(ms * (0.5 + random())));
-  const every = (ms: number | undefined, act: () => void) => {
+  /**
+   * Runs `act` about every `ms`. A rarer blow (a pause, arming a crash point) that is due but finds
+   * the fleet not serving (`act` returns false) is tried again shortly, not a whole period later:
+   * on a slow machine a short run would otherwise miss every chance of it and prove nothing.
+   */
+  const every = (ms: number | undefined, act: () => boolean) => {
     if (ms === undefined || ms <= 0) return;
-    const schedule = () => {
-      const cancel = clock.setTimer(jittered(ms), () => {
+    const schedule = (delayMs: number) => {
+      const cancel = clock.setTimer(delayMs, () => {
         timers.delete(cancel);
-        act();
-        schedule();
+        schedule(act() ? jittered(ms) : Math.min(ms, DUE_RETRY_MS));
       });
       timers.add(cancel);
     };
-    schedule();
+    schedule(jittered(ms));
   };
 
   const resume = (pid: number) => {
@@ -149,26 +156,29 @@ export function startChaosMonkey(options: ChaosMonkeyOptions): ChaosMonkey {
   let lastKillAt = Number.NEGATIVE_INFINITY;
   every(options.killEveryMs, () => {
     const now = clock.now();
-    if (now - lastKillAt < startupMs(options.workers()) || !serving(now)) return;
+    // Kills, the most frequent blow, keep their period when the fleet is not serving: retrying
+    // them would take every window the rarer blows wait for.
+    if (now - lastKillAt < startupMs(options.workers()) || !serving(now)) return true;
     const victim = pick(candidates());
-    if (victim && send(victim.pid, 'SIGKILL')) {
-      kills++;
-      lastKillAt = now;
-      log(`SIGKILL worker ${victim.slot} (pid ${victim.pid})`);
-      options.onKill?.(victim);
-    }
+    if (!victim || !send(victim.pid, 'SIGKILL')) return true;
+    kills++;
+    lastKillAt = now;
+    log(`SIGKILL worker ${victim.slot} (pid ${victim.pid})`);
+    options.onKill?.(victim);
+    return true;
   });
   const pauseForMs = options.pauseForMs ?? 0;
   every(pauseForMs > 0 ? options.pauseEveryMs : 0, () => {
-    if (!serving(clock.now())) return;
+    if (!serving(clock.now())) return false;
     const victim = pick(candidates());
-    if (!victim || !send(victim.pid, 'SIGSTOP')) return;
+    if (!victim || !send(victim.pid, 'SIGSTOP')) return false;
     pauses++;
     log(`SIGSTOP worker ${victim.slot} (pid ${victim.pid}) for ${pauseForMs} ms`);
     paused.set(
       victim.pid,
       clock.setTimer(pauseForMs, () => resume(victim.pid)),
     );
+    return true;
   });
 
   const failpointsFile = options.failpointsFile;
@@ -183,20 +193,23 @@ export function startChaosMonkey(options: ChaosMonkeyOptions): ChaosMonkey {
     let next = 0;
     let armed: Failpoint | undefined;
     let armedTicks = 0;
+    // A point waits armed in ticks (true: the next look is a period later); arming that finds the
+    // fleet not serving looks again shortly (false).
     every(options.failpointEveryMs, () => {
       if (armed !== undefined && !existsSync(claim(armed))) {
         armedTicks++;
-        if (armed === 'mid-step' || armedTicks < ARMED_TICKS) return;
+        if (armed === 'mid-step' || armedTicks < ARMED_TICKS) return true;
         closeSync(openSync(claim(armed), 'a'));
       }
       if (!serving(clock.now())) {
         armed = undefined;
-        return;
+        return false;
       }
       armed = ARMING_ORDER[next++ % ARMING_ORDER.length] as Failpoint;
       armedTicks = 0;
       rmSync(claim(armed), { force: true });
       rearmed++;
+      return true;
     });
   }
 

@@ -146,6 +146,38 @@ describe('the chaos monkey', () => {
     expect(monkey.stats().pauses).toBeGreaterThanOrEqual(1);
   });
 
+  it('lands a pause that found the fleet starting as soon as it serves, not a whole period later', () => {
+    // Arrange: slot 1 is starting when the pause falls due (at 5 000 ms: period 10 000 at random 0).
+    const clock = new ManualClock();
+    const start = clock.now();
+    const supervisor = fakeSupervisor(clock, 1_000);
+    supervisor.signal(101, 'SIGKILL');
+    supervisor.signals.length = 0;
+    const monkey = startChaosMonkey({
+      workers: supervisor.workers,
+      killEveryMs: 0,
+      pauseEveryMs: 10_000,
+      pauseForMs: 5_000,
+      random: () => 0,
+      signal: supervisor.signal,
+      clock,
+    });
+
+    // Act
+    clock.advance(6_000);
+    supervisor.ready(1); // slot 1 took 6 000 ms to start: the fleet serves from 12 000 ms
+    clock.advance(5_900);
+    const beforeServing = supervisor.signals.length;
+    clock.advance(350);
+    const stopped = supervisor.signals.filter(([, name]) => name === 'SIGSTOP');
+    monkey.stop();
+
+    // Assert
+    expect(beforeServing).toBe(0);
+    expect(stopped.map(([pid, name, at]) => [pid, name, at - start])).toEqual([[100, 'SIGSTOP', 12_000]]);
+    expect(monkey.stats().pauses).toBe(1);
+  });
+
   it('counts a worker as killable only once it has finished an invocation and served as long as its start took', () => {
     const w = { slot: 0, pid: 1, restarts: 0, ready: true, startedAtMs: 0, readyAtMs: 3_000, served: 1 };
     expect(servedLongEnough(w, 5_999)).toBe(false);
