@@ -13,7 +13,8 @@ import { readdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cliEnv } from '../fixtures/cli.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const TSC = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
@@ -379,13 +380,5 @@ describe('the published package, installed into a project outside the repository
 
 /** The environment of a local stack in the test: this Node first on PATH, the suite's emulators (no second JVM). */
 function devEnv(): NodeJS.ProcessEnv {
-  const { region, endpoints } = inject('baton');
-  return {
-    ...process.env,
-    PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ''}`,
-    AWS_REGION: region,
-    AWS_ENDPOINT_URL_DYNAMODB: endpoints.dynamodb,
-    AWS_ENDPOINT_URL_SQS: endpoints.sqs,
-    AWS_ENDPOINT_URL_S3: endpoints.s3,
-  };
+  return { ...cliEnv(), PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ''}` };
 }

@@ -2,7 +2,7 @@ import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FollowEvent } from '../../lib/client/baton-client.ts';
 import { HttpBatonClient } from '../../lib/client/http-baton-client.ts';
 import { readProbes } from '../fixtures/agents/probe-log.ts';
@@ -12,6 +12,7 @@ import {
   STREAMING_AGENTS_MODULE,
   streamingAnswer,
 } from '../fixtures/agents/streaming-agent.ts';
+import { cliEnv } from '../fixtures/cli.ts';
 import { startTestStack, type TestStack } from '../fixtures/stack.ts';
 import { waitFor } from '../fixtures/wait-for.ts';
 
@@ -20,20 +21,10 @@ const WORDS = 120;
 
 /** `baton events SESSION --follow` in a process of its own, its JSON lines collected as they come. */
 function followWithCli(sessionId: string, stateDir: string) {
-  const { region, endpoints } = inject('baton');
   const child: ChildProcessWithoutNullStreams = spawn(
     'sh',
     [join(REPO_ROOT, 'bin', 'baton'), '--state-dir', stateDir, 'events', sessionId, '--follow'],
-    {
-      cwd: REPO_ROOT,
-      env: {
-        ...process.env,
-        AWS_REGION: region,
-        AWS_ENDPOINT_URL_DYNAMODB: endpoints.dynamodb,
-        AWS_ENDPOINT_URL_SQS: endpoints.sqs,
-        AWS_ENDPOINT_URL_S3: endpoints.s3,
-      },
-    },
+    { cwd: REPO_ROOT, env: cliEnv() },
   );
   const events: FollowEvent[] = [];
   let buffered = '';
