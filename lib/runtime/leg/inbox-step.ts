@@ -6,9 +6,11 @@ import type { LegContext } from './leg-context.ts';
  * The inbox step, at every step boundary: read the session record (one consistent read, no
  * write when nothing waits), journal what the inbox holds for this turn — messages before the
  * next model call, human decisions, operator verdicts — each once, then take them off.
+ * `inHand` uses the record the leg already holds instead of reading it: the leg's first boundary
+ * comes right after its acquire returned the record, so a read there would only add a request.
  */
-export async function deliverInbox(leg: LegContext): Promise<void> {
-  const record = await leg.deps.store.getSession(leg.key);
+export async function deliverInbox(leg: LegContext, inHand = false): Promise<void> {
+  const record = inHand ? leg.signals.record : await leg.deps.store.getSession(leg.key);
   if (!record || record.owner !== leg.owner || record.epoch !== leg.signals.epoch) {
     throw new LeaseLostError(`session record moved to epoch ${record?.epoch} under epoch ${leg.signals.epoch}`, record);
   }

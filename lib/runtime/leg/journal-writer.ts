@@ -1,6 +1,5 @@
 import {
   BatonError,
-  errorMessage,
   InfrastructureError,
   LeaseLostError,
   PayloadTooLargeError,
@@ -9,7 +8,6 @@ import {
 import { applyEntry, EMPTY_VIEW, foldJournal, type SessionView } from '../../core/fold.ts';
 import type { SessionKey } from '../../core/ids.ts';
 import type { EntryDataOf, JournalEntry } from '../../core/journal.ts';
-import { restoreView, type SessionSnapshot } from '../../core/snapshot.ts';
 import { formatTraceparent, type TraceContext } from '../../core/trace-context.ts';
 import type { EntryKind, KickReason } from '../../core/vocabulary.ts';
 import { type RuntimeDeps, type RuntimeLogger, ttlSeconds } from '../deps.ts';
@@ -65,25 +63,14 @@ export class JournalWriter {
   }
 
   /**
-   * Reads the journal and the latest snapshot in parallel (the transcript needs every entry) and
-   * folds. Throws CorruptStateError when stored state fails validation.
+   * Reads the journal (one pass: the transcript needs every entry) and folds it. No snapshot:
+   * folding thousands of entries takes milliseconds, less than the request that would fetch one;
+   * snapshots serve readers that skip the transcript (status, tasks). Throws CorruptStateError
+   * when stored state fails validation.
    */
   async load(): Promise<void> {
-    const [entries, snapshot] = await Promise.all([this.deps.store.readJournal(this.key), this.#latestSnapshot()]);
-    this.#entries = entries;
-    const restored = restoreView(snapshot, entries);
-    this.#view = restored.view;
-    if (restored.fromSnapshot) this.log.debug('resumed from a snapshot', { snapshotSeq: snapshot?.seq });
-  }
-
-  /** The latest snapshot, if one can be read: snapshots are optional, so an unreadable one is ignored. */
-  async #latestSnapshot(): Promise<SessionSnapshot | undefined> {
-    try {
-      return await this.deps.store.getLatestSnapshot(this.key);
-    } catch (error) {
-      this.log.warn('snapshot unreadable; folding the whole journal', { error: errorMessage(error) });
-      return undefined;
-    }
+    this.#entries = await this.deps.store.readJournal(this.key);
+    this.#view = foldJournal(this.#entries);
   }
 
   /**

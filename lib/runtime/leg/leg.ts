@@ -36,6 +36,8 @@ export class Leg implements LegContext {
   readonly journal: JournalWriter;
   readonly resources: LegResources;
   span: LegSpan = NOOP_LEG_SPAN;
+  /** Whether a step boundary has read the inbox yet; the first one uses the acquire's record. */
+  #passedBoundary = false;
 
   constructor(
     readonly key: SessionKey,
@@ -143,8 +145,13 @@ export class Leg implements LegContext {
   async #next(agent: AgentDefinition): Promise<KickOutcome | undefined> {
     this.signals.throwIfLeaseLost();
     // Nothing in the inbox lands before a turn's input (messages, decisions and verdicts are the
-    // running turn's), so a leg that starts a turn reads no record for it: the acquire's is fresh.
-    if (this.#decide(agent).kind !== 'start-turn') await deliverInbox(this);
+    // running turn's). The leg's first boundary takes the inbox from the record its acquire
+    // returned (milliseconds old; a message sent since lands at the next boundary), so a new
+    // turn reads the record once before its first model call: the acquire's read.
+    if (this.#decide(agent).kind !== 'start-turn') {
+      await deliverInbox(this, !this.#passedBoundary);
+      this.#passedBoundary = true;
+    }
     if (releasePending(this)) return releaseStep(this);
     const action = this.#decide(agent);
     switch (action.kind) {
