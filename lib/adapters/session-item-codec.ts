@@ -8,6 +8,7 @@ import { describeIssues } from '../core/messages.ts';
 import type { SessionSnapshot } from '../core/snapshot.ts';
 import { OutcomeStatus, SessionState, TERMINAL_SESSION_STATES } from '../core/vocabulary.ts';
 import {
+  type ActiveInput,
   EnqueueRefusal,
   type EnqueueTurnRequest,
   type NewSession,
@@ -72,6 +73,8 @@ const SessionItemSchema = z.object({
   pendingVersion: count,
   seenVersion: count,
   activeTurnId: z.string().optional(),
+  /** JSON of SessionRecord.activeInput. */
+  activeInput: z.string().optional(),
   conversation: z.boolean().optional(),
   turnQueue: z.array(z.string()).optional(),
   lastTurnId: z.string().optional(),
@@ -97,6 +100,11 @@ const SessionItemSchema = z.object({
   releaseTimeoutMs: count.optional(),
 });
 export type SessionItem = z.infer<typeof SessionItemSchema>;
+
+const ActiveInputSchema = z.object({ turnId: z.string().min(1), input: z.unknown() }).strict();
+
+/** The record attribute that carries a turn's input (SessionRecord.activeInput). */
+export const encodeActiveInput = (active: ActiveInput): string => JSON.stringify(active);
 
 const TurnItemSchema = z.object({
   pk: z.string(),
@@ -178,6 +186,7 @@ export function newSessionItem(session: NewSession): SessionItem {
     pendingVersion: 1,
     seenVersion: 0,
     activeTurnId: session.activeTurnId,
+    ...(session.activeInput === undefined ? {} : { activeInput: encodeActiveInput(session.activeInput) }),
     ...(session.conversation ? { conversation: true } : {}),
     lastTurnId: session.activeTurnId,
     cancelRequested: false,
@@ -225,6 +234,15 @@ export function decodeSession(raw: unknown, expected?: SessionKey): SessionRecor
     pendingVersion: item.pendingVersion,
     seenVersion: item.seenVersion,
     ...(item.activeTurnId === undefined ? {} : { activeTurnId: item.activeTurnId }),
+    ...(item.activeInput === undefined
+      ? {}
+      : {
+          activeInput: validate(
+            ActiveInputSchema,
+            parseJson(item.activeInput, `${where} active input`),
+            `${where} active input`,
+          ),
+        }),
     conversation: item.conversation ?? false,
     turnQueue: item.turnQueue ?? [],
     ...(item.lastTurnId === undefined ? {} : { lastTurnId: item.lastTurnId }),

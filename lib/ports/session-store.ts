@@ -20,6 +20,12 @@ export interface SessionRecord {
   /** The pendingVersion the last owner had handled when it released. */
   readonly seenVersion: number;
   readonly activeTurnId?: string | undefined;
+  /**
+   * The input of a turn, carried by the write that made it active when it is small
+   * (INLINE_INPUT_MAX_BYTES): a leg starting that turn needs no read of the turn item. Only
+   * valid while `turnId` is the active turn.
+   */
+  readonly activeInput?: ActiveInput | undefined;
   /** A conversation takes further turns and goes idle between them; a one-shot session refuses them. */
   readonly conversation: boolean;
   /** Turns accepted behind the active one, oldest first: they run in this order. */
@@ -54,6 +60,12 @@ export interface SessionRecord {
   readonly releaseRequested?: ReleaseRequestMark | undefined;
 }
 
+/** A turn's input carried on the session record; see SessionRecord.activeInput. */
+export interface ActiveInput {
+  readonly turnId: string;
+  readonly input: unknown;
+}
+
 /** When a release was asked for and the bound of its wait; the first request's mark is kept. */
 export interface ReleaseRequestMark {
   readonly at: number;
@@ -64,6 +76,8 @@ export interface NewSession {
   readonly key: SessionKey;
   readonly ticketId: string;
   readonly activeTurnId: string;
+  /** The active turn's input when small enough to carry on the record (SessionRecord.activeInput). */
+  readonly activeInput?: ActiveInput | undefined;
   readonly traceId: string;
   readonly now: number;
   /** When the sweeper should kick it if no kick arrives first. */
@@ -173,6 +187,8 @@ export interface EnqueueTurnRequest {
    * item (same write) tells the owner to supersede the running turn. Idle, it is queued as usual.
    */
   readonly steer?: boolean | undefined;
+  /** The turn's input, carried on the record when this enqueue makes it active (SessionRecord.activeInput). */
+  readonly activeInput?: ActiveInput | undefined;
 }
 
 /** Why a new turn was refused. */

@@ -15,7 +15,7 @@ import { tenantRefusal } from '../core/tenancy.ts';
 import { childContext, newTraceId, type TraceContext } from '../core/trace-context.ts';
 import type { RuntimeDeps } from './deps.ts';
 import { ttlSeconds } from './deps.ts';
-import { acceptTurn } from './turn-intake.ts';
+import { acceptTurn, inlineInput } from './turn-intake.ts';
 
 export type IntakeDeps = Pick<
   RuntimeDeps,
@@ -106,6 +106,7 @@ export async function acceptTicket(
     key,
     ticketId: ticket.ticketId,
     activeTurnId: turnId,
+    activeInput: inlineInput(turnId, input),
     traceId: trace?.traceId ?? newTraceId(),
     now,
     sweepAt: now + deps.config.sweepGraceMs,

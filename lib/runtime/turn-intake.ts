@@ -4,7 +4,7 @@ import { childContext } from '../core/trace-context.ts';
 import { DEFAULT_MAX_PENDING_INPUTS } from '../core/vocabulary.ts';
 import type { Clock } from '../ports/clock.ts';
 import type { WorkQueue } from '../ports/queues.ts';
-import type { EnqueueRefusal, SessionRecord, SessionStore } from '../ports/session-store.ts';
+import type { ActiveInput, EnqueueRefusal, SessionRecord, SessionStore } from '../ports/session-store.ts';
 
 /** What accepting a further turn needs: the store, the work queue and a clock. */
 export interface TurnIntakeDeps {
@@ -39,6 +39,19 @@ export interface AcceptedTurn {
 }
 
 /**
+ * The largest input (as JSON) carried on the session record beside its turn item: the leg that
+ * starts the turn then reads no turn item. Small, because every step boundary reads the record
+ * (a strongly consistent read of up to 4 KB is one RCU) and the ended turn's input leaves it only
+ * at the end of the turn.
+ */
+export const INLINE_INPUT_MAX_BYTES = 1024;
+
+/** The input to carry on the record, when it is small enough. */
+export function inlineInput(turnId: string, input: unknown): ActiveInput | undefined {
+  return Buffer.byteLength(JSON.stringify(input) ?? '') <= INLINE_INPUT_MAX_BYTES ? { turnId, input } : undefined;
+}
+
+/**
  * Accepts a further turn of a conversation from any process: checks the session can take it,
  * persists the input as a turn (conditional put: a resend converges), queues it atomically behind
  * the active turn, then kicks. Throws TurnRefusedError naming why a turn is refused, and
@@ -66,6 +79,7 @@ export async function acceptTurn(turn: NewTurn, deps: TurnIntakeDeps): Promise<A
     maxPending,
     ifLastTurn: turn.ifLastTurn,
     steer: turn.steer,
+    activeInput: inlineInput(turnId, turn.input),
   });
   if (!result.ok) throw refusal(result.reason, key, turnId, result.current, maxPending);
   // Kick even for a turn accepted before: its first kick may be what was lost. A holder drops it.

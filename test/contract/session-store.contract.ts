@@ -964,6 +964,37 @@ export function describeSessionStoreContract(name: string, makeHarness: MakeHarn
         expect(record?.pendingVersion).toBe((before?.pendingVersion ?? 0) + 1);
       });
 
+      it('carries a small input on the record with the write that makes its turn active, and drops it with the turn', async () => {
+        // Arrange
+        const { store, key, now } = await idleConversation();
+        for (const id of ['turn-2', 'turn-3']) await store.putTurn(key, turnOf(id, now));
+        const input = (turnId: string) => ({ turnId, input: { text: turnId, emoji: '🙂' } });
+
+        // Act
+        await enqueue(store, key, 'turn-2', now, { activeInput: input('turn-2') });
+        const active = await store.getSession(key);
+        await enqueue(store, key, 'turn-3', now, { activeInput: input('turn-3') });
+        const queuedBehind = await store.getSession(key);
+        const held = await acquireFree(store, key, 'owner-b', now, active?.epoch);
+        const ended = await store.endTurn(key, {
+          owner: 'owner-b',
+          epoch: held.epoch,
+          next: 'turn-3',
+          now,
+          sweepAt: now + 5_000,
+          progressed: true,
+        });
+
+        // Assert
+        expect(active?.activeInput).toEqual(input('turn-2'));
+        // Queued behind the active turn: its leg reads the turn item, the record keeps the active one's.
+        expect(queuedBehind?.activeInput).toEqual(input('turn-2'));
+        expect(ended.ok).toBe(true);
+        const next = await store.getSession(key);
+        expect(next?.activeTurnId).toBe('turn-3');
+        expect(next?.activeInput).toBeUndefined();
+      });
+
       it('puts a steering turn at the head of the queue with a steer inbox item, in one write, when a turn is active', async () => {
         // Arrange
         const { store, key, now } = await idleConversation();

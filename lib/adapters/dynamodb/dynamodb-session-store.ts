@@ -51,6 +51,7 @@ import {
   decodeSnapshot,
   decodeSummary,
   decodeTurn,
+  encodeActiveInput,
   encodeEntry,
   encodeListCursor,
   encodeOutcome,
@@ -267,6 +268,8 @@ export class DynamoDbSessionStore implements SessionStore {
           : `${sweepAt} = if_not_exists(${sweepAt}, ${x.value(request.sweepAt)})`,
       ];
       if (idle) sets.push(`${x.name('state')} = ${x.value(SessionState.queued)}`);
+      if (activate && request.activeInput !== undefined)
+        sets.push(`${x.name('activeInput')} = ${x.value(encodeActiveInput(request.activeInput))}`);
       if (steered) {
         const inbox = x.name('inbox');
         const ids = x.name('inboxIds');
@@ -304,7 +307,8 @@ export class DynamoDbSessionStore implements SessionStore {
       `${x.name('seenVersion')} = ${x.name('pendingVersion')}`,
       `${x.name('updatedAt')} = ${x.value(request.now)}`,
     ];
-    const removes = [x.name('owner'), x.name('until')];
+    // The ended turn's input goes with it; the next turn's leg reads its turn item.
+    const removes = [x.name('owner'), x.name('until'), x.name('activeInput')];
     if (request.next === undefined) {
       sets.push(`${x.name('state')} = ${x.value(SessionState.idle)}`);
       removes.push(x.name('sweepAt'), x.name('sweepShard'));

@@ -39,6 +39,7 @@ import {
   decodeSnapshot,
   decodeSummary,
   decodeTurn,
+  encodeActiveInput,
   encodeEntry,
   encodeListCursor,
   encodeOutcome,
@@ -275,7 +276,10 @@ export class MemorySessionStore implements SessionStore {
       const next: Item = {
         ...old,
         ...(activate
-          ? { activeTurnId: request.turnId }
+          ? {
+              activeTurnId: request.turnId,
+              ...(request.activeInput === undefined ? {} : { activeInput: encodeActiveInput(request.activeInput) }),
+            }
           : {
               turnQueue: steered ? [request.turnId, ...record!.turnQueue] : [...record!.turnQueue, request.turnId],
             }),
@@ -311,7 +315,14 @@ export class MemorySessionStore implements SessionStore {
           (request.next === undefined ? record.state === SessionState.idle : record.activeTurnId === request.next);
         return ownWrite ? { ok: true } : { ok: false, current: record };
       }
-      const { owner: _owner, until: _until, sweepAt: _sweepAt, sweepShard: _sweepShard, ...kept } = old;
+      const {
+        owner: _owner,
+        until: _until,
+        sweepAt: _sweepAt,
+        sweepShard: _sweepShard,
+        activeInput: _activeInput,
+        ...kept
+      } = old;
       const next: Item = {
         ...kept,
         seenVersion: old.pendingVersion,

@@ -82,6 +82,42 @@ describe('conversations', () => {
     expect(wrote('append')).toBe(turn.length);
   });
 
+  it('reads the record once and the journal once from a turn sent to an idle session to its first model call', async () => {
+    // Arrange: count the store's reads; the model notes them when it is called.
+    const { deps, store, send } = await startConversation();
+    const reads = { getSession: 0, getTurn: 0, readJournal: 0, getLatestSnapshot: 0 };
+    for (const name of Object.keys(reads) as (keyof typeof reads)[]) {
+      const read = (store[name] as (...args: unknown[]) => unknown).bind(store);
+      (store as unknown as Record<string, unknown>)[name] = (...args: unknown[]) => {
+        reads[name]++;
+        return read(...args);
+      };
+    }
+    const atModelCall: (typeof reads)[] = [];
+    const modelCalled = scriptedModel({
+      maxDurationMs: 1_000,
+      script: (messages) => {
+        atModelCall.push({ ...reads });
+        return echo(messages);
+      },
+    });
+    deps.agents.set('chat', { ...chat, model: modelCalled });
+    const fresh = () => Object.fromEntries(Object.keys(reads).map((k) => [k, 0])) as typeof reads;
+
+    // Act: a small input, then one too large to ride on the record.
+    Object.assign(reads, fresh());
+    await send('T2', 'again');
+    await drain(deps);
+    Object.assign(reads, fresh());
+    await send('T3', 'x'.repeat(2_000));
+    await drain(deps);
+
+    // Assert: the acceptance reads the record once; the leg reads it once (before its acquire),
+    // the journal once, no turn item for a small input and no snapshot.
+    expect(atModelCall[0]).toEqual({ getSession: 2, getTurn: 0, readJournal: 1, getLatestSnapshot: 0 });
+    expect(atModelCall[1]).toEqual({ getSession: 2, getTurn: 1, readJournal: 1, getLatestSnapshot: 0 });
+  });
+
   it('still runs a turn the previous version queued behind an ended turn on an idle session', async () => {
     // Arrange: what the enqueue of the previous version left: the ended turn active, the new one queued.
     const { deps, store, results, key } = await startConversation();
