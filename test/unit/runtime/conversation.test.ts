@@ -28,8 +28,8 @@ const keyOf = (agent: string, ticketId: string): SessionKey => ({
   id: deriveSessionId('default', agent, ticketId),
 });
 
-async function startConversation() {
-  const test = makeTestDeps([chat, lookupAgent()]);
+async function startConversation(agent = chat) {
+  const test = makeTestDeps([agent, lookupAgent()]);
   await acceptTicket(ticketBody('chat', 'T1', 'hello'), undefined, test.deps);
   await drain(test.deps);
   const key = keyOf('chat', 'T1');
@@ -84,8 +84,19 @@ describe('conversations', () => {
 
   it('reads the record once and the journal once from a turn sent to an idle session to its first model call', async () => {
     // Arrange: count the store's reads; the model notes them when it is called.
-    const { deps, store, send } = await startConversation();
     const reads = { getSession: 0, getTurn: 0, readJournal: 0, getLatestSnapshot: 0 };
+    const atModelCall: (typeof reads)[] = [];
+    const noting = defineAgent({
+      ...chat,
+      model: scriptedModel({
+        maxDurationMs: 1_000,
+        script: (messages) => {
+          atModelCall.push({ ...reads });
+          return echo(messages);
+        },
+      }),
+    });
+    const { deps, store, send } = await startConversation(noting);
     for (const name of Object.keys(reads) as (keyof typeof reads)[]) {
       const read = (store[name] as (...args: unknown[]) => unknown).bind(store);
       (store as unknown as Record<string, unknown>)[name] = (...args: unknown[]) => {
@@ -93,15 +104,7 @@ describe('conversations', () => {
         return read(...args);
       };
     }
-    const atModelCall: (typeof reads)[] = [];
-    const modelCalled = scriptedModel({
-      maxDurationMs: 1_000,
-      script: (messages) => {
-        atModelCall.push({ ...reads });
-        return echo(messages);
-      },
-    });
-    deps.agents.set('chat', { ...chat, model: modelCalled });
+    atModelCall.length = 0;
     const fresh = () => Object.fromEntries(Object.keys(reads).map((k) => [k, 0])) as typeof reads;
 
     // Act: a small input, then one too large to ride on the record.
