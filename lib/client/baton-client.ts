@@ -24,6 +24,7 @@ import type { TicketQueue, WorkQueue } from '../ports/queues.ts';
 import type { SessionRecord, SessionStore, TurnOutcome } from '../ports/session-store.ts';
 import { cancelChild, readTaskLines } from '../runtime/tasks/read-tasks.ts';
 import { acceptTurn } from '../runtime/turn-intake.ts';
+import { EVENTS_PAGE_ENTRIES, readJournalPage, turnStartCursor } from './journal-pages.ts';
 
 /** Ticket inputs above this go to the payload bucket (the queues keep to MAX_MESSAGE_BYTES, attributes included). */
 export const INLINE_TICKET_LIMIT_BYTES = INLINE_PAYLOAD_LIMIT_BYTES;
@@ -382,41 +383,54 @@ export class BatonClient implements BatonTransport {
         `session ${sessionId} is past its retention (expired ${new Date(record.expiresAt).toISOString()})`,
       );
     const { turnId } = options;
-    if (turnId !== undefined && !(await this.deps.store.getTurn(record.key, turnId)))
-      throw new NotFoundError(`session ${sessionId} has no turn ${turnId}`);
+    const turn = turnId === undefined ? undefined : await this.deps.store.getTurn(record.key, turnId);
+    if (turnId !== undefined && !turn) throw new NotFoundError(`session ${sessionId} has no turn ${turnId}`);
     const after = options.after ?? 0;
     let cursor = after;
-    let follow = options.follow ?? false;
+    if (turn !== undefined) {
+      if (after > 0)
+        this.#retained(sessionId, after, await this.deps.store.readJournal(record.key, after, { limit: 1 }));
+      // Nothing before the turn's first entry is shown: start near it (see turnStartCursor).
+      cursor = await turnStartCursor(this.deps.store, record.key, turn, after);
+    }
+    const follow = options.follow ?? false;
     let running = record.state === 'running';
     let shown: LivePosition = { seq: cursor + 1, chunk: -1 };
     for (let first = true; ; first = false) {
       // Live text before the journal: a partial is never shown after its entry was read.
       const chunks = follow && options.live && running ? await this.liveTextAfter(record, cursor, shown) : [];
-      const entries = await this.deps.store.readJournal(record.key, cursor);
-      // Entries expire by TTL oldest first: a cursor behind the oldest kept one cannot be resumed.
-      const oldest = entries[0]?.seq;
-      if (first && after > 0 && oldest !== undefined && oldest > after + 1)
-        throw new GoneError(
-          `cursor ${after} of session ${sessionId} is past retention: its journal now starts at seq ${oldest}`,
-        );
-      for (const entry of entries) {
-        cursor = entry.seq;
-        if (turnId !== undefined && entry.turnId !== turnId) continue;
-        // A turn's stream ends with its published result.
-        if (turnId !== undefined && entry.kind === 'published') follow = false;
-        yield toEvent(entry);
-      }
-      if (entries.length === 0)
+      const from = cursor;
+      const page = await readJournalPage(this.deps.store, record.key, from, { limit: EVENTS_PAGE_ENTRIES, turnId });
+      if (first && turn === undefined) this.#retained(sessionId, after, page.entries);
+      cursor = page.cursor;
+      for (const entry of page.entries) yield toEvent(entry);
+      if (page.ended) return;
+      // A full page: the rest follows at once, following or not.
+      if (page.full) continue;
+      const readNothing = cursor === from;
+      if (readNothing)
         for (const chunk of chunks) {
           shown = { seq: chunk.seq, chunk: chunk.index };
           if (turnId === undefined || chunk.turnId === turnId) yield toModelText(chunk);
         }
       if (!follow || options.signal?.aborted) return;
       const fresh = await this.deps.store.getSession(record.key);
-      if (!fresh || (TERMINAL_SESSION_STATES.includes(fresh.state) && entries.length === 0)) return;
+      if (!fresh || (TERMINAL_SESSION_STATES.includes(fresh.state) && readNothing)) return;
       running = fresh.state === 'running';
       await this.deps.clock.sleep(options.pollMs ?? 500, options.signal).catch(() => undefined);
     }
+  }
+
+  /**
+   * Entries expire by TTL oldest first: a cursor behind the oldest kept one cannot be resumed.
+   * `next` is what the journal holds after the cursor (its first entry is enough).
+   */
+  #retained(sessionId: string, after: number, next: readonly JournalEntry[]): void {
+    const oldest = next[0]?.seq;
+    if (after > 0 && oldest !== undefined && oldest > after + 1)
+      throw new GoneError(
+        `cursor ${after} of session ${sessionId} is past retention: its journal now starts at seq ${oldest}`,
+      );
   }
 
   /**
@@ -680,10 +694,10 @@ export class BatonClient implements BatonTransport {
     return turn?.outcome === undefined;
   }
 
-  /** Up to `limit` journal entries after `after`, as stream events. */
+  /** Up to `limit` journal entries after `after`, as stream events: one read of at most `limit` entries. */
   async eventsAfter(record: SessionRecord, after: number, limit: number): Promise<SessionEvent[]> {
-    const entries = await this.deps.store.readJournal(record.key, after);
-    return entries.slice(0, limit).map(toEvent);
+    const entries = await this.deps.store.readJournal(record.key, after, { limit });
+    return entries.map(toEvent);
   }
 
   /** The status view of a record already read. */
