@@ -178,9 +178,22 @@ export interface ModelTextEvent {
 /** What a live follower sees: journal entries, and partial model text between them. */
 export type FollowEvent = SessionEvent | ModelTextEvent;
 
+/** A page of the stream (BatonClient.eventsPage). */
+export interface EventsPage {
+  readonly events: SessionEvent[];
+  /** The last seq read, shown or not: the next page starts after it. */
+  readonly cursor: number;
+  /** The read came back full: more may follow at once. */
+  readonly full: boolean;
+  /** A per-turn stream reached its end. */
+  readonly ended: boolean;
+}
+
 /** Where and how an events stream runs. */
 export interface EventsOptions {
   readonly after?: number | undefined;
+  /** Only this turn's entries, ending with its published result. */
+  readonly turnId?: string | undefined;
   readonly follow?: boolean | undefined;
   /** With `follow`: partial model text of a streaming response as `model-text` events. */
   readonly live?: boolean | undefined;
@@ -364,18 +377,9 @@ export class BatonClient implements BatonTransport {
    * cursor, whatever happened to the workers meanwhile, continues the same transcript.
    * Throws NotFoundError for an unknown session or turn, GoneError past the retention.
    */
-  events(
-    sessionId: string,
-    options: EventsOptions & { live: true; pollMs?: number; turnId?: string },
-  ): AsyncGenerator<FollowEvent>;
-  events(
-    sessionId: string,
-    options?: EventsOptions & { pollMs?: number; turnId?: string },
-  ): AsyncGenerator<SessionEvent>;
-  async *events(
-    sessionId: string,
-    options: EventsOptions & { pollMs?: number; turnId?: string } = {},
-  ): AsyncGenerator<FollowEvent> {
+  events(sessionId: string, options: EventsOptions & { live: true; pollMs?: number }): AsyncGenerator<FollowEvent>;
+  events(sessionId: string, options?: EventsOptions & { pollMs?: number }): AsyncGenerator<SessionEvent>;
+  async *events(sessionId: string, options: EventsOptions & { pollMs?: number } = {}): AsyncGenerator<FollowEvent> {
     const record = await this.deps.store.findSession(sessionId);
     if (!record) throw new NotFoundError(`session ${sessionId} not found`);
     if (record.expiresAt !== undefined && record.expiresAt <= this.deps.clock.now())
@@ -692,6 +696,28 @@ export class BatonClient implements BatonTransport {
     if (!record.activeTurnId || ['idle', 'completed', 'failed', 'cancelled'].includes(record.state)) return false;
     const turn = await this.deps.store.getTurn(record.key, record.activeTurnId);
     return turn?.outcome === undefined;
+  }
+
+  /**
+   * One page of the stream after `after`, for a caller that keeps no state between pages (the
+   * API): one read of at most `limit` entries; with `turnId` only that turn's, from near its first
+   * entry (turnStartCursor: a few single-entry reads, one once `after` is inside the turn), and
+   * `ended` at the entry that ends its stream. `cursor` is the last seq read, shown or not: the
+   * next page starts after it. Throws NotFoundError for an unknown turn.
+   */
+  async eventsPage(
+    record: SessionRecord,
+    after: number,
+    options: { readonly limit: number; readonly turnId?: string | undefined },
+  ): Promise<EventsPage> {
+    let from = after;
+    if (options.turnId !== undefined) {
+      const turn = await this.deps.store.getTurn(record.key, options.turnId);
+      if (!turn) throw new NotFoundError(`session ${record.key.id} has no turn ${options.turnId}`);
+      from = await turnStartCursor(this.deps.store, record.key, turn, after);
+    }
+    const page = await readJournalPage(this.deps.store, record.key, from, options);
+    return { events: page.entries.map(toEvent), cursor: page.cursor, full: page.full, ended: page.ended };
   }
 
   /** Up to `limit` journal entries after `after`, as stream events: one read of at most `limit` entries. */

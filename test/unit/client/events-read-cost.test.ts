@@ -38,13 +38,17 @@ const THINK_MS = 30_000;
 /**
  * A conversation of `turns` turns of `perTurn` entries each (a leg marker, the input, model and
  * tool steps, the outcome and the published result), one entry every STEP_MS; each turn is sent
- * THINK_MS after the one before published. `workerSkewMs` sets the workers' clocks behind the
- * sender's.
+ * THINK_MS after the one before published, or `sentAheadMs` earlier (queued while that one ran).
+ * `workerSkewMs` sets the workers' clocks behind the sender's.
  */
-async function conversation(turns: number, perTurn: number, workerSkewMs = 0) {
+async function conversation(turns: number, perTurn: number, workerSkewMs = 0, sentAheadMs = 0) {
   const clock = new ManualClock();
   const store = new MemorySessionStore({ clock });
-  const key: SessionKey = { tenant: 'default', agent: 'chat', id: `chat-${turns}x${perTurn}-${workerSkewMs}` };
+  const key: SessionKey = {
+    tenant: 'default',
+    agent: 'chat',
+    id: `chat-${turns}x${perTurn}-${workerSkewMs}-${sentAheadMs}`,
+  };
   const start = clock.now();
   await store.createSession({
     key,
@@ -63,7 +67,13 @@ async function conversation(turns: number, perTurn: number, workerSkewMs = 0) {
   };
   for (let t = 0; t < turns; t++) {
     const turnId = `turn-${t}`;
-    await store.putTurn(key, { turnId, ticketId: turnId, input: { t }, inputHash: `h${t}`, createdAt: at });
+    await store.putTurn(key, {
+      turnId,
+      ticketId: turnId,
+      input: { t },
+      inputHash: `h${t}`,
+      createdAt: at - sentAheadMs,
+    });
     add('leg', { owner: 'o1', reason: 'wake', traceparent: `00-${'a'.repeat(32)}-${'b'.repeat(16)}-01` }, turnId);
     add('input', { input: { t } }, turnId);
     for (let i = 0; i < perTurn - 4; i++) add('message', { text: `turn ${t} step ${i}` }, turnId);
@@ -96,6 +106,23 @@ async function costOf<T>(meter: { reads: number; entries: number }, read: () => 
 }
 
 const seqs = (events: readonly { seq: number }[]) => events.map((e) => e.seq);
+
+/** GET /sessions/{id}/events on the API handler over the conversation's client and store. */
+function eventsApi({ key, client, store, clock }: Awaited<ReturnType<typeof conversation>>) {
+  const api = createApiHandler({
+    services: { client, store, clock, eventsWaitMs: 0, eventsPollMs: 10 },
+    resolveCaller: devCallerResolver(),
+  });
+  return async (query: string, headers: Record<string, string> = {}) => {
+    const answer = await api({
+      requestContext: { http: { method: 'GET' } },
+      rawPath: `/sessions/${key.id}/events`,
+      rawQueryString: query,
+      headers,
+    } as unknown as LambdaFunctionURLEvent);
+    return parseSse(typeof answer === 'string' ? answer : String(answer.body));
+  };
+}
 
 describe('the events stream, read in pages', () => {
   it('reads a page of 200 from cursor 0 of a 4,000-entry session, not the 4,000', async () => {
@@ -139,26 +166,15 @@ describe('the events stream, read in pages', () => {
 
   it("opens a long session's console with one page: the API's first events response reads 200 entries", async () => {
     // Arrange
-    const { key, client, meter, store, clock, entries } = await conversation(20, 200);
-    const api = createApiHandler({
-      services: { client, store, clock, eventsWaitMs: 0, eventsPollMs: 10 },
-      resolveCaller: devCallerResolver(),
-    });
-    const get = async (query: string, headers: Record<string, string> = {}) => {
-      const answer = await api({
-        requestContext: { http: { method: 'GET' } },
-        rawPath: `/sessions/${key.id}/events`,
-        rawQueryString: query,
-        headers,
-      } as unknown as LambdaFunctionURLEvent);
-      return typeof answer === 'string' ? answer : String(answer.body);
-    };
+    const session = await conversation(20, 200);
+    const { meter, entries } = session;
+    const get = eventsApi(session);
 
     // Act: the console's EventSource opens with live=true and no cursor, then reconnects with Last-Event-ID.
     const opened = await costOf(meter, () => get('live=true'));
-    const firstIds = parseSse(opened.value).flatMap((e) => (e.event === 'entry' ? [Number(e.id)] : []));
+    const firstIds = opened.value.flatMap((e) => (e.event === 'entry' ? [Number(e.id)] : []));
     const next = await costOf(meter, () => get('live=true', { 'last-event-id': String(firstIds.at(-1)) }));
-    const nextIds = parseSse(next.value).flatMap((e) => (e.event === 'entry' ? [Number(e.id)] : []));
+    const nextIds = next.value.flatMap((e) => (e.event === 'entry' ? [Number(e.id)] : []));
 
     // Assert
     console.log(
@@ -211,5 +227,62 @@ describe('a per-turn stream', () => {
           expect(seqs(shown), `turn-${t} after ${after}`).toEqual(expected.filter((seq) => seq > after));
         }
       }
+  });
+
+  it('through the API, pages past the entries of a turn that ran while it was queued, and ends after its result', async () => {
+    // Arrange: each turn was sent as the one before it started, so the search stops a turn early.
+    const session = await conversation(20, 200, 0, 400_000);
+    const { meter, entries } = session;
+    const get = eventsApi(session);
+    const expected = seqs(entries.filter((e) => e.turnId === 'turn-17'));
+
+    // Act: as HttpBatonClient does: after the last cursor seen (an entry's, or a `cursor` event's).
+    const shown: number[] = [];
+    const costs: number[] = [];
+    let cursor = 0;
+    let ended = false;
+    let moved = 0;
+    for (let request = 0; !ended && request < 10; request++) {
+      const answer = await costOf(meter, () => get(`after=${cursor}&turn=turn-17`));
+      costs.push(answer.entries);
+      for (const event of answer.value) {
+        if (event.event === 'entry') shown.push(Number(event.id));
+        if (event.id !== undefined) cursor = Number(event.id);
+        if (event.event === 'end') ended = true;
+        if (event.event === 'cursor') moved++;
+      }
+    }
+
+    // Assert: the first response read the queued-behind turn and moved the cursor past it.
+    console.log(
+      `per-turn stream through the API, turn queued behind another: entries read per response ${costs.join(', ')}`,
+    );
+    expect(shown).toEqual(expected);
+    expect(ended).toBe(true);
+    expect(moved).toBeGreaterThan(0);
+    expect(costs.every((cost) => cost <= 200 + 2 * Math.ceil(Math.log2(entries.length)) + 1)).toBe(true);
+    expect(costs.reduce((a, b) => a + b, 0)).toBeLessThan(800);
+  });
+
+  it('through the API, answers an unknown turn with not_found', async () => {
+    // Arrange
+    const session = await conversation(2, 10);
+    const get = eventsApi(session);
+
+    // Act
+    const api = createApiHandler({
+      services: { ...session, eventsWaitMs: 0, eventsPollMs: 10 },
+      resolveCaller: devCallerResolver(),
+    });
+    const answer = await api({
+      requestContext: { http: { method: 'GET' } },
+      rawPath: `/sessions/${session.key.id}/events`,
+      rawQueryString: 'turn=nope',
+      headers: {},
+    } as unknown as LambdaFunctionURLEvent);
+
+    // Assert
+    expect(typeof answer === 'string' ? answer : answer.statusCode).toBe(404);
+    expect(await get('turn=turn-1').then((events) => events.at(-1)?.event)).toBe('end');
   });
 });
