@@ -187,9 +187,17 @@ export const SESSION_ROUTES: readonly Route[] = [
       const position = eventsPosition(query.after, context.headers['last-event-id']);
       const after = position.cursor;
       const deadline = services.clock.now() + (query.waitMs ?? services.eventsWaitMs);
+      // Where this response reads from: the cursor, or for a turn near its first entry (found once).
+      let from: number | undefined;
       for (;;) {
         // The record is read before the journal: if it was finished then, the journal read is complete.
         const record = await visibleSession(context);
+        from ??=
+          query.turn === undefined
+            ? after
+            : await services.client.turnStart(record, query.turn, after).catch((error: unknown) => {
+                throw error instanceof NotFoundError ? new ApiError('not_found', error.message) : error;
+              });
         // Live text before the journal too: a partial is never sent after its entry was read.
         const chunks =
           query.live === 'true' && record.state === 'running'
@@ -197,12 +205,9 @@ export const SESSION_ROUTES: readonly Route[] = [
                 (chunk) => query.turn === undefined || chunk.turnId === query.turn,
               )
             : [];
-        const page = await services.client
-          .eventsPage(record, after, { limit: EVENTS_PER_RESPONSE, turnId: query.turn })
-          .catch((error: unknown) => {
-            throw error instanceof NotFoundError ? new ApiError('not_found', error.message) : error;
-          });
+        const page = await services.client.eventsPage(record, from, { limit: EVENTS_PER_RESPONSE, turnId: query.turn });
         const { events } = page;
+        // Nothing after the cursor yet (a turn's start moved past entries: they are there).
         const readNothing = page.cursor === after;
         const partial = readNothing ? chunks : [];
         const finished = page.ended || (isTerminal(record) && !page.full);

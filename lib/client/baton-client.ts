@@ -387,15 +387,14 @@ export class BatonClient implements BatonTransport {
         `session ${sessionId} is past its retention (expired ${new Date(record.expiresAt).toISOString()})`,
       );
     const { turnId } = options;
-    const turn = turnId === undefined ? undefined : await this.deps.store.getTurn(record.key, turnId);
-    if (turnId !== undefined && !turn) throw new NotFoundError(`session ${sessionId} has no turn ${turnId}`);
     const after = options.after ?? 0;
     let cursor = after;
-    if (turn !== undefined) {
+    if (turnId !== undefined) {
+      const start = await this.turnStart(record, turnId, after);
       if (after > 0)
         this.#retained(sessionId, after, await this.deps.store.readJournal(record.key, after, { limit: 1 }));
-      // Nothing before the turn's first entry is shown: start near it (see turnStartCursor).
-      cursor = await turnStartCursor(this.deps.store, record.key, turn, after);
+      // Nothing before the turn's first entry is shown: start near it.
+      cursor = start;
     }
     const follow = options.follow ?? false;
     let running = record.state === 'running';
@@ -405,7 +404,7 @@ export class BatonClient implements BatonTransport {
       const chunks = follow && options.live && running ? await this.liveTextAfter(record, cursor, shown) : [];
       const from = cursor;
       const page = await readJournalPage(this.deps.store, record.key, from, { limit: EVENTS_PAGE_ENTRIES, turnId });
-      if (first && turn === undefined) this.#retained(sessionId, after, page.entries);
+      if (first && turnId === undefined) this.#retained(sessionId, after, page.entries);
       cursor = page.cursor;
       for (const entry of page.entries) yield toEvent(entry);
       if (page.ended) return;
@@ -699,24 +698,28 @@ export class BatonClient implements BatonTransport {
   }
 
   /**
+   * Where a stream of `turnId` from cursor `after` can start without reading the turns before it
+   * (turnStartCursor: a few single-entry reads, one once `after` is inside the turn). Throws
+   * NotFoundError for an unknown turn.
+   */
+  async turnStart(record: SessionRecord, turnId: string, after: number): Promise<number> {
+    const turn = await this.deps.store.getTurn(record.key, turnId);
+    if (!turn) throw new NotFoundError(`session ${record.key.id} has no turn ${turnId}`);
+    return turnStartCursor(this.deps.store, record.key, turn, after);
+  }
+
+  /**
    * One page of the stream after `after`, for a caller that keeps no state between pages (the
-   * API): one read of at most `limit` entries; with `turnId` only that turn's, from near its first
-   * entry (turnStartCursor: a few single-entry reads, one once `after` is inside the turn), and
-   * `ended` at the entry that ends its stream. `cursor` is the last seq read, shown or not: the
-   * next page starts after it. Throws NotFoundError for an unknown turn.
+   * API): one read of at most `limit` entries; with `turnId` only that turn's, `ended` at the
+   * entry that ends its stream (start a turn's stream at turnStart). `cursor` is the last seq
+   * read, shown or not: the next page starts after it.
    */
   async eventsPage(
     record: SessionRecord,
     after: number,
     options: { readonly limit: number; readonly turnId?: string | undefined },
   ): Promise<EventsPage> {
-    let from = after;
-    if (options.turnId !== undefined) {
-      const turn = await this.deps.store.getTurn(record.key, options.turnId);
-      if (!turn) throw new NotFoundError(`session ${record.key.id} has no turn ${options.turnId}`);
-      from = await turnStartCursor(this.deps.store, record.key, turn, after);
-    }
-    const page = await readJournalPage(this.deps.store, record.key, from, options);
+    const page = await readJournalPage(this.deps.store, record.key, after, options);
     return { events: page.entries.map(toEvent), cursor: page.cursor, full: page.full, ended: page.ended };
   }
 
