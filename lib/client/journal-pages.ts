@@ -70,7 +70,9 @@ export async function readJournalPage(
  * is earlier than the turn's `createdAt` by more than TURN_CLOCK_ALLOWANCE_MS (and that is not
  * the turn's own) was written before the turn existed, and every entry of the turn comes after
  * it. The search only ever moves the start onto such an entry, so its answer is safe even where
- * `at` is not monotonic across workers' clocks; it is merely less tight there.
+ * `at` is not monotonic across workers' clocks; it is merely less tight there. What it assumes:
+ * the clock that accepted the turn (intake's, the API's, or a store-backed sender's) runs no more
+ * than the allowance ahead of the workers'; one further ahead could start the stream late.
  *
  * Cost: single-entry reads, galloping forward from `after` (1, 2, 4 … entries on) to the first
  * entry not proven earlier, then halving the gap: about 2·log2(n) reads for n entries between
