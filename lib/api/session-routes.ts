@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { type LivePosition, toModelText } from '../client/baton-client.ts';
-import { TurnRefusedError } from '../core/errors.ts';
+import { NotFoundError, TurnRefusedError } from '../core/errors.ts';
 import { DEFAULT_TENANT } from '../core/ids.ts';
 import { TERMINAL_SESSION_STATES } from '../core/vocabulary.ts';
 import type { SessionRecord } from '../ports/session-store.ts';
@@ -169,14 +169,14 @@ export const SESSION_ROUTES: readonly Route[] = [
     path: '/sessions/{id}/events',
     operationId: 'sessionEvents',
     summary:
-      "The session's journal from a cursor as Server-Sent Events. Each response carries what is new (waiting up to waitMs for something) and ends; an EventSource reconnects with Last-Event-ID. `event: end` follows the last entry of a finished session. With live=true, a running session's partial model text comes as `event: model-text` (never journaled; the model entry that follows is the whole response).",
+      "The session's journal from a cursor as Server-Sent Events. Each response carries what is new (waiting up to waitMs for something) and ends; an EventSource reconnects with Last-Event-ID. `event: end` follows the last entry of a finished session. With live=true, a running session's partial model text comes as `event: model-text` (never journaled; the model entry that follows is the whole response). With turn=TURN_ID, only that turn's entries, and `event: end` follows its published result; `event: cursor` moves the position past entries read that were not the turn's.",
     params: SessionIdParams,
     query: EventsQuery,
     headers: { 'Last-Event-ID': 'resume after this cursor (set by EventSource on reconnect)' },
     responses: {
       200: {
         description:
-          'events (`entry`: `id` = cursor, `data` = SessionEvent; `model-text`: `id` = cursor.chunk, `data` = ModelTextEvent)',
+          'events (`entry`: `id` = cursor, `data` = SessionEvent; `model-text`: `id` = cursor.chunk, `data` = ModelTextEvent; `cursor`: `id` = cursor, `data` = { cursor })',
         schema: z.union([SessionEventView, ModelTextView]),
         contentType: SSE_CONTENT_TYPE,
       },
@@ -187,29 +187,51 @@ export const SESSION_ROUTES: readonly Route[] = [
       const position = eventsPosition(query.after, context.headers['last-event-id']);
       const after = position.cursor;
       const deadline = services.clock.now() + (query.waitMs ?? services.eventsWaitMs);
+      // Where this response reads from: the cursor, or for a turn near its first entry (found once).
+      let from: number | undefined;
       for (;;) {
         // The record is read before the journal: if it was finished then, the journal read is complete.
         const record = await visibleSession(context);
+        from ??=
+          query.turn === undefined
+            ? after
+            : await services.client.turnStart(record, query.turn, after).catch((error: unknown) => {
+                throw error instanceof NotFoundError ? new ApiError('not_found', error.message) : error;
+              });
         // Live text before the journal too: a partial is never sent after its entry was read.
         const chunks =
           query.live === 'true' && record.state === 'running'
-            ? await services.client.liveTextAfter(record, after, position)
+            ? (await services.client.liveTextAfter(record, after, position)).filter(
+                (chunk) => query.turn === undefined || chunk.turnId === query.turn,
+              )
             : [];
-        const events = await services.client.eventsAfter(record, after, EVENTS_PER_RESPONSE);
-        const partial = events.length === 0 ? chunks : [];
-        const finished = isTerminal(record) && events.length < EVENTS_PER_RESPONSE;
+        const page = await services.client.eventsPage(record, from, { limit: EVENTS_PER_RESPONSE, turnId: query.turn });
+        const { events } = page;
+        // Nothing after the cursor yet (a turn's start moved past entries: they are there).
+        const readNothing = page.cursor === after;
+        const partial = readNothing ? chunks : [];
+        const finished = page.ended || (isTerminal(record) && !page.full);
+        // Entries read past the last one shown (another turn's): the next request starts after them.
+        const skipped = page.cursor > (events.at(-1)?.cursor ?? after);
         if (
           events.length > 0 ||
           partial.length > 0 ||
           finished ||
+          skipped ||
           services.clock.now() >= deadline ||
           signal?.aborted
         ) {
           let text = sseRetry(EVENTS_RETRY_MS);
           for (const event of events) text += sseEvent({ id: event.cursor, event: 'entry', data: event });
+          if (skipped && !page.ended)
+            text += sseEvent({ id: page.cursor, event: 'cursor', data: { cursor: page.cursor } });
           for (const chunk of partial)
             text += sseEvent({ id: `${after}.${chunk.index}`, event: 'model-text', data: toModelText(chunk) });
-          if (finished) text += sseEvent({ event: 'end', data: { status: record.state } });
+          if (finished)
+            text += sseEvent({
+              event: 'end',
+              data: { status: record.state, ...(query.turn === undefined ? {} : { turnId: query.turn }) },
+            });
           return { status: 200, text, contentType: SSE_CONTENT_TYPE };
         }
         await services.clock.sleep(services.eventsPollMs, signal).catch(() => undefined);

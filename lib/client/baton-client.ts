@@ -24,6 +24,7 @@ import type { TicketQueue, WorkQueue } from '../ports/queues.ts';
 import type { SessionRecord, SessionStore, TurnOutcome } from '../ports/session-store.ts';
 import { cancelChild, readTaskLines } from '../runtime/tasks/read-tasks.ts';
 import { acceptTurn } from '../runtime/turn-intake.ts';
+import { EVENTS_PAGE_ENTRIES, readJournalPage, turnStartCursor } from './journal-pages.ts';
 
 /** Ticket inputs above this go to the payload bucket (the queues keep to MAX_MESSAGE_BYTES, attributes included). */
 export const INLINE_TICKET_LIMIT_BYTES = INLINE_PAYLOAD_LIMIT_BYTES;
@@ -177,9 +178,22 @@ export interface ModelTextEvent {
 /** What a live follower sees: journal entries, and partial model text between them. */
 export type FollowEvent = SessionEvent | ModelTextEvent;
 
+/** A page of the stream (BatonClient.eventsPage). */
+export interface EventsPage {
+  readonly events: SessionEvent[];
+  /** The last seq read, shown or not: the next page starts after it. */
+  readonly cursor: number;
+  /** The read came back full: more may follow at once. */
+  readonly full: boolean;
+  /** A per-turn stream reached its end. */
+  readonly ended: boolean;
+}
+
 /** Where and how an events stream runs. */
 export interface EventsOptions {
   readonly after?: number | undefined;
+  /** Only this turn's entries, ending with its published result. */
+  readonly turnId?: string | undefined;
   readonly follow?: boolean | undefined;
   /** With `follow`: partial model text of a streaming response as `model-text` events. */
   readonly live?: boolean | undefined;
@@ -363,18 +377,9 @@ export class BatonClient implements BatonTransport {
    * cursor, whatever happened to the workers meanwhile, continues the same transcript.
    * Throws NotFoundError for an unknown session or turn, GoneError past the retention.
    */
-  events(
-    sessionId: string,
-    options: EventsOptions & { live: true; pollMs?: number; turnId?: string },
-  ): AsyncGenerator<FollowEvent>;
-  events(
-    sessionId: string,
-    options?: EventsOptions & { pollMs?: number; turnId?: string },
-  ): AsyncGenerator<SessionEvent>;
-  async *events(
-    sessionId: string,
-    options: EventsOptions & { pollMs?: number; turnId?: string } = {},
-  ): AsyncGenerator<FollowEvent> {
+  events(sessionId: string, options: EventsOptions & { live: true; pollMs?: number }): AsyncGenerator<FollowEvent>;
+  events(sessionId: string, options?: EventsOptions & { pollMs?: number }): AsyncGenerator<SessionEvent>;
+  async *events(sessionId: string, options: EventsOptions & { pollMs?: number } = {}): AsyncGenerator<FollowEvent> {
     const record = await this.deps.store.findSession(sessionId);
     if (!record) throw new NotFoundError(`session ${sessionId} not found`);
     if (record.expiresAt !== undefined && record.expiresAt <= this.deps.clock.now())
@@ -382,41 +387,53 @@ export class BatonClient implements BatonTransport {
         `session ${sessionId} is past its retention (expired ${new Date(record.expiresAt).toISOString()})`,
       );
     const { turnId } = options;
-    if (turnId !== undefined && !(await this.deps.store.getTurn(record.key, turnId)))
-      throw new NotFoundError(`session ${sessionId} has no turn ${turnId}`);
     const after = options.after ?? 0;
     let cursor = after;
-    let follow = options.follow ?? false;
+    if (turnId !== undefined) {
+      const start = await this.turnStart(record, turnId, after);
+      if (after > 0)
+        this.#retained(sessionId, after, await this.deps.store.readJournal(record.key, after, { limit: 1 }));
+      // Nothing before the turn's first entry is shown: start near it.
+      cursor = start;
+    }
+    const follow = options.follow ?? false;
     let running = record.state === 'running';
     let shown: LivePosition = { seq: cursor + 1, chunk: -1 };
     for (let first = true; ; first = false) {
       // Live text before the journal: a partial is never shown after its entry was read.
       const chunks = follow && options.live && running ? await this.liveTextAfter(record, cursor, shown) : [];
-      const entries = await this.deps.store.readJournal(record.key, cursor);
-      // Entries expire by TTL oldest first: a cursor behind the oldest kept one cannot be resumed.
-      const oldest = entries[0]?.seq;
-      if (first && after > 0 && oldest !== undefined && oldest > after + 1)
-        throw new GoneError(
-          `cursor ${after} of session ${sessionId} is past retention: its journal now starts at seq ${oldest}`,
-        );
-      for (const entry of entries) {
-        cursor = entry.seq;
-        if (turnId !== undefined && entry.turnId !== turnId) continue;
-        // A turn's stream ends with its published result.
-        if (turnId !== undefined && entry.kind === 'published') follow = false;
-        yield toEvent(entry);
-      }
-      if (entries.length === 0)
+      const from = cursor;
+      const page = await readJournalPage(this.deps.store, record.key, from, { limit: EVENTS_PAGE_ENTRIES, turnId });
+      if (first && turnId === undefined) this.#retained(sessionId, after, page.entries);
+      cursor = page.cursor;
+      for (const entry of page.entries) yield toEvent(entry);
+      if (page.ended) return;
+      // A full page: the rest follows at once, following or not.
+      if (page.full) continue;
+      const readNothing = cursor === from;
+      if (readNothing)
         for (const chunk of chunks) {
           shown = { seq: chunk.seq, chunk: chunk.index };
           if (turnId === undefined || chunk.turnId === turnId) yield toModelText(chunk);
         }
       if (!follow || options.signal?.aborted) return;
       const fresh = await this.deps.store.getSession(record.key);
-      if (!fresh || (TERMINAL_SESSION_STATES.includes(fresh.state) && entries.length === 0)) return;
+      if (!fresh || (TERMINAL_SESSION_STATES.includes(fresh.state) && readNothing)) return;
       running = fresh.state === 'running';
       await this.deps.clock.sleep(options.pollMs ?? 500, options.signal).catch(() => undefined);
     }
+  }
+
+  /**
+   * Entries expire by TTL oldest first: a cursor behind the oldest kept one cannot be resumed.
+   * `next` is what the journal holds after the cursor (its first entry is enough).
+   */
+  #retained(sessionId: string, after: number, next: readonly JournalEntry[]): void {
+    const oldest = next[0]?.seq;
+    if (after > 0 && oldest !== undefined && oldest > after + 1)
+      throw new GoneError(
+        `cursor ${after} of session ${sessionId} is past retention: its journal now starts at seq ${oldest}`,
+      );
   }
 
   /**
@@ -680,10 +697,36 @@ export class BatonClient implements BatonTransport {
     return turn?.outcome === undefined;
   }
 
-  /** Up to `limit` journal entries after `after`, as stream events. */
+  /**
+   * Where a stream of `turnId` from cursor `after` can start without reading the turns before it
+   * (turnStartCursor: a few single-entry reads, one once `after` is inside the turn). Throws
+   * NotFoundError for an unknown turn.
+   */
+  async turnStart(record: SessionRecord, turnId: string, after: number): Promise<number> {
+    const turn = await this.deps.store.getTurn(record.key, turnId);
+    if (!turn) throw new NotFoundError(`session ${record.key.id} has no turn ${turnId}`);
+    return turnStartCursor(this.deps.store, record.key, turn, after);
+  }
+
+  /**
+   * One page of the stream after `after`, for a caller that keeps no state between pages (the
+   * API): one read of at most `limit` entries; with `turnId` only that turn's, `ended` at the
+   * entry that ends its stream (start a turn's stream at turnStart). `cursor` is the last seq
+   * read, shown or not: the next page starts after it.
+   */
+  async eventsPage(
+    record: SessionRecord,
+    after: number,
+    options: { readonly limit: number; readonly turnId?: string | undefined },
+  ): Promise<EventsPage> {
+    const page = await readJournalPage(this.deps.store, record.key, after, options);
+    return { events: page.entries.map(toEvent), cursor: page.cursor, full: page.full, ended: page.ended };
+  }
+
+  /** Up to `limit` journal entries after `after`, as stream events: one read of at most `limit` entries. */
   async eventsAfter(record: SessionRecord, after: number, limit: number): Promise<SessionEvent[]> {
-    const entries = await this.deps.store.readJournal(record.key, after);
-    return entries.slice(0, limit).map(toEvent);
+    const entries = await this.deps.store.readJournal(record.key, after, { limit });
+    return entries.map(toEvent);
   }
 
   /** The status view of a record already read. */

@@ -96,9 +96,10 @@ export class HttpBatonClient implements BatonTransport {
     let chunk: number | undefined;
     const waitMs = options.follow ? FOLLOW_WAIT_MS : 0;
     const live = options.follow && options.live ? '&live=true' : '';
+    const turn = options.turnId === undefined ? '' : `&turn=${encodeURIComponent(options.turnId)}`;
     for (;;) {
       if (options.signal?.aborted) return;
-      const path = `/sessions/${encodeURIComponent(sessionId)}/events?after=${cursor}&waitMs=${waitMs}${live}`;
+      const path = `/sessions/${encodeURIComponent(sessionId)}/events?after=${cursor}&waitMs=${waitMs}${live}${turn}`;
       // Within a streaming response the position has a chunk too, which only the event id carries.
       const resume = chunk === undefined ? {} : { 'last-event-id': `${cursor}.${chunk}` };
       const answer = await this.#call('GET', path, undefined, [], options.signal, resume);
@@ -111,6 +112,11 @@ export class HttpBatonClient implements BatonTransport {
           chunk = undefined;
           news++;
           yield entry;
+        } else if (event.event === 'cursor') {
+          // Entries read that were not the turn's: the next request starts after them.
+          cursor = (JSON.parse(event.data) as { cursor: number }).cursor;
+          chunk = undefined;
+          news++;
         } else if (event.event === 'model-text') {
           const text = JSON.parse(event.data) as ModelTextEvent;
           chunk = text.chunk;

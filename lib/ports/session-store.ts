@@ -253,6 +253,23 @@ export interface TakeInboxRequest {
   readonly taken: readonly { readonly id: string; readonly index: number }[];
 }
 
+/** How much of the journal one read returns. */
+export interface JournalReadOptions {
+  /**
+   * At most this many entries (a positive integer): a page, which costs about what it returns.
+   * The next page is read after the last entry's seq.
+   */
+  readonly limit?: number | undefined;
+}
+
+/** The limit of a journal read, checked: a page of no entries, or a fraction of one, is a caller's bug. */
+export function journalReadLimit(options: JournalReadOptions | undefined): number | undefined {
+  const limit = options?.limit;
+  if (limit !== undefined && !(Number.isInteger(limit) && limit > 0))
+    throw new RangeError(`journal read limit must be a positive integer, got ${limit}`);
+  return limit;
+}
+
 /**
  * Durable session state: records, turns, the journal. Every write that an owner makes is fenced
  * (session record by epoch and owner, journal entries by seq) and recognises its own retried write.
@@ -306,8 +323,8 @@ export interface SessionStore {
 
   /** Appends at entry.seq, conditional on the seq being free; throws SeqTakenError otherwise. */
   append(key: SessionKey, entry: JournalEntry, ttlSeconds?: number): Promise<void>;
-  /** Entries with seq > afterSeq, in order, validated. */
-  readJournal(key: SessionKey, afterSeq?: number): Promise<JournalEntry[]>;
+  /** Entries with seq > afterSeq, in order, validated; with `limit`, only the first `limit` of them. */
+  readJournal(key: SessionKey, afterSeq?: number, options?: JournalReadOptions): Promise<JournalEntry[]>;
 
   /** Write-once per seq: a snapshot already at that seq is kept. */
   putSnapshot(key: SessionKey, snapshot: SessionSnapshot, ttlSeconds?: number): Promise<void>;

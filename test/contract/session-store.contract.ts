@@ -1337,6 +1337,65 @@ export function describeSessionStoreContract(name: string, makeHarness: MakeHarn
         expect(entries.every((e) => e.kind === 'message' && e.data.text.length === big.length + 1)).toBe(true);
       });
 
+      it('reads a page of at most `limit` entries, and the next page after its last seq', async () => {
+        // Arrange
+        const { store, key } = await setup();
+        for (const seq of [1, 2, 3, 4, 5]) await store.append(key, entry(seq, 1));
+
+        // Act
+        const pages = [];
+        for (let after = 0; ; ) {
+          const page = await store.readJournal(key, after, { limit: 2 });
+          pages.push(page.map((e) => e.seq));
+          if (page.length === 0) break;
+          after = page.at(-1)?.seq ?? after;
+        }
+
+        // Assert
+        expect(pages).toEqual([[1, 2], [3, 4], [5], []]);
+        expect(await store.readJournal(key, 3, { limit: 10 })).toEqual([entry(4, 1), entry(5, 1)]);
+      });
+
+      it('pages over a gap in the seqs (entries expired or never written) to the next entry', async () => {
+        // Arrange
+        const { store, key } = await setup();
+        for (const seq of [1, 2, 7, 8]) await store.append(key, entry(seq, 1));
+
+        // Act
+        const next = await store.readJournal(key, 2, { limit: 1 });
+
+        // Assert
+        expect(next).toEqual([entry(7, 1)]);
+      });
+
+      it('refuses a limit that is not a positive integer', async () => {
+        // Arrange
+        const { store, key } = await setup();
+        await store.append(key, entry(1, 1));
+
+        // Act / Assert
+        await expect(store.readJournal(key, 0, { limit: 0 })).rejects.toThrow(
+          /limit must be a positive integer, got 0/,
+        );
+        await expect(store.readJournal(key, 0, { limit: 1.5 })).rejects.toThrow(RangeError);
+      });
+
+      it('reads a page that straddles the 1 MB boundary of one Query whole, and no further', async () => {
+        // Arrange: 300 KB entries: one Query stops at 1 MB after three of them.
+        const { store, key } = await setup();
+        const big = 'x'.repeat(300_000);
+        for (const seq of [1, 2, 3, 4, 5, 6]) await store.append(key, entry(seq, 1, `${seq}${big}`));
+
+        // Act
+        const first = await store.readJournal(key, 0, { limit: 4 });
+        const second = await store.readJournal(key, 4, { limit: 4 });
+
+        // Assert
+        expect(first.map((e) => e.seq)).toEqual([1, 2, 3, 4]);
+        expect(second.map((e) => e.seq)).toEqual([5, 6]);
+        expect([...first, ...second].every((e) => e.kind === 'message' && e.data.text === `${e.seq}${big}`)).toBe(true);
+      });
+
       it('refuses an entry whose kind was tampered into one the journal does not define', async () => {
         // Arrange
         const { harness, store, key } = await setup();
@@ -1419,6 +1478,19 @@ export function describeSessionStoreContract(name: string, makeHarness: MakeHarn
         expect(raw?.data).toBeUndefined();
         // The key names the entry and ends with the payload's size and SHA-256, which a read checks.
         expect(String(raw?.dataBlob)).toMatch(/J1-e1-writer-1-\d+-[0-9a-f]{64}\.json$/);
+      });
+
+      it('reads a page of offloaded entries back whole', async () => {
+        // Arrange
+        const { store, key } = await setup({ offloadThresholdBytes: 1_000 });
+        const text = (seq: number) => `${seq}${'o'.repeat(2_000)}`;
+        for (const seq of [1, 2, 3, 4]) await store.append(key, entry(seq, 1, text(seq)));
+
+        // Act
+        const page = await store.readJournal(key, 1, { limit: 2 });
+
+        // Assert
+        expect(page).toEqual([entry(2, 1, text(2)), entry(3, 1, text(3))]);
       });
 
       it('offloads a 1 MB turn input and reads it back transparently', async () => {

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseSse } from '../../lib/api/sse.ts';
 import { main } from '../../lib/cli/main.ts';
+import type { SessionEvent } from '../../lib/client/baton-client.ts';
 import { ApiCallError, HttpBatonClient } from '../../lib/client/http-baton-client.ts';
 import { TurnRefusedError } from '../../lib/core/errors.ts';
 import { readProbes } from '../fixtures/agents/probe-log.ts';
@@ -260,6 +261,12 @@ describe('the HTTP API served by the local stack', { timeout: 180_000 }, () => {
     const lines: string[] = [];
     const approved = await main(['--api', api, '--json', 'approve', sessionId, callId], (line) => lines.push(line));
     const refunded = await turnDone('api-refund');
+    const turnStream: SessionEvent[] = [];
+    for await (const event of http.events(sessionId, { turnId: 'api-refund' })) turnStream.push(event);
+    const unknownTurn = await http
+      .events(sessionId, { turnId: 'nope' })
+      .next()
+      .catch((error: unknown) => error);
     const stale = await call('POST', `/sessions/${sessionId}/send`, {
       body: { input: { text: 'late' }, ifLastTurn: first },
     });
@@ -276,6 +283,10 @@ describe('the HTTP API served by the local stack', { timeout: 180_000 }, () => {
     expect(approved).toBe(0);
     expect(JSON.parse(lines[0] as string)).toMatchObject({ sessionId, callId, approved: true });
     expect(refunded.outcome).toBe('completed');
+    // --turn over HTTP: that turn's entries only, from its leg marker to its published result.
+    expect(turnStream.every((event) => event.turnId === 'api-refund')).toBe(true);
+    expect([turnStream[0]?.kind, turnStream.at(-1)?.kind]).toEqual(['leg', 'published']);
+    expect((unknownTurn as ApiCallError).code).toBe('not_found');
     expect([stale.status, stale.json().error.code]).toEqual([409, 'stale_turn']);
     expect([noParked.status, noParked.json().error.message]).toEqual([400, expect.stringContaining('no parked call')]);
     expect([noInput.status, noInput.json().error.message]).toEqual([400, expect.stringContaining('input')]);

@@ -41,6 +41,7 @@ import type {
   TurnOutcome,
   TurnRecord,
 } from '../../ports/session-store.ts';
+import { type JournalReadOptions, journalReadLimit } from '../../ports/session-store.ts';
 import { PayloadOffload } from '../payload-offload.ts';
 import {
   decideEnqueue,
@@ -585,7 +586,13 @@ export class DynamoDbSessionStore implements SessionStore {
     if (!result.ok && result.old?.writeId !== entry.writeId) throw new SeqTakenError(entry.seq);
   }
 
-  async readJournal(key: SessionKey, afterSeq = 0): Promise<JournalEntry[]> {
+  /**
+   * With a limit, each Query asks for what is still missing (`Limit`, which DynamoDB counts before
+   * its 1 MB page cap): a page stopped by the cap goes on from its LastEvaluatedKey for the rest,
+   * and no Query reads past the limit.
+   */
+  async readJournal(key: SessionKey, afterSeq = 0, options?: JournalReadOptions): Promise<JournalEntry[]> {
+    const limit = journalReadLimit(options);
     const entries: JournalEntry[] = [];
     let startKey: Item | undefined;
     do {
@@ -596,12 +603,13 @@ export class DynamoDbSessionStore implements SessionStore {
           KeyConditionExpression: `${x.name('pk')} = ${x.value(pkOf(key))} AND ${x.name('sk')} BETWEEN ${x.value(journalSk(afterSeq + 1))} AND ${x.value(JOURNAL_SK_MAX)}`,
           ConsistentRead: true,
           ExclusiveStartKey: startKey,
+          ...(limit === undefined ? {} : { Limit: limit - entries.length }),
           ...x.attributes(),
         }),
       );
       entries.push(...(await Promise.all((page.Items ?? []).map((raw) => decodeEntry(raw, key, this.#offload)))));
       startKey = page.LastEvaluatedKey;
-    } while (startKey !== undefined);
+    } while (startKey !== undefined && (limit === undefined || entries.length < limit));
     return entries;
   }
 

@@ -29,6 +29,7 @@ import type {
   TurnOutcome,
   TurnRecord,
 } from '../../ports/session-store.ts';
+import { type JournalReadOptions, journalReadLimit } from '../../ports/session-store.ts';
 import { PayloadOffload } from '../payload-offload.ts';
 import {
   decideEnqueue,
@@ -535,7 +536,8 @@ export class MemorySessionStore implements SessionStore {
     if (taken) throw new SeqTakenError(entry.seq);
   }
 
-  async readJournal(key: SessionKey, afterSeq = 0): Promise<JournalEntry[]> {
+  async readJournal(key: SessionKey, afterSeq = 0, options?: JournalReadOptions): Promise<JournalEntry[]> {
+    const limit = journalReadLimit(options);
     const partition = this.#items.get(pkOf(key));
     if (partition === undefined) return [];
     const from = journalSk(afterSeq + 1);
@@ -543,7 +545,8 @@ export class MemorySessionStore implements SessionStore {
       this.staleReadLag > 0 ? (this.#appendOrder.get(pkOf(key)) ?? []).slice(-this.staleReadLag) : [],
     );
     const sks = [...partition.keys()].filter((sk) => sk.startsWith('J#') && sk >= from && !hidden.has(sk)).sort();
-    return Promise.all(sks.map((sk) => decodeEntry(partition.get(sk), key, this.#offload)));
+    // Only the page is decoded (and its offloaded payloads fetched), as DynamoDB reads only the page.
+    return Promise.all(sks.slice(0, limit).map((sk) => decodeEntry(partition.get(sk), key, this.#offload)));
   }
 
   async putSnapshot(key: SessionKey, snapshot: SessionSnapshot, ttlSeconds?: number): Promise<void> {
