@@ -14,9 +14,10 @@ export const EVENTS_PAGE_ENTRIES = 200;
 /**
  * How far ahead of the workers' clocks the clock that accepted a turn may run (it is the caller's
  * own for a store-backed `send`). An entry written this long before the turn's `createdAt` was
- * written before the turn existed.
+ * written before the turn existed. Five minutes: AWS refuses a request signed with a clock more
+ * than five minutes off, so no clock further off can have written the turn or an entry.
  */
-export const TURN_CLOCK_ALLOWANCE_MS = 60_000;
+export const TURN_CLOCK_ALLOWANCE_MS = 5 * 60_000;
 
 /**
  * Does a turn's stream end at this entry? At its published result, after which the turn writes
