@@ -17,6 +17,16 @@ export interface HandlerOptions extends RuntimeDepsOverrides {
   readonly config?: FunctionConfig | undefined;
 }
 
+/**
+ * No early timeout: middy's default rejects the invocation 5 ms before Lambda's deadline, so the
+ * invocation ends as an error and Lambda keeps the environment, with whatever the handler left
+ * running in it: a leg stuck in a tool that ignores its abort signal, whose heartbeat then renews
+ * the lease in every later invocation (locally, for good), leaving the session held by no one
+ * working. At Lambda's own timeout the environment is reset, the leg goes with it, and its
+ * lease expires for a recovery (and, if the step always hangs, the crash-loop cap).
+ */
+const MIDDY_OPTIONS = { timeoutEarlyInMillis: 0 };
+
 const runtimeOf = (options: HandlerOptions): FunctionRuntime =>
   createRuntimeDeps(options.config ?? loadConfig(process.env), options);
 
@@ -57,7 +67,7 @@ export function createIntakeHandler(options: HandlerOptions) {
 
   const handleTickets = async (event: SQSEvent): Promise<SQSBatchResponse> =>
     batchResponse(await Promise.all(event.Records.map(handleRecord)));
-  return middy(handleTickets).use(telemetryMiddlewares(telemetry));
+  return middy(handleTickets, MIDDY_OPTIONS).use(telemetryMiddlewares(telemetry));
 }
 
 /**
@@ -107,7 +117,7 @@ export function createStepHandler(options: HandlerOptions) {
     await deps.failpoint('after-release');
     return batchResponse(failures);
   }
-  return middy(handleKicks).use(telemetryMiddlewares(telemetry));
+  return middy(handleKicks, MIDDY_OPTIONS).use(telemetryMiddlewares(telemetry));
 }
 
 /**
@@ -127,5 +137,5 @@ export function createSweeperHandler(options: Partial<HandlerOptions> = {}) {
       },
       deps,
     );
-  return middy(handleSchedule).use(telemetryMiddlewares(telemetry));
+  return middy(handleSchedule, MIDDY_OPTIONS).use(telemetryMiddlewares(telemetry));
 }

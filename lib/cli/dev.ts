@@ -12,6 +12,7 @@ import {
   startLocalStack,
 } from '../local/local-stack.ts';
 import { AGENTS_MODULE_ENV } from '../local/worker-protocol.ts';
+import { checkFailpointsFile, FAILPOINTS_FILE_ENV } from '../runtime/failpoints.ts';
 import { clientFor } from './connect.ts';
 import type { CommandIo } from './session-commands.ts';
 
@@ -53,6 +54,8 @@ export async function dev(args: string[], io: CommandIo): Promise<number> {
   // Checked here, before the stack boots: a bad spec would otherwise stop every worker at its start.
   const faultSpec = process.env[FAULTS_ENV];
   const faults = faultSpec ? enabledFaultKinds(parseFaultSpec(faultSpec)) : [];
+  const failpointsFile = process.env[FAILPOINTS_FILE_ENV] || undefined;
+  const crashPoints = failpointsFile === undefined ? [] : checkFailpointsFile(failpointsFile);
 
   const existing = readLocalStackConfig(stateDir);
   if (existing !== undefined && existing.supervisorPid !== process.pid && isAlive(existing.supervisorPid)) {
@@ -99,6 +102,10 @@ export async function dev(args: string[], io: CommandIo): Promise<number> {
     );
     io.out(`  workers    ${config.workers.map((worker) => `pid ${worker.pid}`).join(', ')}`);
     if (faults.length > 0) io.out(`  faults     ${faults.join(', ')} (${FAULTS_ENV}, injected in the workers)`);
+    if (failpointsFile !== undefined)
+      io.out(
+        `  crash points ${crashPoints.join(', ') || 'none yet'} (${FAILPOINTS_FILE_ENV}=${failpointsFile}, read at each point; firings in ${failpointsFile}.log)`,
+      );
     io.out(`  ledger     ${config.ledger}`);
     io.out(`  state      ${stateDir}/local.json — other baton commands find the stack there`);
     io.out('Ctrl-C stops everything this command started.');

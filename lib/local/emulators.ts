@@ -192,6 +192,8 @@ async function startDynamoDbLocal(
       '-sharedDb',
       '-disableTelemetry',
     ],
+    // stdin stays an open pipe: the launcher exits when it closes, which the kernel does when this
+    // process dies however it dies (SIGKILL included, where the exit handler below never runs).
     { cwd: home, stdio: 'pipe' },
   );
   let output = '';

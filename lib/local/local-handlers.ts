@@ -11,7 +11,7 @@ import type { AgentRegistry } from '../agent/define-agent.ts';
 import type { FunctionConfig } from '../aws/function-config.ts';
 import { createIntakeHandler, createStepHandler, createSweeperHandler, type HandlerOptions } from '../aws/handlers.ts';
 import type { RuntimeClients } from '../aws/runtime-deps.ts';
-import { fileFailpoints } from '../runtime/failpoints.ts';
+import { FAILPOINTS_FILE_ENV, fileFailpoints } from '../runtime/failpoints.ts';
 import { EXAMPLE_AGENTS_URL } from './agents-module.ts';
 import { addAwsTraceHeaderShim } from './aws-trace-header-shim.ts';
 import { AGENTS_MODULE_ENV } from './worker-protocol.ts';
@@ -42,7 +42,7 @@ function instrumentLocalClients(clients: RuntimeClients, config: FunctionConfig)
 }
 
 async function localOptions(): Promise<HandlerOptions> {
-  const failpointsFile = process.env.BATON_FAILPOINTS_FILE;
+  const failpointsFile = process.env[FAILPOINTS_FILE_ENV];
   return {
     agents: await loadAgents(process.env),
     instrumentClients: instrumentLocalClients,

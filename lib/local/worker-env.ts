@@ -15,7 +15,8 @@ const INHERITED = [
 ];
 /** Locale settings, the local stack's own switches (faults, demo pacing) and log levels. */
 const INHERITED_PREFIXES = ['LC_', 'BATON_DEMO_', 'POWERTOOLS_'];
-const INHERITED_BATON = ['BATON_FAULTS'];
+/** Fault injection and crash points: `BATON_FAULTS=… baton dev` must reach the workers that inject them. */
+const INHERITED_BATON = ['BATON_FAULTS', 'BATON_FAILPOINTS_FILE'];
 /** Comma-separated names a developer passes on to the workers on purpose (e.g. a Bedrock model id). */
 export const WORKER_ENV_PASS = 'BATON_WORKER_ENV';
 

@@ -16,6 +16,9 @@ export const FAILPOINTS = [
 ] as const;
 export type Failpoint = (typeof FAILPOINTS)[number];
 
+/** The variable naming the failpoints file of a local worker (never set on a deployed function). */
+export const FAILPOINTS_FILE_ENV = 'BATON_FAILPOINTS_FILE';
+
 /** What an in-process test throws from a failpoint to crash the leg right there. */
 export class FailpointCrash extends Error {
   constructor(readonly failpoint: Failpoint) {
@@ -34,6 +37,34 @@ export interface FailpointArm {
   readonly ms?: number;
   /** Fire only on the nth hit across all workers (default 1). */
   readonly hit?: number;
+}
+
+/**
+ * Reads a failpoints file as the workers will (`{ "after-intent": { "action": "kill" } }`) and
+ * returns the points it arms; throws naming the problem (not JSON, an unknown point, a bad
+ * action). A file that does not exist yet arms nothing: it can be written while the stack runs.
+ */
+export function checkFailpointsFile(file: string): Failpoint[] {
+  if (!existsSync(file)) return [];
+  let arms: unknown;
+  try {
+    arms = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (error) {
+    throw new Error(`crash points file ${file} is not valid JSON: ${(error as Error).message}`);
+  }
+  if (arms === null || typeof arms !== 'object' || Array.isArray(arms))
+    throw new Error(
+      `crash points file ${file} must be an object of failpoint names, e.g. { "mid-step": { "action": "kill" } }`,
+    );
+  const names = Object.keys(arms);
+  for (const name of names) {
+    if (!(FAILPOINTS as readonly string[]).includes(name))
+      throw new Error(`crash points file ${file}: unknown failpoint "${name}" (known: ${FAILPOINTS.join(', ')})`);
+    const action = (arms as Record<string, { action?: unknown } | null>)[name]?.action;
+    if (action !== 'kill' && action !== 'pause')
+      throw new Error(`crash points file ${file}: "${name}" needs "action": "kill" or "pause"`);
+  }
+  return names as Failpoint[];
 }
 
 /**

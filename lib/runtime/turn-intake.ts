@@ -4,7 +4,7 @@ import { childContext } from '../core/trace-context.ts';
 import { DEFAULT_MAX_PENDING_INPUTS } from '../core/vocabulary.ts';
 import type { Clock } from '../ports/clock.ts';
 import type { WorkQueue } from '../ports/queues.ts';
-import type { ActiveInput, EnqueueRefusal, SessionRecord, SessionStore } from '../ports/session-store.ts';
+import { type ActiveInput, EnqueueRefusal, type SessionRecord, type SessionStore } from '../ports/session-store.ts';
 
 /** What accepting a further turn needs: the store, the work queue and a clock. */
 export interface TurnIntakeDeps {
@@ -81,7 +81,15 @@ export async function acceptTurn(turn: NewTurn, deps: TurnIntakeDeps): Promise<A
     steer: turn.steer,
     activeInput: inlineInput(turnId, turn.input),
   });
-  if (!result.ok) throw refusal(result.reason, key, turnId, result.current, maxPending);
+  if (!result.ok) {
+    const refused = refusal(result.reason, key, turnId, result.current, maxPending);
+    // A turn this send wrote for a session that takes no more turns would list as queued for
+    // good: it gets the refusal as its outcome (a resend converges on it). A stale view or a full
+    // queue may pass later under the same id, so those turns are left as they are.
+    if (put.created && (result.reason === EnqueueRefusal.finished || result.reason === EnqueueRefusal.released))
+      await deps.store.setTurnOutcome(key, turnId, { status: 'failed', error: refused.message, at: now });
+    throw refused;
+  }
   // Kick even for a turn accepted before: its first kick may be what was lost. A holder drops it.
   if (put.turn.outcome === undefined) {
     await deps.workQueue.sendKick(

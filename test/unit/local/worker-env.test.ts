@@ -13,11 +13,12 @@ describe('the environment of local workers', () => {
     BATON_BEDROCK_MODEL_ID: 'eu.anthropic.claude-sonnet',
     GITHUB_TOKEN: 'ghp_secret',
     BATON_FAULTS: 'dynamoThrottle=0.05',
+    BATON_FAILPOINTS_FILE: 'crash-points.json',
     POWERTOOLS_LOG_LEVEL: 'DEBUG',
   };
   const stack = { AWS_ACCESS_KEY_ID: 'local', AWS_SECRET_ACCESS_KEY: 'local', BATON_TABLE: 'dev-sessions' };
 
-  it('keeps what a process needs and the stack’s own settings, and none of the developer’s credentials or model ids', () => {
+  it('keeps what a process needs, the fault and crash-point switches and the stack’s own settings, and none of the developer’s credentials or model ids', () => {
     const env = workerEnvironment(developer, stack);
 
     expect(env).toEqual({
@@ -25,6 +26,7 @@ describe('the environment of local workers', () => {
       HOME: '/home/dev',
       LANG: 'en_GB.UTF-8',
       BATON_FAULTS: 'dynamoThrottle=0.05',
+      BATON_FAILPOINTS_FILE: 'crash-points.json',
       POWERTOOLS_LOG_LEVEL: 'DEBUG',
       ...stack,
     });

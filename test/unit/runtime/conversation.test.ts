@@ -234,6 +234,26 @@ describe('conversations', () => {
     expect(await unknown).toMatchObject({ reason: 'not-found' });
   });
 
+  it('records a turn refused by an ended session as failed with the refusal, so it never lists as queued', async () => {
+    // Arrange: the conversation is cancelled.
+    const { deps, store, workQueue, clock, key, send } = await startConversation();
+    await store.bump(key, { now: clock.now(), cancel: true, sweepAt: clock.now() });
+    await workQueue.sendKick({ v: 1, session: key, reason: 'cancel' });
+    await drain(deps);
+
+    // Act
+    const refused = await send('T2', 'too late').catch((e: unknown) => e);
+    const resent = await send('T2', 'too late');
+
+    // Assert
+    expect(refused).toMatchObject({ reason: 'finished', message: expect.stringMatching(/has ended \(\w+\)/) });
+    expect((await store.getTurn(key, 'T2'))?.outcome).toMatchObject({
+      status: 'failed',
+      error: expect.stringMatching(/turn T2 refused: session .* has ended \(\w+\)/),
+    });
+    expect(resent.queued).toBe(false);
+  });
+
   it('takes a further turn as a ticket that names the session', async () => {
     // Arrange
     const { deps, results, key } = await startConversation();
