@@ -134,3 +134,51 @@ describe('checkedModelResponse', () => {
     expect((thrown as StepError).retryable).toBe(false);
   });
 });
+
+describe('a tool or a model that never settles and ignores its abort signal', () => {
+  const never = () => new Promise<never>(() => {});
+  const hangs = (effect: 'pure' | 'once', maxDurationMs: number) =>
+    defineTool({ name: 'hang', description: 'Never returns.', input: z.object({}), effect, maxDurationMs, run: never });
+  const callHang = { toolCalls: [{ id: 'c1', name: 'hang', input: {} }], stopReason: 'tool_use', usage };
+
+  it('hands off each leg a pure call holds past the budget, then fails the turn saying why', async () => {
+    const name = 'hang-pure';
+    const { deps, store } = makeTestDeps([agent(name, callHang, [hangs('pure', 2_000)])]);
+    const key = { tenant: 'default', agent: name, id: deriveSessionId('default', name, 'T-1') };
+    await acceptTicket(ticketBody(name, 'T-1', {}), undefined, deps);
+
+    const outcomes = await drain(deps, { budgetMs: 5_000 });
+
+    expect(outcomes.slice(0, 3)).toEqual(['yielded', 'yielded', 'yielded']);
+    expect((await store.getTurn(key, 'T-1'))?.outcome).toMatchObject({
+      status: 'failed',
+      error: 'step cannot fit in the budget: a step that ran past the budget',
+    });
+  });
+
+  it('leaves a once-only call that outruns the invocation to the next leg, which parks it for a human', async () => {
+    const name = 'hang-once';
+    const { deps, store } = makeTestDeps([agent(name, callHang, [hangs('once', 400)])]);
+    const key = { tenant: 'default', agent: name, id: deriveSessionId('default', name, 'T-1') };
+    await acceptTicket(ticketBody(name, 'T-1', {}), undefined, deps);
+
+    const outcomes = await drain(deps, { budgetMs: 5_000 });
+
+    expect(outcomes).toEqual(['yielded', 'parked']);
+    const kinds = (await store.readJournal(key)).map((e) => e.kind);
+    expect(kinds.filter((k) => k === 'intent')).toHaveLength(1);
+    expect(kinds).not.toContain('tool');
+  });
+
+  it('hands off a leg whose model never answers, instead of renewing its lease forever', async () => {
+    const hung: ModelClient = { id: 'hung-model', maxDurationMs: 1_000, converse: never };
+    const { deps, store } = makeTestDeps([defineAgent({ name: 'hung', instructions: 'x', tools: [], model: hung })]);
+    const key = { tenant: 'default', agent: 'hung', id: deriveSessionId('default', 'hung', 'T-1') };
+    await acceptTicket(ticketBody('hung', 'T-1', {}), undefined, deps);
+
+    const outcomes = await drain(deps, { budgetMs: 5_000, maxKicks: 1 });
+
+    expect(outcomes).toEqual(['yielded']);
+    expect((await store.readJournal(key)).map((e) => e.kind)).not.toContain('model');
+  });
+});
