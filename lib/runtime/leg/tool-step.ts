@@ -167,7 +167,10 @@ async function runTools(leg: LegContext, agent: AgentDefinition, calls: readonly
         });
       }
     } else if (result.status === 'fulfilled') {
-      await leg.journal.append('tool', { ...base, ok: true, output: result.value });
+      const notJson = jsonProblem(result.value);
+      // An output the journal cannot hold (a BigInt, a cycle) is the tool's error, told to the model.
+      if (notJson) await leg.journal.append('tool', { ...base, ok: false, error: `tool ${p.tool.name} ${notJson}` });
+      else await leg.journal.append('tool', { ...base, ok: true, output: result.value });
     } else if (signals.aborted && p.tool.effect !== 'once') {
       // Aborted by cancel or budget: journal nothing; the call runs again or the turn ends.
     } else if (result.reason instanceof BatonError && result.reason.retryable) {
@@ -179,4 +182,14 @@ async function runTools(leg: LegContext, agent: AgentDefinition, calls: readonly
   deps.telemetry.metrics.duration('StepDuration', deps.clock.now() - started);
   signals.throwIfAborted();
   if (retryable) throw new StepSourceError(retryable.source, retryable.error);
+}
+
+/** Why a value cannot be journaled as JSON, or undefined when it can. */
+function jsonProblem(value: unknown): string | undefined {
+  try {
+    JSON.stringify(value);
+    return undefined;
+  } catch (error) {
+    return `returned output that is not JSON: ${errorMessage(error)}`;
+  }
 }

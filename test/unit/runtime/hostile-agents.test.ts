@@ -101,6 +101,35 @@ describe('an agent whose model or tools misbehave', () => {
   });
 });
 
+describe('a tool whose output is not JSON', () => {
+  const cyclic: Record<string, unknown> = {};
+  cyclic.self = cyclic;
+  it.each([
+    [
+      'a BigInt',
+      { n: 10n },
+      'tool odd returned output that is not JSON: TypeError: Do not know how to serialize a BigInt',
+    ],
+    ['a cycle', cyclic, 'tool odd returned output that is not JSON: TypeError: Converting circular structure to JSON'],
+  ])('tells the model the tool returned %s, naming the tool, and the turn goes on', async (_, output, said) => {
+    const odd = defineTool({
+      name: 'odd',
+      description: 'x',
+      input: z.object({}),
+      effect: 'pure',
+      run: async () => output,
+    });
+    const { outcome, journal } = await runOne(
+      'odd-output',
+      { toolCalls: [{ id: 'c1', name: 'odd', input: {} }], stopReason: 'tool_use', usage },
+      [odd],
+    );
+
+    expect(outcome?.status).toBe('completed');
+    expect(String(journal.find((e) => e.kind === 'tool')?.data.error)).toContain(said);
+  });
+});
+
 describe('errorMessage', () => {
   it('describes a cyclic thrown object by its keys, and caps a huge one', () => {
     const cyclic: Record<string, unknown> = { a: 1 };
