@@ -12,7 +12,7 @@ import {
   startLocalStack,
 } from '../local/local-stack.ts';
 import { AGENTS_MODULE_ENV } from '../local/worker-protocol.ts';
-import { clientFor } from './connect.ts';
+import { clientFor, isAlive } from './connect.ts';
 import type { CommandIo } from './session-commands.ts';
 
 const positiveNumber = (flag: string, value: string | undefined): number | undefined => {
@@ -159,14 +159,5 @@ async function submitSample(config: LocalStackConfig, sample: SampleTicket, io: 
     );
   } catch (error) {
     io.out(`sample ticket failed: ${(error as Error).message}`);
-  }
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
