@@ -193,7 +193,7 @@ export async function send(args: string[], io: CommandIo): Promise<number> {
   const modes = Object.values(SendMode) as string[];
   if (values.mode !== undefined && !modes.includes(values.mode))
     throw new Error(`--mode must be one of ${modes.join(', ')}`);
-  const input = values.text !== undefined ? { text: values.text } : await readInput(values, positionals.slice(1));
+  const input = await readInput(values, positionals.slice(1));
   const sent = await (await client(io)).send(sessionId, input, {
     id: values.id,
     mode: values.mode as SendMode | undefined,

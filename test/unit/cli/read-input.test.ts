@@ -28,3 +28,17 @@ describe('a command reads its JSON input', () => {
     await expect(readInput({}, [], stdin(''))).rejects.toThrow(/--input JSON, --file F or --file -/);
   });
 });
+
+describe('a command given its input twice', () => {
+  it.each([
+    [{ input: '{"a":1}', file: 'input.json' }, '--input and --file'],
+    [{ text: 'hi', input: '{"a":1}' }, '--text and --input'],
+    [{ text: 'hi', file: '-' }, '--text and --file'],
+  ])('refuses %j instead of silently taking one', async (values, named) => {
+    await expect(readInput(values, [], stdin('{}'))).rejects.toThrow(`give the input once: ${named} were both given`);
+  });
+
+  it('takes --text as the input { text }', async () => {
+    await expect(readInput({ text: 'refund O-7' }, [], stdin(''))).resolves.toEqual({ text: 'refund O-7' });
+  });
+});
