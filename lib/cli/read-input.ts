@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 export interface InputSource {
   readonly input?: string | undefined;
   readonly file?: string | undefined;
-  /** `baton send --text T`: the input `{ text: T }`. */
+  /** `baton send --text T`: the input `{ text: T }`. A command that takes --text names the key even when it is not given. */
   readonly text?: string | undefined;
 }
 
@@ -21,7 +21,10 @@ export async function readInput(
   const fromStdin = values.file === '-' || (values.file === undefined && positionals.includes('-'));
   const source =
     values.input ?? (fromStdin ? await readAll(stdin) : values.file ? readFileSync(values.file, 'utf8') : undefined);
-  if (source === undefined) throw new Error('give the input with --input JSON, --file F or --file - (stdin)');
+  if (source === undefined)
+    throw new Error(
+      `give the input with ${'text' in values ? '--text TEXT, ' : ''}--input JSON, --file F or --file - (stdin)`,
+    );
   try {
     return JSON.parse(source);
   } catch (error) {

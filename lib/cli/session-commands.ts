@@ -193,7 +193,8 @@ export async function send(args: string[], io: CommandIo): Promise<number> {
   const modes = Object.values(SendMode) as string[];
   if (values.mode !== undefined && !modes.includes(values.mode))
     throw new Error(`--mode must be one of ${modes.join(', ')}`);
-  const input = await readInput(values, positionals.slice(1));
+  // `text` named even when not given: the missing-input error then offers --text too.
+  const input = await readInput({ text: values.text, input: values.input, file: values.file }, positionals.slice(1));
   const sent = await (await client(io)).send(sessionId, input, {
     id: values.id,
     mode: values.mode as SendMode | undefined,
