@@ -24,6 +24,10 @@ export async function resolveTarget(options: ConnectOptions): Promise<Target> {
     throw new Error(
       'no local stack found (.baton/local.json): start one with `baton dev`, or pass --stack NAME for a deployed stack',
     );
+  if (!isAlive(local.supervisorPid))
+    throw new Error(
+      `the local stack of ${options.stateDir ?? '.baton'}/local.json is not running (its baton dev, pid ${local.supervisorPid}, has exited): start it again with \`baton dev\``,
+    );
   return {
     region: local.region,
     endpoints: local.endpoints,
@@ -34,6 +38,16 @@ export async function resolveTarget(options: ConnectOptions): Promise<Target> {
     workQueueUrl: local.resources.queues.work.url,
     resultsQueueUrl: local.resources.queues.results.url,
   };
+}
+
+/** Is the process alive? (EPERM: it is, but not ours.) */
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 async function stackTarget(stackName: string, region: string): Promise<Target> {

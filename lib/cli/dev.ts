@@ -13,7 +13,7 @@ import {
 } from '../local/local-stack.ts';
 import { AGENTS_MODULE_ENV } from '../local/worker-protocol.ts';
 import { checkFailpointsFile, FAILPOINTS_FILE_ENV } from '../runtime/failpoints.ts';
-import { clientFor } from './connect.ts';
+import { clientFor, isAlive } from './connect.ts';
 import type { CommandIo } from './session-commands.ts';
 
 const positiveNumber = (flag: string, value: string | undefined): number | undefined => {
@@ -166,14 +166,5 @@ async function submitSample(config: LocalStackConfig, sample: SampleTicket, io: 
     );
   } catch (error) {
     io.out(`sample ticket failed: ${(error as Error).message}`);
-  }
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }

@@ -161,6 +161,8 @@ export const greeter = defineAgent({
   name: 'greeter',
   instructions: 'Greet whoever the ticket names.',
   tools: [greet],
+  // Tickets are checked against it at intake: a bad one fails at once, with the field named.
+  input: z.object({ who: z.string().min(1).optional() }),
   model: scriptedModel({
     id: 'scripted-greeter',
     maxDurationMs: 1_000,

@@ -127,7 +127,7 @@ const COMMANDS: Record<string, CommandEntry> = {
   },
 };
 
-const GLOBAL_USAGE = `usage: baton [--json] [--stack NAME] [--region R] [--state-dir DIR] COMMAND [ARGS]
+const GLOBAL_USAGE = `usage: baton [--json] [--api URL | --stack NAME [--region R] | --state-dir DIR] COMMAND [ARGS]
 
 Global options:
   --json            machine-readable output

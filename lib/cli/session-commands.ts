@@ -18,6 +18,13 @@ export interface CommandIo {
 const client = async (io: CommandIo): Promise<BatonTransport> =>
   io.connect.api ? new HttpBatonClient({ baseUrl: io.connect.api }) : clientFor(await resolveTarget(io.connect));
 
+/** The one SESSION argument of a command that takes nothing else; anything more is an error, not ignored. */
+function onlySession(args: string[], usage: string): string {
+  const { positionals } = parseArgs({ args, allowPositionals: true, options: {} });
+  if (positionals.length !== 1) throw new Error(`usage: ${usage}`);
+  return positionals[0] as string;
+}
+
 /** `baton submit --agent NAME [--id TICKET_ID] [--tenant T] (--input JSON | --file F | --file -)` */
 export async function submit(args: string[], io: CommandIo): Promise<number> {
   const { values, positionals } = parseArgs({
@@ -49,8 +56,7 @@ export async function submit(args: string[], io: CommandIo): Promise<number> {
 
 /** `baton status SESSION` */
 export async function status(args: string[], io: CommandIo): Promise<number> {
-  const sessionId = args.find((a) => !a.startsWith('-'));
-  if (!sessionId) throw new Error('usage: baton status SESSION');
+  const sessionId = onlySession(args, 'baton status SESSION');
   const found = await (await client(io)).status(sessionId);
   if (!found) {
     io.out(io.json ? JSON.stringify({ sessionId, error: 'not found' }) : `session ${sessionId} not found`);
@@ -136,9 +142,16 @@ export async function events(args: string[], io: CommandIo): Promise<number> {
     options: { after: { type: 'string' }, follow: { type: 'boolean' }, turn: { type: 'string' } },
   });
   const sessionId = positionals[0];
-  if (!sessionId) throw new Error('usage: baton events SESSION [--turn TURN_ID] [--after CURSOR] [--follow]');
+  if (!sessionId || positionals.length > 1)
+    throw new Error('usage: baton events SESSION [--turn TURN_ID] [--after CURSOR] [--follow]');
+  const after = values.after === undefined ? 0 : Number(values.after);
+  // A cursor is an entry's `cursor` (a whole number); NaN would silently match no entry at all.
+  if (!Number.isSafeInteger(after) || after < 0 || values.after?.trim() === '')
+    throw new Error(
+      `--after must be a cursor printed by baton events (a whole number, 0 or more), got '${values.after}'`,
+    );
   const options = {
-    after: values.after ? Number(values.after) : 0,
+    after,
     follow: values.follow ?? false,
     live: values.follow ?? false,
     ...(values.turn ? { turnId: values.turn } : {}),
@@ -150,8 +163,7 @@ export async function events(args: string[], io: CommandIo): Promise<number> {
 
 /** `baton cancel SESSION` */
 export async function cancel(args: string[], io: CommandIo): Promise<number> {
-  const sessionId = args.find((a) => !a.startsWith('-'));
-  if (!sessionId) throw new Error('usage: baton cancel SESSION');
+  const sessionId = onlySession(args, 'baton cancel SESSION');
   const result = await (await client(io)).cancel(sessionId);
   const text = {
     requested: `cancel requested for ${sessionId}`,
@@ -181,7 +193,8 @@ export async function send(args: string[], io: CommandIo): Promise<number> {
   const modes = Object.values(SendMode) as string[];
   if (values.mode !== undefined && !modes.includes(values.mode))
     throw new Error(`--mode must be one of ${modes.join(', ')}`);
-  const input = values.text !== undefined ? { text: values.text } : await readInput(values, positionals.slice(1));
+  // `text` named even when not given: the missing-input error then offers --text too.
+  const input = await readInput({ text: values.text, input: values.input, file: values.file }, positionals.slice(1));
   const sent = await (await client(io)).send(sessionId, input, {
     id: values.id,
     mode: values.mode as SendMode | undefined,
@@ -246,8 +259,7 @@ export async function resolve(args: string[], io: CommandIo): Promise<number> {
 
 /** `baton tasks SESSION`: a session's background tasks, with status read now. */
 export async function tasks(args: string[], io: CommandIo): Promise<number> {
-  const sessionId = args.find((a) => !a.startsWith('-'));
-  if (!sessionId) throw new Error('usage: baton tasks SESSION');
+  const sessionId = onlySession(args, 'baton tasks SESSION');
   const found = await (await client(io)).tasks(sessionId);
   if (io.json) {
     for (const t of found) io.out(JSON.stringify(t));

@@ -193,7 +193,8 @@ export class HttpBatonClient implements BatonTransport {
     signal?: AbortSignal,
     headers: Record<string, string> = {},
   ) {
-    const response = await this.#fetch(`${this.#base}${path}`, {
+    const url = `${this.#base}${path}`;
+    const response = await this.#fetch(url, {
       method,
       headers: {
         ...this.#headers,
@@ -202,6 +203,11 @@ export class HttpBatonClient implements BatonTransport {
       },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       ...(signal === undefined ? {} : { signal }),
+    }).catch((error: unknown) => {
+      if (signal?.aborted) throw error;
+      // fetch says only "fetch failed": the address and the cause are what a caller can act on.
+      const cause = (error as { cause?: { message?: string } }).cause?.message ?? (error as Error).message;
+      throw new Error(`cannot reach the Baton API at ${this.#base} (${method} ${url}): ${cause}`, { cause: error });
     });
     const text = await response.text();
     const json = () => {

@@ -9,8 +9,10 @@ import type { ChatMessage, ModelResponse } from '../../ports/model-client.ts';
 import { traceModelCall } from '../leg-tracing.ts';
 import { type LiveTextWriter, liveTextWriter } from '../live-text-writer.ts';
 import { readTaskLines } from '../tasks/read-tasks.ts';
+import { untilAbandoned } from './abandon.ts';
 import { fitsInBudget, waitForRetry, yieldForBudget } from './hand-off.ts';
 import type { KickOutcome, LegContext } from './leg-context.ts';
+import { type AbortWhy, LegAborted } from './leg-signals.ts';
 import { runStep } from './retry.ts';
 
 /** The model step: one call with the whole transcript, journaled as a `model` entry. */
@@ -36,7 +38,13 @@ async function callModel(leg: LegContext, agent: AgentDefinition): Promise<void>
       checkedModelResponse(agent.model.id, await agent.model.converse(request, leg.signals.stepSignal, stream)),
     );
     await deps.failpoint('mid-step');
-    response = await pending;
+    // A model client that ignores the leg's abort is left behind: the leg still hands off.
+    response = await untilAbandoned(
+      pending,
+      leg.signals.stepSignal,
+      deps.clock,
+      (why) => new LegAborted(why as AbortWhy),
+    );
   } finally {
     // Before the entry is journaled: no partial is written after its response is whole.
     await stream?.close();

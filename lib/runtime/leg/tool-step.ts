@@ -4,11 +4,12 @@ import { onceOnlyFitsLease } from '../../core/budget.ts';
 import { BatonError, errorMessage } from '../../core/errors.ts';
 import { type PendingCall, pendingCallKey } from '../../core/fold.ts';
 import { traceToolCall } from '../leg-tracing.ts';
+import { untilAbandoned } from './abandon.ts';
 import { MAX_NOT_BEFORE_MS } from './acquire.ts';
 import { approvalGate, requestApprovals } from './approval-step.ts';
 import { fitsInBudget, waitForRetry, yieldForBudget } from './hand-off.ts';
 import type { KickOutcome, LegContext } from './leg-context.ts';
-import { LegAborted } from './leg-signals.ts';
+import { type AbortWhy, LegAborted } from './leg-signals.ts';
 import { runStep, StepSourceError } from './retry.ts';
 
 /**
@@ -117,7 +118,7 @@ async function runTools(leg: LegContext, agent: AgentDefinition, calls: readonly
       throw new LegAborted('budget');
     }
   }
-  const settled = await Promise.allSettled(
+  const calling = Promise.allSettled(
     prepared.map(async (p) => {
       if (!('tool' in p) || !p.tool) return;
       const tool = p.tool;
@@ -136,6 +137,14 @@ async function runTools(leg: LegContext, agent: AgentDefinition, calls: readonly
         );
       return once ? signals.duringOnceOnly(run) : run();
     }),
+  );
+  // A call that ignores the leg's abort is left behind (a once-only one is reconciled by the
+  // next leg), so the leg still hands off and stops renewing a lease it can no longer use.
+  const settled = await untilAbandoned(
+    calling,
+    signals.stepSignal,
+    deps.clock,
+    (why) => new LegAborted(why as AbortWhy),
   );
   await deps.failpoint('mid-step');
   signals.throwIfLeaseLost();
@@ -158,7 +167,10 @@ async function runTools(leg: LegContext, agent: AgentDefinition, calls: readonly
         });
       }
     } else if (result.status === 'fulfilled') {
-      await leg.journal.append('tool', { ...base, ok: true, output: result.value });
+      const notJson = jsonProblem(result.value);
+      // An output the journal cannot hold (a BigInt, a cycle) is the tool's error, told to the model.
+      if (notJson) await leg.journal.append('tool', { ...base, ok: false, error: `tool ${p.tool.name} ${notJson}` });
+      else await leg.journal.append('tool', { ...base, ok: true, output: result.value });
     } else if (signals.aborted && p.tool.effect !== 'once') {
       // Aborted by cancel or budget: journal nothing; the call runs again or the turn ends.
     } else if (result.reason instanceof BatonError && result.reason.retryable) {
@@ -170,4 +182,14 @@ async function runTools(leg: LegContext, agent: AgentDefinition, calls: readonly
   deps.telemetry.metrics.duration('StepDuration', deps.clock.now() - started);
   signals.throwIfAborted();
   if (retryable) throw new StepSourceError(retryable.source, retryable.error);
+}
+
+/** Why a value cannot be journaled as JSON, or undefined when it can. */
+function jsonProblem(value: unknown): string | undefined {
+  try {
+    JSON.stringify(value);
+    return undefined;
+  } catch (error) {
+    return `returned output that is not JSON: ${errorMessage(error)}`;
+  }
 }

@@ -24,7 +24,7 @@ export function finalOutcome(agent: AgentDefinition, text: string): EntryDataOf<
   if (!agent.output) return { status: 'completed', output: text };
   let json: unknown;
   try {
-    json = JSON.parse(text);
+    json = JSON.parse(unfenced(text));
   } catch {
     return {
       status: 'failed',
@@ -38,4 +38,11 @@ export function finalOutcome(agent: AgentDefinition, text: string): EntryDataOf<
         status: 'failed',
         error: `final answer does not match the output schema of ${agent.name}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`,
       };
+}
+
+/** Models often wrap a JSON answer in one Markdown code fence (```json … ```): the JSON is inside it. */
+const FENCED = /^\s*```[A-Za-z]*[ \t]*\r?\n([\s\S]*?)\r?\n[ \t]*```\s*$/;
+
+function unfenced(text: string): string {
+  return FENCED.exec(text)?.[1] ?? text;
 }

@@ -1,5 +1,12 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import type { AgentRegistry } from '../../../lib/agent/define-agent.ts';
 import { projectFiles } from '../../../lib/cli/init.ts';
+import { deriveSessionId } from '../../../lib/core/ids.ts';
+import { acceptTicket } from '../../../lib/runtime/intake.ts';
+import { drain, makeTestDeps, ticketBody } from '../../fixtures/runtime.ts';
 
 const manifest = {
   name: 'baton',
@@ -30,5 +37,34 @@ describe('baton init', () => {
     const files = projectFiles('my-agents', manifest, 'file:baton-0.1.0.tgz');
     expect(dependencies(files).baton).toBe('file:baton-0.1.0.tgz');
     expect(files['README.md']).not.toContain('npmjs.com/package/baton');
+  });
+});
+
+describe("baton init's sample agent", () => {
+  it('refuses a ticket whose input is not its shape at intake, naming the field, instead of failing in its model', async () => {
+    // Written inside the checkout, where `baton` resolves to lib/ (the package's baton-source condition).
+    const artifacts = fileURLToPath(new URL('../../../test-artifacts/', import.meta.url));
+    mkdirSync(artifacts, { recursive: true });
+    const dir = mkdtempSync(join(artifacts, 'init-'));
+    try {
+      const file = join(dir, 'agents.ts');
+      writeFileSync(file, projectFiles('my-agents', manifest)['src/agents.ts']!);
+      const { agents } = (await import(pathToFileURL(file).href)) as { agents: AgentRegistry };
+      const { deps, store } = makeTestDeps([...agents.values()]);
+      const refusal = (input: unknown) => acceptTicket(ticketBody('greeter', 'T-bad', input), undefined, deps);
+
+      await acceptTicket(ticketBody('greeter', 'T-ok', { who: 'Ada' }), undefined, deps);
+      await drain(deps);
+      const key = { tenant: 'default', agent: 'greeter', id: deriveSessionId('default', 'greeter', 'T-ok') };
+      expect((await store.getTurn(key, 'T-ok'))?.outcome).toMatchObject({ status: 'completed', output: 'Hello, Ada!' });
+      await expect(refusal(null)).rejects.toThrow(
+        'input does not match agent greeter: (root): Invalid input: expected object',
+      );
+      await expect(refusal({ who: 7 })).rejects.toThrow(
+        'input does not match agent greeter: who: Invalid input: expected string',
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

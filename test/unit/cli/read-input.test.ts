@@ -28,3 +28,24 @@ describe('a command reads its JSON input', () => {
     await expect(readInput({}, [], stdin(''))).rejects.toThrow(/--input JSON, --file F or --file -/);
   });
 });
+
+describe('a command given its input twice', () => {
+  it.each([
+    [{ input: '{"a":1}', file: 'input.json' }, '--input and --file'],
+    [{ text: 'hi', input: '{"a":1}' }, '--text and --input'],
+    [{ text: 'hi', file: '-' }, '--text and --file'],
+  ])('refuses %j instead of silently taking one', async (values, named) => {
+    await expect(readInput(values, [], stdin('{}'))).rejects.toThrow(`give the input once: ${named} were both given`);
+  });
+
+  it('offers --text among the ways to give an input only to a command that takes it', async () => {
+    await expect(readInput({ text: undefined }, [], stdin(''))).rejects.toThrow(
+      'give the input with --text TEXT, --input JSON, --file F or --file - (stdin)',
+    );
+    await expect(readInput({}, [], stdin(''))).rejects.toThrow('give the input with --input JSON,');
+  });
+
+  it('takes --text as the input { text }', async () => {
+    await expect(readInput({ text: 'refund O-7' }, [], stdin(''))).resolves.toEqual({ text: 'refund O-7' });
+  });
+});

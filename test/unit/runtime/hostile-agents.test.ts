@@ -101,6 +101,35 @@ describe('an agent whose model or tools misbehave', () => {
   });
 });
 
+describe('a tool whose output is not JSON', () => {
+  const cyclic: Record<string, unknown> = {};
+  cyclic.self = cyclic;
+  it.each([
+    [
+      'a BigInt',
+      { n: 10n },
+      'tool odd returned output that is not JSON: TypeError: Do not know how to serialize a BigInt',
+    ],
+    ['a cycle', cyclic, 'tool odd returned output that is not JSON: TypeError: Converting circular structure to JSON'],
+  ])('tells the model the tool returned %s, naming the tool, and the turn goes on', async (_, output, said) => {
+    const odd = defineTool({
+      name: 'odd',
+      description: 'x',
+      input: z.object({}),
+      effect: 'pure',
+      run: async () => output,
+    });
+    const { outcome, journal } = await runOne(
+      'odd-output',
+      { toolCalls: [{ id: 'c1', name: 'odd', input: {} }], stopReason: 'tool_use', usage },
+      [odd],
+    );
+
+    expect(outcome?.status).toBe('completed');
+    expect(String(journal.find((e) => e.kind === 'tool')?.data.error)).toContain(said);
+  });
+});
+
 describe('errorMessage', () => {
   it('describes a cyclic thrown object by its keys, and caps a huge one', () => {
     const cyclic: Record<string, unknown> = { a: 1 };
@@ -132,5 +161,53 @@ describe('checkedModelResponse', () => {
     }
     expect(thrown).toBeInstanceOf(StepError);
     expect((thrown as StepError).retryable).toBe(false);
+  });
+});
+
+describe('a tool or a model that never settles and ignores its abort signal', () => {
+  const never = () => new Promise<never>(() => {});
+  const hangs = (effect: 'pure' | 'once', maxDurationMs: number) =>
+    defineTool({ name: 'hang', description: 'Never returns.', input: z.object({}), effect, maxDurationMs, run: never });
+  const callHang = { toolCalls: [{ id: 'c1', name: 'hang', input: {} }], stopReason: 'tool_use', usage };
+
+  it('hands off each leg a pure call holds past the budget, then fails the turn saying why', async () => {
+    const name = 'hang-pure';
+    const { deps, store } = makeTestDeps([agent(name, callHang, [hangs('pure', 2_000)])]);
+    const key = { tenant: 'default', agent: name, id: deriveSessionId('default', name, 'T-1') };
+    await acceptTicket(ticketBody(name, 'T-1', {}), undefined, deps);
+
+    const outcomes = await drain(deps, { budgetMs: 5_000 });
+
+    expect(outcomes.slice(0, 3)).toEqual(['yielded', 'yielded', 'yielded']);
+    expect((await store.getTurn(key, 'T-1'))?.outcome).toMatchObject({
+      status: 'failed',
+      error: 'step cannot fit in the budget: a step that ran past the budget',
+    });
+  });
+
+  it('leaves a once-only call that outruns the invocation to the next leg, which parks it for a human', async () => {
+    const name = 'hang-once';
+    const { deps, store } = makeTestDeps([agent(name, callHang, [hangs('once', 400)])]);
+    const key = { tenant: 'default', agent: name, id: deriveSessionId('default', name, 'T-1') };
+    await acceptTicket(ticketBody(name, 'T-1', {}), undefined, deps);
+
+    const outcomes = await drain(deps, { budgetMs: 5_000 });
+
+    expect(outcomes).toEqual(['yielded', 'parked']);
+    const kinds = (await store.readJournal(key)).map((e) => e.kind);
+    expect(kinds.filter((k) => k === 'intent')).toHaveLength(1);
+    expect(kinds).not.toContain('tool');
+  });
+
+  it('hands off a leg whose model never answers, instead of renewing its lease forever', async () => {
+    const hung: ModelClient = { id: 'hung-model', maxDurationMs: 1_000, converse: never };
+    const { deps, store } = makeTestDeps([defineAgent({ name: 'hung', instructions: 'x', tools: [], model: hung })]);
+    const key = { tenant: 'default', agent: 'hung', id: deriveSessionId('default', 'hung', 'T-1') };
+    await acceptTicket(ticketBody('hung', 'T-1', {}), undefined, deps);
+
+    const outcomes = await drain(deps, { budgetMs: 5_000, maxKicks: 1 });
+
+    expect(outcomes).toEqual(['yielded']);
+    expect((await store.readJournal(key)).map((e) => e.kind)).not.toContain('model');
   });
 });
