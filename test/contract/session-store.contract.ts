@@ -1147,15 +1147,15 @@ export function describeSessionStoreContract(name: string, makeHarness: MakeHarn
         expect(own.ok).toBe(true);
       });
 
-      it('loses no turn when five senders enqueue at once', async () => {
+      it('loses no turn when twelve senders enqueue at once', async () => {
         // Arrange
         const { store, key, now } = await idleConversation();
-        const ids = ['a', 'b', 'c', 'd', 'e'];
+        const ids = Array.from({ length: 12 }, (_, i) => `turn-${String(i).padStart(2, '0')}`);
         for (const id of ids) await store.putTurn(key, turnOf(id, now));
 
         // Act
         const results = await Promise.all(
-          ids.map((id) => store.enqueueTurn(key, { turnId: id, now, sweepAt: now, maxPending: 9 })),
+          ids.map((id) => store.enqueueTurn(key, { turnId: id, now, sweepAt: now, maxPending: 20 })),
         );
 
         // Assert

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import {
   type DynamoDBDocumentClient,
@@ -84,7 +85,12 @@ export interface DynamoDbSessionStoreOptions {
 }
 
 /** How many times enqueueTurn reads again when the session moved between its read and its write. */
-const ENQUEUE_ATTEMPTS = 8;
+const ENQUEUE_ATTEMPTS = 10;
+/**
+ * The longest pause before an enqueue reads again. Senders that met each other pause a random
+ * part of a doubling window, so a dozen sending at once spread out instead of colliding every round.
+ */
+const ENQUEUE_BACKOFF_CAP_MS = 500;
 
 /** Item expiries refreshExpiry moves at once: a long session's thousands of items in seconds. */
 const REFRESH_CONCURRENCY = 16;
@@ -290,6 +296,7 @@ export class DynamoDbSessionStore implements SessionStore {
         throw new Error(
           `enqueue of turn ${request.turnId} on ${formatSessionKey(key)} kept meeting changes; try again`,
         );
+      await sleep(Math.random() * Math.min(ENQUEUE_BACKOFF_CAP_MS, 10 * 2 ** attempt));
     }
   }
 
