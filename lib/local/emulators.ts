@@ -194,7 +194,9 @@ async function startDynamoDbLocal(
     ],
     // stdin stays an open pipe: the launcher exits when it closes, which the kernel does when this
     // process dies however it dies (SIGKILL included, where the exit handler below never runs).
-    { cwd: home, stdio: 'pipe' },
+    // Own process group: Ctrl-C reaches this process, which stops the workers before the store
+    // (the workers' last requests would otherwise meet a closed port).
+    { cwd: home, stdio: 'pipe', detached: true },
   );
   let output = '';
   const keep = (chunk: Buffer) => {
