@@ -99,9 +99,11 @@ export function applyEntry(view: SessionView, entry: JournalEntry): SessionView 
     case 'leg':
       return { ...next, legEpoch: entry.epoch, legs: view.legs + 1 };
     case 'input':
-      // A new turn: per-turn state starts over; the transcript keeps everything before it.
+      // A new turn: per-turn state starts over; the transcript keeps everything before it. An
+      // input that carries its leg's marker fences like one.
       return {
         ...next,
+        ...(entry.data.leg ? { legEpoch: entry.epoch, legs: view.legs + 1 } : {}),
         turnId: entry.turnId,
         turnSteps: 0,
         pendingCalls: [],

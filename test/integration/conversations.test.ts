@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readLedger } from '../../examples/simulated/ledger.ts';
 import { deriveSessionId } from '../../lib/core/ids.ts';
+import { legMarkerOf } from '../../lib/core/journal.ts';
 import type { Result } from '../../lib/core/messages.ts';
 import { TEST_AGENTS_MODULE } from '../fixtures/agents/registry.ts';
 import { batonOk } from '../fixtures/cli.ts';
@@ -240,8 +241,8 @@ describe('conversations on the local stack with two workers', { timeout: 180_000
     expect(seen).toEqual(journal.filter((e) => e.turnId === 'conv-9-work').map((e) => e.seq));
     // Recovery re-entered the turn with the same identities and input, and spent no retry budget.
     const turn = journal.filter((e) => e.turnId === 'conv-9-work');
-    expect(turn.some((e) => e.kind === 'leg' && e.data.reason === 'recovery')).toBe(true);
-    expect(turn.filter((e) => e.kind === 'input').map((e) => e.data)).toEqual([{ input: { text: 'work 8' } }]);
+    expect(turn.some((e) => legMarkerOf(e)?.reason === 'recovery')).toBe(true);
+    expect(turn.flatMap((e) => (e.kind === 'input' ? [e.data.input] : []))).toEqual([{ text: 'work 8' }]);
     const callIds = turn.flatMap((e) => (e.kind === 'tool' ? [e.data.callId] : []));
     expect(callIds).toEqual([1, 2, 3, 4, 5, 6, 7, 8].map((i) => `t2-w${i}`));
     expect(turn.filter((e) => e.kind === 'error')).toEqual([]);

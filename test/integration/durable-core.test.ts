@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { duplicateEffects, readLedger } from '../../examples/simulated/ledger.ts';
 import { SqsTicketQueue } from '../../lib/adapters/sqs/sqs-queues.ts';
 import { TicketConflictError } from '../../lib/core/errors.ts';
-import type { JournalEntry } from '../../lib/core/journal.ts';
+import { type JournalEntry, legMarkerOf } from '../../lib/core/journal.ts';
 import { readJsonLines } from '../../lib/local/json-lines.ts';
 import { FAILPOINTS } from '../../lib/runtime/failpoints.ts';
 import { startTestStack, type TestStack } from '../fixtures/stack.ts';
@@ -20,7 +20,7 @@ function assertJournalInvariants(entries: JournalEntry[]) {
   let legEpoch = 0;
   for (const entry of entries) {
     expect(entry.epoch, `seq ${entry.seq} epoch not below its leg marker`).toBeGreaterThanOrEqual(legEpoch);
-    if (entry.kind === 'leg') legEpoch = entry.epoch;
+    if (legMarkerOf(entry)) legEpoch = entry.epoch;
   }
   expect(entries.filter((e) => e.kind === 'outcome')).toHaveLength(1);
   expect(entries.filter((e) => e.kind === 'published').length).toBeGreaterThanOrEqual(1);
@@ -142,11 +142,9 @@ describe('the durable core on the local stack', () => {
     expect(result).toMatchObject({ status: 'completed', output: 'fetched 40 chunks' });
     const journal = await finishedJournal(t, { tenant: 'default', agent: 'long-haul', id: s.sessionId });
     assertJournalInvariants(journal);
-    const legs = journal.filter((e) => e.kind === 'leg');
+    const legs = journal.flatMap((e) => legMarkerOf(e) ?? []);
     expect(legs.length).toBeGreaterThanOrEqual(3);
-    expect(new Set(legs.map((l) => l.kind === 'leg' && l.data.traceparent.split('-')[1]))).toEqual(
-      new Set([s.traceId]),
-    );
+    expect(new Set(legs.map((l) => l.traceparent.split('-')[1]))).toEqual(new Set([s.traceId]));
     expect(result?.legs).toBe(legs.length);
   });
 
@@ -168,7 +166,7 @@ describe('the durable core on the local stack', () => {
     expect(result).toMatchObject({ status: 'completed', output: 'fetched 30 chunks' });
     const journal = await finishedJournal(t, key);
     assertJournalInvariants(journal);
-    expect(journal.some((e) => e.kind === 'leg' && e.data.reason === 'recovery')).toBe(true);
+    expect(journal.some((e) => legMarkerOf(e)?.reason === 'recovery')).toBe(true);
     const killed = t.events.flatMap((e) => (e.type === 'worker-exited' && e.signal === 'SIGKILL' ? [e.pid] : []));
     expect(killed).toEqual(expect.arrayContaining(victims));
   });

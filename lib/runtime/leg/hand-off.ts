@@ -2,7 +2,7 @@ import { type RetryPolicy, retryDelayAfter } from '../../agent/retry-policy.ts';
 import { stepFits } from '../../core/budget.ts';
 import { contentDigest } from '../../core/content-digest.ts';
 import { errorMessage, LeaseLostError } from '../../core/errors.ts';
-import type { JournalEntry } from '../../core/journal.ts';
+import { type JournalEntry, legMarkerOf } from '../../core/journal.ts';
 import { INLINE_PAYLOAD_LIMIT_BYTES, type Result } from '../../core/messages.ts';
 import { takeSnapshot } from '../../core/snapshot.ts';
 import { childContext } from '../../core/trace-context.ts';
@@ -376,10 +376,11 @@ async function snapshot(leg: LegContext): Promise<void> {
 function idleLegsAtEnd(entries: readonly JournalEntry[]): number {
   let legs = 1;
   for (let i = entries.length - 1; i >= 0; i--) {
-    const entry = entries[i];
-    if (entry && STEP_KINDS.has(entry.kind)) break;
-    if (entry?.kind === 'leg') {
-      if (entry.data.reason !== 'continuation') break;
+    const entry = entries[i] as JournalEntry;
+    if (STEP_KINDS.has(entry.kind)) break;
+    const marker = legMarkerOf(entry);
+    if (marker) {
+      if (marker.reason !== 'continuation') break;
       legs++;
     }
   }

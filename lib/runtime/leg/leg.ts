@@ -90,7 +90,9 @@ export class Leg implements LegContext {
         return failUnjournaled(this, `stored state failed validation: ${error.message}`);
       throw error;
     }
-    await this.journal.appendLegMarker(this.owner, this.reason, this.trace);
+    // A leg whose first action starts a turn carries its marker on the turn's input.
+    if (this.#startsTurn()) this.journal.deferLegMarker(this.owner, this.reason, this.trace);
+    else await this.journal.appendLegMarker(this.owner, this.reason, this.trace);
     const record = this.signals.record;
     const annotations = {
       session: this.key.id,
@@ -134,7 +136,10 @@ export class Leg implements LegContext {
       } catch (error) {
         if (!(error instanceof LegAborted) || error.why === 'lease-lost') throw error;
         // Cancel: the next pass writes the cancelled outcome. Budget: continue elsewhere.
-        if (error.why === 'budget') return yieldForBudget(this, 'a step that ran past the budget');
+        if (error.why === 'budget') {
+          await this.journal.markLeg();
+          return yieldForBudget(this, 'a step that ran past the budget');
+        }
       }
     }
   }
@@ -142,11 +147,14 @@ export class Leg implements LegContext {
   /** Takes the next action; returns how the leg ends, or undefined to go on. */
   async #next(agent: AgentDefinition): Promise<KickOutcome | undefined> {
     this.signals.throwIfLeaseLost();
+    // A deferred marker waits only for a turn's input: anything else is marked first.
+    if (this.#decide(agent).kind !== 'start-turn' || releasePending(this)) await this.journal.markLeg();
     // Nothing in the inbox lands before a turn's input (messages, decisions and verdicts are the
     // running turn's), so a leg that starts a turn reads no record for it: the acquire's is fresh.
     if (this.#decide(agent).kind !== 'start-turn') await deliverInbox(this);
     if (releasePending(this)) return releaseStep(this);
     const action = this.#decide(agent);
+    if (action.kind !== 'start-turn') await this.journal.markLeg();
     switch (action.kind) {
       case 'cancel':
         await cancelTasks(this);
@@ -191,6 +199,12 @@ export class Leg implements LegContext {
       case 'done':
         return finish(this, this.journal.view.outcome!.status, undefined, undefined);
     }
+  }
+
+  /** Whether the leg's first action is to start the record's active turn (nothing journaled before it). */
+  #startsTurn(): boolean {
+    const agent = this.agent;
+    return agent !== undefined && !releasePending(this) && this.#decide(agent).kind === 'start-turn';
   }
 
   /** The next action from the fold and the freshest record this leg has. */
