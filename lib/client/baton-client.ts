@@ -382,8 +382,12 @@ export class BatonClient implements BatonTransport {
         `session ${sessionId} is past its retention (expired ${new Date(record.expiresAt).toISOString()})`,
       );
     const { turnId } = options;
-    if (turnId !== undefined && !(await this.deps.store.getTurn(record.key, turnId)))
-      throw new NotFoundError(`session ${sessionId} has no turn ${turnId}`);
+    const turn = turnId === undefined ? undefined : await this.deps.store.getTurn(record.key, turnId);
+    if (turnId !== undefined && !turn) throw new NotFoundError(`session ${sessionId} has no turn ${turnId}`);
+    // A turn's stream ends after its outcome once the record says its result was sent: the turn
+    // has an outcome (journaled before the turn item got it) and was published or left behind.
+    let outcomeSeen = turn?.outcome !== undefined;
+    let lastRead = false;
     const after = options.after ?? 0;
     let cursor = after;
     let follow = options.follow ?? false;
@@ -402,7 +406,8 @@ export class BatonClient implements BatonTransport {
       for (const entry of entries) {
         cursor = entry.seq;
         if (turnId !== undefined && entry.turnId !== turnId) continue;
-        // A turn's stream ends with its published result.
+        if (entry.kind === 'outcome') outcomeSeen = true;
+        // A result given up as undelivered is journaled: the stream ends there.
         if (turnId !== undefined && entry.kind === 'published') follow = false;
         yield toEvent(entry);
       }
@@ -411,10 +416,16 @@ export class BatonClient implements BatonTransport {
           shown = { seq: chunk.seq, chunk: chunk.index };
           if (turnId === undefined || chunk.turnId === turnId) yield toModelText(chunk);
         }
-      if (!follow || options.signal?.aborted) return;
+      if (!follow || lastRead || options.signal?.aborted) return;
       const fresh = await this.deps.store.getSession(record.key);
       if (!fresh || (TERMINAL_SESSION_STATES.includes(fresh.state) && entries.length === 0)) return;
       running = fresh.state === 'running';
+      // The record says the turn's result was sent: every entry of the turn is written, so one
+      // more journal read, after this record read, is its last.
+      if (turnId !== undefined && outcomeSeen && (fresh.publishedTurnId === turnId || fresh.activeTurnId !== turnId)) {
+        lastRead = true;
+        continue;
+      }
       await this.deps.clock.sleep(options.pollMs ?? 500, options.signal).catch(() => undefined);
     }
   }

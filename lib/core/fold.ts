@@ -53,6 +53,10 @@ export interface SessionView {
   readonly outcome?:
     | { readonly status: OutcomeStatus; readonly output?: unknown; readonly error?: string | undefined }
     | undefined;
+  /**
+   * A `published` entry was journaled: a result given up as undelivered, or any result of an older
+   * version. A sent result is on the session record instead (`publishedTurnId`, see `isPublished`).
+   */
   readonly published: boolean;
   /** A once-only call whose fate is unknown: the session waits for a human. */
   readonly parkedCallId?: string | undefined;

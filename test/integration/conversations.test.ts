@@ -99,16 +99,18 @@ describe('conversations on the local stack with two workers', { timeout: 180_000
     expect(printed.map((out) => out.trim())).toEqual(ids);
     const numbers = results.map((r) => Number(/^turn (\d+):/.exec(String(r.output))?.[1]));
     expect([...numbers].sort()).toEqual([2, 3, 4, 5, 6]);
-    // The owner journals `published` just after it sends the result: wait for the last turn's.
-    const journal = await waitFor('the last turn to journal that it published', async () => {
-      const entries = await t.store.readJournal({ tenant: 'default', agent: AGENT, id: sessionId });
-      return entries.filter((e) => e.kind === 'published').length >= 6 ? entries : undefined;
+    // The owner ends the turn just after it sends the result: wait for the last turn's end.
+    const key = { tenant: 'default', agent: AGENT, id: sessionId };
+    await waitFor('the last turn to end', async () => {
+      const record = await t.store.getSession(key);
+      return record?.state === 'idle' && record.turnQueue.length === 0 ? record : undefined;
     });
+    const journal = await t.store.readJournal(key);
     const inputs = journal.filter((e) => e.kind === 'input').map((e) => e.turnId);
     expect(inputs).toHaveLength(6);
-    // Sequential: each turn's entries end (published) before the next turn's input.
-    const order = journal.filter((e) => e.kind === 'input' || e.kind === 'published').map((e) => e.kind);
-    expect(order).toEqual(Array.from({ length: 6 }, () => ['input', 'published']).flat());
+    // Sequential: each turn's entries end (outcome) before the next turn's input.
+    const order = journal.filter((e) => e.kind === 'input' || e.kind === 'outcome').map((e) => e.kind);
+    expect(order).toEqual(Array.from({ length: 6 }, () => ['input', 'outcome']).flat());
   });
 
   it('journals a message injected from another process before the running turn’s next model call', async () => {

@@ -327,6 +327,7 @@ export class MemorySessionStore implements SessionStore {
             }),
         ...(request.progressed ? { recoveries: 0 } : {}),
         ...(request.ttlSeconds === undefined ? {} : { ttl: request.ttlSeconds }),
+        ...(request.publishedTurnId === undefined ? {} : { publishedTurnId: request.publishedTurnId }),
       };
       this.#setMeta(key, next);
       return { ok: true };
@@ -463,6 +464,7 @@ export class MemorySessionStore implements SessionStore {
         ...(request.progressed ? { recoveries: 0 } : {}),
         ...(request.ttlSeconds === undefined ? {} : { ttl: request.ttlSeconds }),
         ...(request.tokens ? { tokens: Number(old.tokens ?? 0) + request.tokens } : {}),
+        ...(request.publishedTurnId === undefined ? {} : { publishedTurnId: request.publishedTurnId }),
       };
       this.#setMeta(key, next);
       return { ok: true };

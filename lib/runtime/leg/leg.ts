@@ -10,7 +10,7 @@ import type { RuntimeDeps, RuntimeLogger } from '../deps.ts';
 import { LegResources } from '../leg-resources.ts';
 import { NOOP_LEG_SPAN, startLegSpan } from '../leg-tracing.ts';
 import { denyExpiredApproval, waitForHuman } from './approval-step.ts';
-import { failUnjournaled, finish, publish, waitForRetry, yieldForBudget } from './hand-off.ts';
+import { failUnjournaled, finish, waitForRetry, yieldForBudget } from './hand-off.ts';
 import { deliverInbox } from './inbox-step.ts';
 import { refreshItemExpiry } from './item-expiry.ts';
 import { JournalWriter } from './journal-writer.ts';
@@ -193,9 +193,8 @@ export class Leg implements LegContext {
       case 'finish':
         await this.journal.append('outcome', finalOutcome(agent, action.text));
         return undefined;
+      // Publishing goes straight on to the release, which records that the result was sent.
       case 'publish':
-        await publish(this);
-        return undefined;
       case 'done':
         return finish(this, this.journal.view.outcome!.status, undefined, undefined);
     }
@@ -215,6 +214,7 @@ export class Leg implements LegContext {
       cancelRequested: record.cancelRequested,
       maxSteps: agent.limits.maxSteps,
       now: this.deps.clock.now(),
+      publishedTurnId: record.publishedTurnId,
     });
   }
 }

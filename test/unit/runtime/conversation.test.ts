@@ -60,7 +60,7 @@ describe('conversations', () => {
     expect(await store.getSession(key)).toMatchObject({ state: 'idle', activeTurnId: 'T2', turnQueue: [] });
   });
 
-  it('runs a turn sent to an idle session in one leg: acquire, input (with the marker), steps, outcome, publish, end', async () => {
+  it('runs a turn sent to an idle session in one leg: acquire, input (with the marker), steps, outcome, publish, end (recording the publish)', async () => {
     // Arrange
     const { deps, store, key, send } = await startConversation();
     const writesBefore = { ...store.writes };
@@ -78,7 +78,8 @@ describe('conversations', () => {
     ]);
     expect(wrote('setTurnOutcome')).toBe(1);
     const turn = (await store.readJournal(key)).slice(seqBefore).map((e) => e.kind);
-    expect(turn).toEqual(['input', 'model', 'outcome', 'published']);
+    expect(turn).toEqual(['input', 'model', 'outcome']);
+    expect(await store.getSession(key)).toMatchObject({ state: 'idle', publishedTurnId: 'T2' });
     expect(wrote('append')).toBe(turn.length);
   });
 

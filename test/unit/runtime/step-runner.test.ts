@@ -37,13 +37,13 @@ describe('the step runner', () => {
     // Assert
     const key = keyOf('lookup-agent', 'T-1');
     const journal = await store.readJournal(key);
-    // The leg's marker rides on the input, its first write.
-    expect(kinds(journal)).toEqual(['input', 'model', 'tool', 'model', 'tool', 'model', 'outcome', 'published']);
+    // The leg's marker rides on the input, its first write; the release records the sent result.
+    expect(kinds(journal)).toEqual(['input', 'model', 'tool', 'model', 'tool', 'model', 'outcome']);
     expect(journal[0]).toMatchObject({ kind: 'input', epoch: 1, data: { leg: { reason: 'first' } } });
     expect(results.bodies).toEqual([
       expect.objectContaining({ ticketId: 'T-1', status: 'completed', output: 'found 2', steps: 5, legs: 1 }),
     ]);
-    expect((await store.getSession(key))?.state).toBe('completed');
+    expect(await store.getSession(key)).toMatchObject({ state: 'completed', publishedTurnId: 'T-1' });
     expect((await store.getTurn(key, 'T-1'))?.outcome?.status).toBe('completed');
   });
 
