@@ -20,7 +20,7 @@ export interface TurnCost {
   readonly writesPerStep: number;
   /** Writes per turn beyond one per step, on average over turns 2…N (turns that yielded included). */
   readonly fixedWritesPerTurn: number;
-  /** F: the same for the median turn (one leg, no yield): intake, lease, marker, input, outcome, publish, end. */
+  /** F: the same for the median turn (one leg, no yield): intake, lease, input (with the marker), outcome, turn outcome, end (with the publish). */
   readonly fixedWritesMedian: number;
   /** The capacity of the median turn's fixed writes (WCU, indexes and transactions included). */
   readonly fixedWcuMedian: number;

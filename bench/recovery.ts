@@ -5,6 +5,7 @@ import { createDocumentClient, createSqsClient } from '../lib/adapters/aws-clien
 import { DynamoDbSessionStore } from '../lib/adapters/dynamodb/dynamodb-session-store.ts';
 import { SqsTicketQueue } from '../lib/adapters/sqs/sqs-queues.ts';
 import { DEFAULT_TENANT, deriveSessionId } from '../lib/core/ids.ts';
+import { legMarkerOf } from '../lib/core/journal.ts';
 import { ENV } from '../lib/core/resources.ts';
 import { percentile } from '../lib/demo/demo-summary.ts';
 import { LOCAL_CREDENTIALS } from '../lib/local/aws-clients.ts';
@@ -108,7 +109,7 @@ export async function measureRecovery(options: {
         }
         if (killedAt === undefined) continue;
         const entries = await store.readJournal(key);
-        const marker = entries.find((e) => e.kind === 'leg' && e.at > killedAt! && e.data.reason === 'recovery');
+        const marker = entries.find((e) => e.at > killedAt! && legMarkerOf(e)?.reason === 'recovery');
         if (marker) recoveredAt = marker.at;
       }
       if (killedAt === undefined || recoveredAt === undefined) {

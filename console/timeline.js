@@ -71,14 +71,17 @@ export function buildTimeline(events) {
   let retries = 0;
   for (const event of events) {
     const at = ms(event.at);
-    if (event.kind === 'leg') {
-      const { reason, owner } = event.data;
+    // A leg that starts a turn carries its marker on the input: a leg, then the input as its first step.
+    const marker = event.kind === 'leg' ? event.data : event.kind === 'input' ? event.data?.leg : undefined;
+    if (marker) {
+      const { reason, owner } = marker;
       if (reason === 'recovery') recoveries++;
       if (reason === 'retry') retries++;
       legs.push({ seq: event.seq, epoch: event.epoch, reason, owner, at: event.at, steps: [] });
       // A call re-run by a later leg starts no earlier than that leg.
       for (const [callId, from] of started) started.set(callId, Math.max(from, at));
-    } else {
+    }
+    if (event.kind !== 'leg') {
       if (legs.length === 0)
         legs.push({ seq: 0, epoch: 0, reason: 'intake', owner: 'intake', at: event.at, steps: [] });
       if (event.kind === 'model') for (const call of event.data.toolCalls) started.set(call.id, at);

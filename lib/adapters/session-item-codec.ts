@@ -78,6 +78,7 @@ const SessionItemSchema = z.object({
   conversation: z.boolean().optional(),
   turnQueue: z.array(z.string()).optional(),
   lastTurnId: z.string().optional(),
+  publishedTurnId: z.string().optional(),
   inbox: z.array(z.string()).optional(),
   inboxIds: z.array(z.string()).optional(),
   cancelRequested: z.boolean(),
@@ -246,6 +247,7 @@ export function decodeSession(raw: unknown, expected?: SessionKey): SessionRecor
     conversation: item.conversation ?? false,
     turnQueue: item.turnQueue ?? [],
     ...(item.lastTurnId === undefined ? {} : { lastTurnId: item.lastTurnId }),
+    ...(item.publishedTurnId === undefined ? {} : { publishedTurnId: item.publishedTurnId }),
     inbox: (item.inbox ?? []).map((text, i) =>
       validate(InboxItem, parseJson(text, `${where} inbox item ${i}`), `${where} inbox item ${i}`),
     ),

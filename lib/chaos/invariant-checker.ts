@@ -228,7 +228,7 @@ export function checkInvariants(
   let unmarkedLegs = 0;
   for (const session of snapshot.sessions.values()) {
     checkJournal(session, add, journalFigures);
-    const markers = session.journal.filter((e) => e.kind === 'leg').length;
+    const markers = session.journal.filter((e) => legMarker(e) !== undefined).length;
     unmarkedLegs += Math.max(0, (session.record?.epoch ?? 0) - markers);
   }
 
@@ -447,10 +447,13 @@ function checkJournal(session: RawSession, add: Add, figures: JournalFigures): v
     if (writeIds.has(entry.writeId))
       add(Invariant.onceJournaled, id, `write ${entry.writeId} landed twice (seq ${entry.seq})`);
     writeIds.add(entry.writeId);
-    if (entry.kind === 'leg') {
+    // An input offloaded to the payload bucket is unread here: a later epoch's can only be its leg's first write.
+    const offloadedInput = entry.kind === 'input' && entry.data === undefined && entry.epoch > legEpoch;
+    const marker = offloadedInput ? {} : legMarker(entry);
+    if (marker) {
       if (entry.epoch <= legEpoch)
         add(Invariant.fenced, id, `leg marker at seq ${entry.seq} has epoch ${entry.epoch} after epoch ${legEpoch}`);
-      const reason = entry.data?.reason;
+      const reason = marker.reason;
       figures.legs++;
       if (reason === 'recovery') {
         figures.recoveries++;
@@ -461,7 +464,8 @@ function checkJournal(session: RawSession, add: Add, figures: JournalFigures): v
       legEpoch = Math.max(legEpoch, entry.epoch);
       legProgress = 0;
       lastMarkerSeen = true;
-      continue;
+      // An input that carries its leg's marker is also the leg's first entry.
+      if (entry.kind === 'leg') continue;
     }
     if (!lastMarkerSeen) add(Invariant.fenced, id, `seq ${entry.seq} (${entry.kind}) precedes any leg marker`);
     if (entry.epoch < legEpoch) {
@@ -486,6 +490,13 @@ function checkJournal(session: RawSession, add: Add, figures: JournalFigures): v
       intents = new Set();
     }
   }
+}
+
+/** The leg marker an entry carries: a `leg` entry's, or the one on the input its leg started with. */
+function legMarker(entry: RawEntry): Record<string, unknown> | undefined {
+  if (entry.kind === 'leg') return entry.data ?? {};
+  const leg = entry.kind === 'input' ? entry.data?.leg : undefined;
+  return typeof leg === 'object' && leg !== null ? (leg as Record<string, unknown>) : undefined;
 }
 
 function checkSettlement(entry: RawEntry, settled: Set<string>, intents: Set<string>, fail: (detail: string) => void) {

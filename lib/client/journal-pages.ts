@@ -20,10 +20,10 @@ export const EVENTS_PAGE_ENTRIES = 200;
 export const TURN_CLOCK_ALLOWANCE_MS = 5 * 60_000;
 
 /**
- * Does a turn's stream end at this entry? At its published result, after which the turn writes
- * nothing. The one place that decides it, so a change in how a turn's end is recorded lands here.
+ * Does a turn's stream end at this entry? At its outcome: a turn has one, and after it the turn
+ * only sends its result (recorded on the session record, not journaled, unless given up).
  */
-export const endsTurnStream = (entry: JournalEntry): boolean => entry.kind === 'published';
+export const endsTurnStream = (entry: JournalEntry): boolean => entry.kind === 'outcome';
 
 /** A page of the stream: the entries to show, and the cursor the next page reads after. */
 export interface JournalPage {

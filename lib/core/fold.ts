@@ -53,6 +53,10 @@ export interface SessionView {
   readonly outcome?:
     | { readonly status: OutcomeStatus; readonly output?: unknown; readonly error?: string | undefined }
     | undefined;
+  /**
+   * A `published` entry was journaled: a result given up as undelivered, or any result of an older
+   * version. A sent result is on the session record instead (`publishedTurnId`, see `isPublished`).
+   */
   readonly published: boolean;
   /** A once-only call whose fate is unknown: the session waits for a human. */
   readonly parkedCallId?: string | undefined;
@@ -99,9 +103,11 @@ export function applyEntry(view: SessionView, entry: JournalEntry): SessionView 
     case 'leg':
       return { ...next, legEpoch: entry.epoch, legs: view.legs + 1 };
     case 'input':
-      // A new turn: per-turn state starts over; the transcript keeps everything before it.
+      // A new turn: per-turn state starts over; the transcript keeps everything before it. An
+      // input that carries its leg's marker fences like one.
       return {
         ...next,
+        ...(entry.data.leg ? { legEpoch: entry.epoch, legs: view.legs + 1 } : {}),
         turnId: entry.turnId,
         turnSteps: 0,
         pendingCalls: [],

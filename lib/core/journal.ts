@@ -11,13 +11,20 @@ export type ToolCall = z.infer<typeof ToolCall>;
 
 const usage = z.object({ inputTokens: z.number().int().nonnegative(), outputTokens: z.number().int().nonnegative() });
 
+/** A leg's marker: who owns the journal from here, why the leg runs, and its trace context. */
+const LegMarker = z.object({
+  owner: z.string(),
+  reason: z.enum(Object.values(KickReason) as [KickReason, ...KickReason[]]),
+  traceparent: z.string(),
+});
+
 export const EntryData = {
-  leg: z.object({
-    owner: z.string(),
-    reason: z.enum(Object.values(KickReason) as [KickReason, ...KickReason[]]),
-    traceparent: z.string(),
-  }),
-  input: z.object({ input: z.unknown() }),
+  leg: LegMarker,
+  /**
+   * A turn's start. `leg`: the input is its leg's first write and carries the leg's marker (it
+   * fences stale owners exactly as a `leg` entry would: nothing of the leg comes before it).
+   */
+  input: z.object({ input: z.unknown(), leg: LegMarker.optional() }),
   model: z.object({
     text: z.string().optional(),
     toolCalls: z.array(ToolCall),
@@ -107,6 +114,13 @@ export const JournalEntrySchema = z.discriminatedUnion(
     z.object({ ...entryBase, kind: z.literal(kind), data: EntryData[kind] }),
   ) as unknown as [z.ZodObject, ...z.ZodObject[]],
 );
+
+/** The leg marker an entry carries: a `leg` entry's, or the one on the input that started its leg. */
+export function legMarkerOf(entry: JournalEntry): EntryDataOf<'leg'> | undefined {
+  if (entry.kind === 'leg') return entry.data;
+  if (entry.kind === 'input') return entry.data.leg;
+  return undefined;
+}
 
 /** Validates an entry read back from storage: stored state is untrusted input. */
 export function parseEntry(raw: unknown): JournalEntry {

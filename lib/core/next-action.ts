@@ -36,13 +36,23 @@ export interface LegFacts {
   /** The agent's cap on journaled steps per turn. */
   readonly maxSteps: number;
   readonly now: number;
+  /** The turn whose result the record says was published (the release after the publish carries it). */
+  readonly publishedTurnId?: string | undefined;
 }
 
-/** What to do next, given the view and the turn the session record says is active. */
-export function nextAction(view: SessionView, activeTurnId: string | undefined, now: number): NextAction {
+/**
+ * What to do next, given the view, the turn the session record says is active and the turn whose
+ * result the record says was published.
+ */
+export function nextAction(
+  view: SessionView,
+  activeTurnId: string | undefined,
+  now: number,
+  publishedTurnId?: string | undefined,
+): NextAction {
   if (activeTurnId !== undefined && view.turnId !== activeTurnId) return { kind: 'start-turn' };
   if (view.outcome) {
-    if (view.published) return { kind: 'done' };
+    if (view.published || isPublished(view, activeTurnId, publishedTurnId)) return { kind: 'done' };
     // A result whose send failed waits for its retry like a step does.
     if (view.retryAt !== undefined && view.retryAt > now) return { kind: 'wait-retry', retryAt: view.retryAt };
     return { kind: 'publish' };
@@ -77,6 +87,19 @@ export function nextWakeAt(view: SessionView): number | undefined {
   return earliest([...timers(view), ...approvalDeadlines(view), ...retry]);
 }
 
+/**
+ * Was the journaled outcome's result published? A sent result is recorded on the session record
+ * by the release that follows it (`publishedTurnId`), not journaled; the outcome's turn is the
+ * journal's, or the record's active turn when the outcome came before any input.
+ */
+export function isPublished(
+  view: SessionView,
+  activeTurnId: string | undefined,
+  publishedTurnId: string | undefined,
+): boolean {
+  return publishedTurnId !== undefined && publishedTurnId === (view.turnId ?? activeTurnId ?? '');
+}
+
 const timers = (view: SessionView): number[] => view.pendingCalls.flatMap((p) => (p.timer ? [p.timer.wakeAt] : []));
 const approvalDeadlines = (view: SessionView): number[] =>
   view.awaitingApproval.flatMap((id) => (view.approvalDeadlines[id] === undefined ? [] : [view.approvalDeadlines[id]]));
@@ -85,7 +108,7 @@ const earliest = (times: readonly number[]): number | undefined => (times.length
 /** The leg's decision: a requested cancel ends the turn first, and a model call past the step cap ends it failed. */
 export function decideNext(view: SessionView, facts: LegFacts): NextAction {
   if (facts.cancelRequested && !view.outcome) return { kind: 'cancel' };
-  const action = nextAction(view, facts.activeTurnId, facts.now);
+  const action = nextAction(view, facts.activeTurnId, facts.now, facts.publishedTurnId);
   if (action.kind === 'model' && view.turnSteps >= facts.maxSteps)
     return { kind: 'step-limit', maxSteps: facts.maxSteps };
   return action;

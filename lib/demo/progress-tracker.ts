@@ -1,5 +1,5 @@
 import { DEFAULT_TENANT, deriveSessionId, type SessionKey } from '../core/ids.ts';
-import type { JournalEntry } from '../core/journal.ts';
+import { type JournalEntry, legMarkerOf } from '../core/journal.ts';
 import type { SessionState } from '../core/vocabulary.ts';
 import type { SessionStore } from '../ports/session-store.ts';
 import type { DemoTicket } from './demo-batch.ts';
@@ -84,10 +84,14 @@ const line = (t: TicketProgress) => `${t.state}|${t.legs}|${t.recoveries}|${t.st
 
 function apply(t: TicketProgress, entry: JournalEntry): void {
   t.cursor = entry.seq;
+  // A leg that starts a turn carries its marker on the input.
+  const marker = legMarkerOf(entry);
+  if (marker) {
+    t.legs++;
+    if (marker.reason === 'recovery') t.recoveries++;
+  }
   switch (entry.kind) {
     case 'leg':
-      t.legs++;
-      if (entry.data.reason === 'recovery') t.recoveries++;
       t.last = `leg ${entry.data.reason}`;
       break;
     case 'model':

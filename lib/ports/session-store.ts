@@ -32,6 +32,11 @@ export interface SessionRecord {
   readonly turnQueue: readonly string[];
   /** The turn accepted last: what `--if-last-turn` compares against. */
   readonly lastTurnId?: string | undefined;
+  /**
+   * The turn whose result was published last, set by the release or `endTurn` that follows the
+   * publish (in place of a `published` journal entry): a later leg does not send it again.
+   */
+  readonly publishedTurnId?: string | undefined;
   /** Messages, decisions and verdicts waiting for the owner to journal them, oldest first. */
   readonly inbox: readonly InboxItem[];
   readonly cancelRequested: boolean;
@@ -150,6 +155,8 @@ export interface ReleaseRequest {
   readonly ttlSeconds?: number | undefined;
   /** Model tokens this leg used, added to the session's count. */
   readonly tokens?: number | undefined;
+  /** The turn whose result this leg published: recorded as `publishedTurnId` in the same write. */
+  readonly publishedTurnId?: string | undefined;
 }
 
 export type ReleaseResult = { readonly ok: true } | { readonly ok: false; readonly current: SessionRecord | undefined };
@@ -223,6 +230,8 @@ export interface EndTurnRequest {
   readonly sweepAt: number;
   readonly progressed: boolean;
   readonly ttlSeconds?: number | undefined;
+  /** The turn whose result this leg published: recorded as `publishedTurnId` in the same write. */
+  readonly publishedTurnId?: string | undefined;
 }
 
 export interface PostInboxRequest {

@@ -1,4 +1,4 @@
-import type { JournalEntry } from '../core/journal.ts';
+import { type JournalEntry, legMarkerOf } from '../core/journal.ts';
 import { parseTraceparent } from '../core/trace-context.ts';
 import type { ModelResponse } from '../ports/model-client.ts';
 import type { LegSpan, LegTraceStart, SpanHandle, TelemetryTracer } from '../telemetry/telemetry.ts';
@@ -22,9 +22,9 @@ function previousLeg(
   spanId: string,
 ): { traceId: string; spanId: string } | undefined {
   for (let i = entries.length - 1; i >= 0; i--) {
-    const entry = entries[i];
-    if (entry?.kind !== 'leg') continue;
-    const context = parseTraceparent(entry.data.traceparent);
+    const marker = legMarkerOf(entries[i] as JournalEntry);
+    if (!marker) continue;
+    const context = parseTraceparent(marker.traceparent);
     if (context && context.spanId !== spanId) return context;
   }
   return undefined;

@@ -577,8 +577,10 @@ export function describeSessionStoreContract(name: string, makeHarness: MakeHarn
           seenVersion: 1,
           progressed: true,
           ttlSeconds: CREATED_TTL + 200,
+          publishedTurnId: 'turn-0',
         });
         const whileWaiting = await ttlOf(harness, key);
+        const publishedOnRelease = (await store.getSession(key))?.publishedTurnId;
         await store.acquire(key, { owner: 'owner-b', until: now + TTL_MS, now, expectEpoch: 1, recovery: false });
         await store.endTurn(key, {
           owner: 'owner-b',
@@ -594,6 +596,9 @@ export function describeSessionStoreContract(name: string, makeHarness: MakeHarn
         expect(whileWaiting).toBe(CREATED_TTL + 200);
         expect(await ttlOf(harness, key)).toBe(CREATED_TTL + 300);
         expect((await store.getSession(key))?.state).toBe('idle');
+        // A release records the turn whose result it follows; a later write without one keeps it.
+        expect(publishedOnRelease).toBe('turn-0');
+        expect((await store.getSession(key))?.publishedTurnId).toBe('turn-0');
       });
     });
 
@@ -1107,11 +1112,19 @@ export function describeSessionStoreContract(name: string, makeHarness: MakeHarn
         const held = await acquireFree(store, key, 'owner-b', now, 1);
         await enqueue(store, key, 'turn-3', now);
         await enqueue(store, key, 'turn-4', now);
-        const base = { owner: 'owner-b', epoch: held.epoch, now: now + 3, sweepAt: now + 9_000, progressed: true };
+        const base = {
+          owner: 'owner-b',
+          epoch: held.epoch,
+          now: now + 3,
+          sweepAt: now + 9_000,
+          progressed: true,
+          publishedTurnId: 'turn-2',
+        };
 
         // Act
         const runningState = (await store.getSession(key))?.state;
         const refusedIdle = await store.endTurn(key, { ...base, next: undefined });
+        const publishedBefore = (await store.getSession(key))?.publishedTurnId;
         const advanced = await store.endTurn(key, { ...base, next: 'turn-3' });
 
         // Assert
@@ -1124,7 +1137,10 @@ export function describeSessionStoreContract(name: string, makeHarness: MakeHarn
           activeTurnId: 'turn-3',
           turnQueue: ['turn-4'],
           sweepAt: now + 9_000,
+          // The turn whose result was published rides on the same write; a refused one sets nothing.
+          publishedTurnId: 'turn-2',
         });
+        expect(publishedBefore).toBeUndefined();
         expect(record?.owner).toBeUndefined();
       });
 

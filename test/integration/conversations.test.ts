@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readLedger } from '../../examples/simulated/ledger.ts';
 import { deriveSessionId } from '../../lib/core/ids.ts';
+import { legMarkerOf } from '../../lib/core/journal.ts';
 import type { Result } from '../../lib/core/messages.ts';
 import { TEST_AGENTS_MODULE } from '../fixtures/agents/registry.ts';
 import { batonOk } from '../fixtures/cli.ts';
@@ -98,16 +99,18 @@ describe('conversations on the local stack with two workers', { timeout: 180_000
     expect(printed.map((out) => out.trim())).toEqual(ids);
     const numbers = results.map((r) => Number(/^turn (\d+):/.exec(String(r.output))?.[1]));
     expect([...numbers].sort()).toEqual([2, 3, 4, 5, 6]);
-    // The owner journals `published` just after it sends the result: wait for the last turn's.
-    const journal = await waitFor('the last turn to journal that it published', async () => {
-      const entries = await t.store.readJournal({ tenant: 'default', agent: AGENT, id: sessionId });
-      return entries.filter((e) => e.kind === 'published').length >= 6 ? entries : undefined;
+    // The owner ends the turn just after it sends the result: wait for the last turn's end.
+    const key = { tenant: 'default', agent: AGENT, id: sessionId };
+    await waitFor('the last turn to end', async () => {
+      const record = await t.store.getSession(key);
+      return record?.state === 'idle' && record.turnQueue.length === 0 ? record : undefined;
     });
+    const journal = await t.store.readJournal(key);
     const inputs = journal.filter((e) => e.kind === 'input').map((e) => e.turnId);
     expect(inputs).toHaveLength(6);
-    // Sequential: each turn's entries end (published) before the next turn's input.
-    const order = journal.filter((e) => e.kind === 'input' || e.kind === 'published').map((e) => e.kind);
-    expect(order).toEqual(Array.from({ length: 6 }, () => ['input', 'published']).flat());
+    // Sequential: each turn's entries end (outcome) before the next turn's input.
+    const order = journal.filter((e) => e.kind === 'input' || e.kind === 'outcome').map((e) => e.kind);
+    expect(order).toEqual(Array.from({ length: 6 }, () => ['input', 'outcome']).flat());
   });
 
   it('journals a message injected from another process before the running turn’s next model call', async () => {
@@ -240,8 +243,8 @@ describe('conversations on the local stack with two workers', { timeout: 180_000
     expect(seen).toEqual(journal.filter((e) => e.turnId === 'conv-9-work').map((e) => e.seq));
     // Recovery re-entered the turn with the same identities and input, and spent no retry budget.
     const turn = journal.filter((e) => e.turnId === 'conv-9-work');
-    expect(turn.some((e) => e.kind === 'leg' && e.data.reason === 'recovery')).toBe(true);
-    expect(turn.filter((e) => e.kind === 'input').map((e) => e.data)).toEqual([{ input: { text: 'work 8' } }]);
+    expect(turn.some((e) => legMarkerOf(e)?.reason === 'recovery')).toBe(true);
+    expect(turn.flatMap((e) => (e.kind === 'input' ? [e.data.input] : []))).toEqual([{ text: 'work 8' }]);
     const callIds = turn.flatMap((e) => (e.kind === 'tool' ? [e.data.callId] : []));
     expect(callIds).toEqual([1, 2, 3, 4, 5, 6, 7, 8].map((i) => `t2-w${i}`));
     expect(turn.filter((e) => e.kind === 'error')).toEqual([]);

@@ -331,6 +331,8 @@ export class DynamoDbSessionStore implements SessionStore {
     }
     if (request.progressed) sets.push(`${x.name('recoveries')} = ${x.value(0)}`);
     if (request.ttlSeconds !== undefined) sets.push(`${x.name('ttl')} = ${x.value(request.ttlSeconds)}`);
+    if (request.publishedTurnId !== undefined)
+      sets.push(`${x.name('publishedTurnId')} = ${x.value(request.publishedTurnId)}`);
     const result = await this.#update(key, META_SK, x, {
       update: `SET ${sets.join(', ')} REMOVE ${removes.join(', ')}`,
       condition: allOf(holdsLease, headMatches),
@@ -492,6 +494,8 @@ export class DynamoDbSessionStore implements SessionStore {
     }
     if (request.progressed) sets.push(`${x.name('recoveries')} = ${x.value(0)}`);
     if (request.ttlSeconds !== undefined) sets.push(`${x.name('ttl')} = ${x.value(request.ttlSeconds)}`);
+    if (request.publishedTurnId !== undefined)
+      sets.push(`${x.name('publishedTurnId')} = ${x.value(request.publishedTurnId)}`);
     // ADD inside a conditional write: an SDK retry of a committed release fails its condition, so it never counts twice.
     const add = request.tokens ? ` ADD ${x.name('tokens')} ${x.value(request.tokens)}` : '';
     const result = await this.#update(key, META_SK, x, {

@@ -339,6 +339,7 @@ export class MemorySessionStore implements SessionStore {
             }),
         ...(request.progressed ? { recoveries: 0 } : {}),
         ...(request.ttlSeconds === undefined ? {} : { ttl: request.ttlSeconds }),
+        ...(request.publishedTurnId === undefined ? {} : { publishedTurnId: request.publishedTurnId }),
       };
       this.#setMeta(key, next);
       return { ok: true };
@@ -475,6 +476,7 @@ export class MemorySessionStore implements SessionStore {
         ...(request.progressed ? { recoveries: 0 } : {}),
         ...(request.ttlSeconds === undefined ? {} : { ttl: request.ttlSeconds }),
         ...(request.tokens ? { tokens: Number(old.tokens ?? 0) + request.tokens } : {}),
+        ...(request.publishedTurnId === undefined ? {} : { publishedTurnId: request.publishedTurnId }),
       };
       this.#setMeta(key, next);
       return { ok: true };

@@ -2,8 +2,9 @@ import { type RetryPolicy, retryDelayAfter } from '../../agent/retry-policy.ts';
 import { stepFits } from '../../core/budget.ts';
 import { contentDigest } from '../../core/content-digest.ts';
 import { errorMessage, LeaseLostError } from '../../core/errors.ts';
-import type { JournalEntry } from '../../core/journal.ts';
+import { type JournalEntry, legMarkerOf } from '../../core/journal.ts';
 import { INLINE_PAYLOAD_LIMIT_BYTES, type Result } from '../../core/messages.ts';
+import { isPublished } from '../../core/next-action.ts';
 import { takeSnapshot } from '../../core/snapshot.ts';
 import { childContext } from '../../core/trace-context.ts';
 import { type OutcomeStatus, type SessionState, TERMINAL_SESSION_STATES } from '../../core/vocabulary.ts';
@@ -51,15 +52,31 @@ export async function finish(
       ...(error ? { error } : {}),
     });
   }
-  if (!leg.journal.view.published && !(await publish(leg))) return waitToPublishAgain(leg);
+  if (!resultPublished(leg) && !(await publish(leg))) return waitToPublishAgain(leg);
   const final = leg.journal.view.outcome?.status ?? status;
   const record = leg.signals.record;
+  // The release records that the result was sent: no `published` entry, one write less per turn.
+  // A crash between the send and the release sends it again (same result id), as a crash before
+  // the entry did.
+  const turnId = resultTurnId(leg);
   // A conversation goes on after a turn, whatever its outcome; a cancel ends it.
-  if (record.conversation && final !== 'cancelled' && !record.cancelRequested) await endConversationTurn(leg);
-  else await release(leg, final === 'superseded' ? 'completed' : final, undefined);
+  if (record.conversation && final !== 'cancelled' && !record.cancelRequested) await endConversationTurn(leg, turnId);
+  else await release(leg, final === 'superseded' ? 'completed' : final, undefined, turnId);
   leg.deps.telemetry.metrics.count('Outcomes', 1, { status: final });
   leg.log.info('turn finished', { status: final, legs: leg.journal.view.legs, steps: leg.journal.view.steps });
   return 'finished';
+}
+
+/** The turn the journaled outcome belongs to: the journal's, or the active one when no input came before it. */
+function resultTurnId(leg: LegContext): string {
+  return leg.journal.view.turnId ?? leg.signals.record.activeTurnId ?? '';
+}
+
+/** Was the journaled outcome's result sent: an undelivered `published` entry, or the record says so. */
+function resultPublished(leg: LegContext): boolean {
+  const { view } = leg.journal;
+  const record = leg.signals.record;
+  return view.published || isPublished(view, record.activeTurnId, record.publishedTurnId);
 }
 
 /**
@@ -75,8 +92,8 @@ export const PUBLISH_RETRY_POLICY: RetryPolicy = {
 };
 
 /**
- * Records the journaled outcome on the turn, sends the result message, and journals that it did.
- * A send that fails is journaled as an error with its backoff (false: the caller waits for the
+ * Records the journaled outcome on the turn and sends the result message; the caller's release
+ * records that it did (`publishedTurnId`). A send that fails is journaled as an error with its backoff (false: the caller waits for the
  * retry); past the policy's attempts the result is given up, so a result the queue can never take
  * ends the session instead of looping for ever: `published` says it is undelivered, the turn
  * keeps the outcome (status shows it) and an error log and the ResultsUndelivered metric say so.
@@ -85,7 +102,7 @@ export async function publish(leg: LegContext): Promise<boolean> {
   await leg.deps.failpoint('between-outcome-and-publish');
   const view = leg.journal.view;
   const outcome = view.outcome!;
-  const turnId = view.turnId ?? leg.signals.record.activeTurnId ?? '';
+  const turnId = resultTurnId(leg);
   await leg.deps.store.setTurnOutcome(leg.key, turnId, { ...outcome, at: leg.deps.clock.now() });
   await notifyParent(leg);
   try {
@@ -110,7 +127,6 @@ export async function publish(leg: LegContext): Promise<boolean> {
     await leg.journal.append('published', { undelivered });
     return true;
   }
-  await leg.journal.append('published', {});
   return true;
 }
 
@@ -194,7 +210,7 @@ export async function failUnjournaled(leg: LegContext, error: string): Promise<K
   await notifyParent(leg);
   const result = await withinMessageLimit(leg, resultMessage(leg, turnId, 'failed', undefined, error));
   await leg.deps.results.publish(result, { trace: leg.trace });
-  await release(leg, 'failed', undefined);
+  await release(leg, 'failed', undefined, turnId);
   leg.deps.telemetry.metrics.count('Outcomes', 1, { status: 'failed' });
   return 'finished';
 }
@@ -302,8 +318,16 @@ export async function yieldForBudget(leg: LegContext, what: string): Promise<Kic
   return 'yielded';
 }
 
-/** Gives the lease back in a state; a refused release means another owner holds it. */
-export async function release(leg: LegContext, state: SessionState, sweepAt: number | undefined): Promise<void> {
+/**
+ * Gives the lease back in a state, recording `publishedTurnId` when it follows that turn's
+ * published result; a refused release means another owner holds it.
+ */
+export async function release(
+  leg: LegContext,
+  state: SessionState,
+  sweepAt: number | undefined,
+  publishedTurnId?: string,
+): Promise<void> {
   await leg.resources.closeAll();
   await leg.signals.stopHeartbeat();
   const result = await leg.deps.store.release(leg.key, {
@@ -315,6 +339,7 @@ export async function release(leg: LegContext, state: SessionState, sweepAt: num
     progressed: leg.journal.progressed,
     ttlSeconds: ttlSeconds(leg.deps.config, leg.deps.clock.now()),
     tokens: leg.journal.tokensThisLeg,
+    ...(publishedTurnId === undefined ? {} : { publishedTurnId }),
   });
   if (!result.ok) throw new LeaseLostError(`release of epoch ${leg.signals.epoch} refused`, result.current);
 }
@@ -376,10 +401,11 @@ async function snapshot(leg: LegContext): Promise<void> {
 function idleLegsAtEnd(entries: readonly JournalEntry[]): number {
   let legs = 1;
   for (let i = entries.length - 1; i >= 0; i--) {
-    const entry = entries[i];
-    if (entry && STEP_KINDS.has(entry.kind)) break;
-    if (entry?.kind === 'leg') {
-      if (entry.data.reason !== 'continuation') break;
+    const entry = entries[i] as JournalEntry;
+    if (STEP_KINDS.has(entry.kind)) break;
+    const marker = legMarkerOf(entry);
+    if (marker) {
+      if (marker.reason !== 'continuation') break;
       legs++;
     }
   }

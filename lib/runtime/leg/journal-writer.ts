@@ -29,6 +29,8 @@ export class JournalWriter {
   #stepsThisLeg = 0;
   #progressed = false;
   #tokensThisLeg = 0;
+  /** The leg's marker until it is journaled (on its own, or on the turn's input). */
+  #marker: EntryDataOf<'leg'> | undefined;
 
   constructor(
     private readonly key: SessionKey,
@@ -79,26 +81,79 @@ export class JournalWriter {
    * one when this leg starts a new turn — so a per-turn stream shows the legs that ran it.
    */
   async appendLegMarker(owner: string, reason: KickReason, trace: TraceContext): Promise<void> {
+    this.#marker = { owner, reason, traceparent: formatTraceparent(trace) };
+    await this.markLeg();
+  }
+
+  /**
+   * A leg that starts a turn: its marker rides on the turn's input, its first write (nothing of
+   * the leg comes before it, so the input fences stale owners as the marker would). Any other
+   * append, and `markLeg`, writes the marker on its own first.
+   */
+  deferLegMarker(owner: string, reason: KickReason, trace: TraceContext): void {
+    this.#marker = { owner, reason, traceparent: formatTraceparent(trace) };
+  }
+
+  /** Writes a deferred marker now, on its own; nothing when it is written already. */
+  async markLeg(): Promise<void> {
+    const marker = this.#marker;
+    if (!marker) return;
     for (let attempt = 1; ; attempt++) {
       try {
         const turnId = this.signals.record.activeTurnId ?? this.#view.turnId;
-        await this.append('leg', { owner, reason, traceparent: formatTraceparent(trace) }, turnId);
+        await this.#put('leg', marker, turnId);
+        this.#marker = undefined;
         return;
       } catch (error) {
         if (!(error instanceof SeqTakenError) || attempt >= MARKER_ATTEMPTS) throw error;
-        // A stale owner's last write won this seq: read what it wrote and go after it.
-        const newer = await this.deps.store.readJournal(this.key, this.#view.lastSeq);
-        this.#entries.push(...newer);
-        this.#view = foldJournal(newer, this.#view);
-        // A newer owner's marker, not a stale write: this leg has lost the session.
-        if (this.#view.legEpoch > this.signals.epoch)
-          throw new LeaseLostError(`a newer owner (epoch ${this.#view.legEpoch}) marked the journal first`);
+        await this.#readPastStaleWrite();
       }
     }
   }
 
-  /** Appends at the next seq, under the current turn unless told otherwise. */
+  /**
+   * A stale owner's last write won the seq this leg's marker went for: read what it wrote and go
+   * after it — unless it was a newer owner's marker, and this leg has lost the session.
+   */
+  async #readPastStaleWrite(): Promise<void> {
+    const newer = await this.deps.store.readJournal(this.key, this.#view.lastSeq);
+    this.#entries.push(...newer);
+    this.#view = foldJournal(newer, this.#view);
+    if (this.#view.legEpoch > this.signals.epoch)
+      throw new LeaseLostError(`a newer owner (epoch ${this.#view.legEpoch}) marked the journal first`);
+  }
+
+  /**
+   * Appends at the next seq, under the current turn unless told otherwise. A deferred marker
+   * rides on a turn's input, and is written on its own before any other entry.
+   */
   async append<K extends EntryKind>(kind: K, data: EntryDataOf<K>, turnId = this.#view.turnId): Promise<void> {
+    const marker = this.#marker;
+    if (!marker) return this.#put(kind, data, turnId);
+    if (kind !== 'input') {
+      await this.markLeg();
+      return this.#put(kind, data, turnId);
+    }
+    try {
+      await this.#put(kind, data, turnId, marker);
+      this.#marker = undefined;
+    } catch (error) {
+      if (!(error instanceof SeqTakenError)) throw error;
+      // A stale owner's write took the seq. It may have been this very turn's input (an owner
+      // of an older epoch starting it too): mark on its own, then journal the input if still due.
+      await this.#readPastStaleWrite();
+      await this.markLeg();
+      if (this.#view.turnId !== turnId) await this.#put(kind, data, turnId);
+    }
+  }
+
+  /** One journal write at the next seq; `marker` goes on an input that is its leg's first write. */
+  async #put<K extends EntryKind>(
+    kind: K,
+    data: EntryDataOf<K>,
+    turnId: string | undefined,
+    marker?: EntryDataOf<'leg'>,
+  ): Promise<void> {
     const entry = {
       seq: this.#view.lastSeq + 1,
       kind,
@@ -106,7 +161,7 @@ export class JournalWriter {
       writeId: this.deps.ids.writeId(),
       at: this.deps.clock.now(),
       ...(turnId !== undefined ? { turnId } : {}),
-      data,
+      data: marker ? { ...data, leg: marker } : data,
     } as JournalEntry;
     const bytes = Buffer.byteLength(JSON.stringify(data));
     const limit = this.maxPayloadBytes;

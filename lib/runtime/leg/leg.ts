@@ -10,7 +10,7 @@ import type { RuntimeDeps, RuntimeLogger } from '../deps.ts';
 import { LegResources } from '../leg-resources.ts';
 import { NOOP_LEG_SPAN, startLegSpan } from '../leg-tracing.ts';
 import { denyExpiredApproval, waitForHuman } from './approval-step.ts';
-import { failUnjournaled, finish, publish, waitForRetry, yieldForBudget } from './hand-off.ts';
+import { failUnjournaled, finish, waitForRetry, yieldForBudget } from './hand-off.ts';
 import { deliverInbox } from './inbox-step.ts';
 import { refreshItemExpiry } from './item-expiry.ts';
 import { JournalWriter } from './journal-writer.ts';
@@ -92,7 +92,9 @@ export class Leg implements LegContext {
         return failUnjournaled(this, `stored state failed validation: ${error.message}`);
       throw error;
     }
-    await this.journal.appendLegMarker(this.owner, this.reason, this.trace);
+    // A leg whose first action starts a turn carries its marker on the turn's input.
+    if (this.#startsTurn()) this.journal.deferLegMarker(this.owner, this.reason, this.trace);
+    else await this.journal.appendLegMarker(this.owner, this.reason, this.trace);
     const record = this.signals.record;
     const annotations = {
       session: this.key.id,
@@ -136,7 +138,10 @@ export class Leg implements LegContext {
       } catch (error) {
         if (!(error instanceof LegAborted) || error.why === 'lease-lost') throw error;
         // Cancel: the next pass writes the cancelled outcome. Budget: continue elsewhere.
-        if (error.why === 'budget') return yieldForBudget(this, 'a step that ran past the budget');
+        if (error.why === 'budget') {
+          await this.journal.markLeg();
+          return yieldForBudget(this, 'a step that ran past the budget');
+        }
       }
     }
   }
@@ -144,6 +149,8 @@ export class Leg implements LegContext {
   /** Takes the next action; returns how the leg ends, or undefined to go on. */
   async #next(agent: AgentDefinition): Promise<KickOutcome | undefined> {
     this.signals.throwIfLeaseLost();
+    // A deferred marker waits only for a turn's input: anything else is marked first.
+    if (this.#decide(agent).kind !== 'start-turn' || releasePending(this)) await this.journal.markLeg();
     // Nothing in the inbox lands before a turn's input (messages, decisions and verdicts are the
     // running turn's). The leg's first boundary takes the inbox from the record its acquire
     // returned (milliseconds old; a message sent since lands at the next boundary), so a new
@@ -154,6 +161,7 @@ export class Leg implements LegContext {
     }
     if (releasePending(this)) return releaseStep(this);
     const action = this.#decide(agent);
+    if (action.kind !== 'start-turn') await this.journal.markLeg();
     switch (action.kind) {
       case 'cancel':
         await cancelTasks(this);
@@ -192,12 +200,17 @@ export class Leg implements LegContext {
       case 'finish':
         await this.journal.append('outcome', finalOutcome(agent, action.text));
         return undefined;
+      // Publishing goes straight on to the release, which records that the result was sent.
       case 'publish':
-        await publish(this);
-        return undefined;
       case 'done':
         return finish(this, this.journal.view.outcome!.status, undefined, undefined);
     }
+  }
+
+  /** Whether the leg's first action is to start the record's active turn (nothing journaled before it). */
+  #startsTurn(): boolean {
+    const agent = this.agent;
+    return agent !== undefined && !releasePending(this) && this.#decide(agent).kind === 'start-turn';
   }
 
   /** The next action from the fold and the freshest record this leg has. */
@@ -208,6 +221,7 @@ export class Leg implements LegContext {
       cancelRequested: record.cancelRequested,
       maxSteps: agent.limits.maxSteps,
       now: this.deps.clock.now(),
+      publishedTurnId: record.publishedTurnId,
     });
   }
 }

@@ -10,10 +10,11 @@ const END_TURN_ATTEMPTS = 5;
  * Ends a conversation turn: the next queued turn becomes active and gets a kick, or the session
  * goes idle holding no lease and no sweep — in the one write that releases the lease. The store
  * refuses the write when a turn arrived since the queue was read, so a turn sent at this moment
- * is never left behind an idle session. The first guess at the queue is the record the leg read
+ * is never left behind an idle session. The same write records the turn whose result was just
+ * published (`publishedTurnId`), so a later leg does not send it again. The first guess at the queue is the record the leg read
  * at its last step boundary; a refusal answers with the record as it is, the next guess.
  */
-export async function endConversationTurn(leg: LegContext): Promise<void> {
+export async function endConversationTurn(leg: LegContext, publishedTurnId: string): Promise<void> {
   const { deps, key } = leg;
   await leg.resources.closeAll();
   await leg.signals.stopHeartbeat();
@@ -29,6 +30,7 @@ export async function endConversationTurn(leg: LegContext): Promise<void> {
       sweepAt: now + deps.config.sweepGraceMs,
       progressed: leg.journal.progressed,
       ttlSeconds: ttlSeconds(deps.config, now),
+      publishedTurnId,
     });
     if (result.ok) {
       if (next !== undefined) {

@@ -158,6 +158,34 @@ describe('the chaos invariant checker', () => {
     expect(invariants(snapshot([{ ...base, journal }]))).toEqual(['fenced']);
   });
 
+  it('takes a leg marker carried on an input as the marker, fencing what a stale owner writes after it', () => {
+    const base = finishedSession('a');
+    // The first leg's marker rides on the input: no `leg` entry before it.
+    const input = (epoch: number, reason?: string): RawEntry => ({
+      seq: 1,
+      kind: 'input',
+      epoch,
+      writeId: 'a-1',
+      turnId: 'a',
+      data: { input: 'x', ...(reason ? { leg: { reason } } : {}) },
+    });
+    const swapped = [
+      input(1, 'first'),
+      ...base.journal.filter((e) => e.kind !== 'input' && e.seq > 1).map((e) => ({ ...e, seq: e.seq - 1 })),
+    ];
+    expect(invariants(snapshot([{ ...base, journal: swapped }]))).toEqual([]);
+    // The recovery's marker on an input of epoch 2, then a late write of epoch 1.
+    const recovered = [
+      ...swapped.slice(0, 3),
+      { ...input(2, 'recovery'), seq: 4, writeId: 'a-4' },
+      { seq: 5, kind: 'model', epoch: 1, writeId: 'a-5', turnId: 'a' },
+    ];
+    expect(invariants(snapshot([{ ...base, journal: recovered }]))).toContain('fenced');
+    // An input of a new epoch without a marker: the owner wrote before its marker.
+    const unmarked = [input(1), ...swapped.slice(1)];
+    expect(invariants(snapshot([{ ...base, journal: unmarked }]))).toContain('fenced');
+  });
+
   it('reports one write that landed at two seqs, and a call settled twice', () => {
     const base = finishedSession('a');
     const journal = [

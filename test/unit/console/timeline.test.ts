@@ -55,6 +55,24 @@ describe('the console timeline', () => {
     expect(recovery.steps[1]).toMatchObject({ title: 'retry 1', highlight: 'retry' });
   });
 
+  it('opens a leg at an input that carries its leg’s marker, with the input as that leg’s first step', () => {
+    const events = [
+      {
+        seq: 1,
+        kind: 'input',
+        epoch: 1,
+        at: at(0),
+        data: { input: { order: 1 }, leg: { reason: 'first', owner: 'owner-a', traceparent: 't' } },
+      },
+      { seq: 2, kind: 'outcome', epoch: 1, at: at(300), data: { status: 'completed', output: 'done' } },
+    ];
+
+    const timeline = buildTimeline(events);
+
+    expect(timeline.legs.map((l) => [l.reason, l.owner, l.seq])).toEqual([['first', 'owner-a', 1]]);
+    expect(timeline.legs[0]?.steps.map((s) => s.title)).toEqual(['input', 'outcome completed']);
+  });
+
   it('formats durations and ages for people', () => {
     expect(formatDuration(850)).toBe('850 ms');
     expect(formatDuration(3_240)).toBe('3.2 s');

@@ -117,6 +117,23 @@ describe('the journal fold', () => {
     expect(() => foldJournal(entries)).toThrow(CorruptStateError);
   });
 
+  it('fences stale owners from an input that carries its leg’s marker, and counts that leg', () => {
+    const marker = {
+      owner: 'owner-2',
+      reason: 'first' as const,
+      traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
+    };
+    const marked = journal().leg().add('outcome', { status: 'completed' }, 't1').epoch(2);
+    marked.add('input', { input: 'next turn', leg: marker }, 't2');
+    expect(foldJournal(marked.entries())).toMatchObject({ legEpoch: 2, legs: 2, turnId: 't2' });
+    const stale = marked.epoch(1).add('published', {}, 't1').entries();
+    expect(() => foldJournal(stale)).toThrow(/epoch 1 after the leg marker of epoch 2/);
+    // The same input without the marker fences nothing: the stale write folds.
+    const unmarked = journal().leg().add('outcome', { status: 'completed' }, 't1').epoch(2);
+    unmarked.add('input', { input: 'next turn' }, 't2').epoch(1).add('published', {}, 't1');
+    expect(foldJournal(unmarked.entries()).legEpoch).toBe(1);
+  });
+
   it('rejects a journal with a gap', () => {
     const entries = journal().leg().add('input', { input: 'x' }).entries();
     expect(() => foldJournal([entries[0]!, { ...entries[1]!, seq: 3 }])).toThrow(/gap/);

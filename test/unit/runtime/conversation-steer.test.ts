@@ -71,7 +71,7 @@ describe('steering', () => {
     const work = entries.filter((e) => e.turnId === 'work').map((e) => e.kind);
     // The call in flight finished and stays in the transcript; no further work call started.
     expect(work.filter((k) => k === 'tool')).toHaveLength(2);
-    expect(work.filter((k) => k !== 'leg').at(-2)).toBe('outcome');
+    expect(work.filter((k) => k !== 'leg').at(-1)).toBe('outcome');
     const steerInput = entries.findIndex((e) => e.kind === 'input' && e.turnId === 'steer');
     const transcript = buildTranscript(entries.slice(0, steerInput + 1));
     const results2 = transcript.flatMap((m) => m.content.filter((c) => c.type === 'toolResult'));

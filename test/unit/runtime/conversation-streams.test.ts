@@ -43,7 +43,7 @@ async function twoTurns(ticketId: string) {
 }
 
 describe('per-turn streams', () => {
-  it('replays one turn from its leg marker to its published result, each entry once, and resumes from a cursor', async () => {
+  it('replays one turn from its input (which carries its leg marker) to its outcome, each entry once, and resumes from a cursor', async () => {
     // Arrange
     const { client, store, key } = await twoTurns('E1');
     const journal = await store.readJournal(key);
@@ -55,8 +55,11 @@ describe('per-turn streams', () => {
 
     // Assert
     expect(whole.map((e) => e.seq)).toEqual(expected);
-    expect(whole[0]?.kind).toBe('leg');
-    expect(whole.at(-1)?.kind).toBe('published');
+    expect(whole[0]).toMatchObject({ kind: 'input', data: { leg: { reason: 'wake' } } });
+    expect(whole.at(-1)?.kind).toBe('outcome');
+    // A followed turn the session has moved past ends with its outcome too (the record's publishedTurnId is the later turn's).
+    const first = await collect(client.events(key.id, { turnId: 'E1', follow: true }));
+    expect(first.at(-1)?.kind).toBe('outcome');
     expect(resumed.map((e) => e.seq)).toEqual(expected.slice(3));
   });
 

@@ -60,7 +60,7 @@ describe('conversations', () => {
     expect(await store.getSession(key)).toMatchObject({ state: 'idle', activeTurnId: 'T2', turnQueue: [] });
   });
 
-  it('runs a turn sent to an idle session in one leg: acquire, marker, input, steps, outcome, publish, end', async () => {
+  it('runs a turn sent to an idle session in one leg: acquire, input (with the marker), steps, outcome, publish, end (recording the publish)', async () => {
     // Arrange
     const { deps, store, key, send } = await startConversation();
     const writesBefore = { ...store.writes };
@@ -78,7 +78,8 @@ describe('conversations', () => {
     ]);
     expect(wrote('setTurnOutcome')).toBe(1);
     const turn = (await store.readJournal(key)).slice(seqBefore).map((e) => e.kind);
-    expect(turn).toEqual(['leg', 'input', 'model', 'outcome', 'published']);
+    expect(turn).toEqual(['input', 'model', 'outcome']);
+    expect(await store.getSession(key)).toMatchObject({ state: 'idle', publishedTurnId: 'T2' });
     expect(wrote('append')).toBe(turn.length);
   });
 
@@ -178,7 +179,9 @@ describe('conversations', () => {
     // Assert
     const journal = await store.readJournal(key);
     const startT2 = journal.findIndex((e) => e.kind === 'input' && e.turnId === 'T2');
-    expect(journal[startT2 - 1]).toMatchObject({ kind: 'leg', turnId: 'T2' });
+    // The leg that starts T2 carries its marker on T2's input.
+    expect(journal[startT2]).toMatchObject({ turnId: 'T2', data: { leg: { reason: 'wake' } } });
+    expect(journal[startT2 - 1]?.turnId).toBe('T1');
     // Every leg marker carries the turn of the entries written after it.
     journal.forEach((entry, i) => {
       const next = journal[i + 1];

@@ -4,7 +4,7 @@ import { ManualClock } from '../../../lib/adapters/memory/manual-clock.ts';
 import { defineTool } from '../../../lib/agent/define-tool.ts';
 import { StepError } from '../../../lib/core/errors.ts';
 import { deriveSessionId } from '../../../lib/core/ids.ts';
-import type { JournalEntry } from '../../../lib/core/journal.ts';
+import { type JournalEntry, legMarkerOf } from '../../../lib/core/journal.ts';
 import { FailpointCrash } from '../../../lib/runtime/failpoints.ts';
 import { acceptTicket } from '../../../lib/runtime/intake.ts';
 import { MAX_IDLE_LEGS } from '../../../lib/runtime/leg/hand-off.ts';
@@ -18,6 +18,12 @@ const keyOf = (agent: string, ticketId: string) => ({
   id: deriveSessionId('default', agent, ticketId),
 });
 const kinds = (entries: JournalEntry[]) => entries.map((e) => e.kind);
+/** Each leg's marker: a `leg` entry, or the input a leg that started a turn carried it on. */
+const markers = (entries: readonly JournalEntry[]) =>
+  entries.flatMap((e) => {
+    const marker = legMarkerOf(e);
+    return marker ? [{ ...marker, epoch: e.epoch }] : [];
+  });
 
 describe('the step runner', () => {
   it('runs a one-shot ticket to a published result with every step journaled once', async () => {
@@ -31,11 +37,13 @@ describe('the step runner', () => {
     // Assert
     const key = keyOf('lookup-agent', 'T-1');
     const journal = await store.readJournal(key);
-    expect(kinds(journal)).toEqual(['leg', 'input', 'model', 'tool', 'model', 'tool', 'model', 'outcome', 'published']);
+    // The leg's marker rides on the input, its first write; the release records the sent result.
+    expect(kinds(journal)).toEqual(['input', 'model', 'tool', 'model', 'tool', 'model', 'outcome']);
+    expect(journal[0]).toMatchObject({ kind: 'input', epoch: 1, data: { leg: { reason: 'first' } } });
     expect(results.bodies).toEqual([
       expect.objectContaining({ ticketId: 'T-1', status: 'completed', output: 'found 2', steps: 5, legs: 1 }),
     ]);
-    expect((await store.getSession(key))?.state).toBe('completed');
+    expect(await store.getSession(key)).toMatchObject({ state: 'completed', publishedTurnId: 'T-1' });
     expect((await store.getTurn(key, 'T-1'))?.outcome?.status).toBe('completed');
   });
 
@@ -60,11 +68,11 @@ describe('the step runner', () => {
     const outcomes = await drain(deps, { budgetMs: 1_800 });
 
     const journal = await store.readJournal(keyOf('lookup-agent', 'T-2'));
-    const legs = journal.filter((e) => e.kind === 'leg');
+    const legs = markers(journal);
     expect(legs.length).toBeGreaterThanOrEqual(3);
     expect(outcomes.filter((o) => o === 'yielded').length).toBe(legs.length - 1);
-    expect(legs.slice(1).every((l) => l.kind === 'leg' && l.data.reason === 'continuation')).toBe(true);
-    const traceIds = new Set(legs.map((l) => (l.kind === 'leg' ? l.data.traceparent.split('-')[1] : '')));
+    expect(legs.slice(1).every((l) => l.reason === 'continuation')).toBe(true);
+    const traceIds = new Set(legs.map((l) => l.traceparent.split('-')[1]));
     expect(traceIds.size).toBe(1);
     expect(results.bodies[0]).toMatchObject({ status: 'completed', output: 'found 10', legs: legs.length });
     expect(total('Yields')).toBe(legs.length - 1);
@@ -99,7 +107,9 @@ describe('the step runner', () => {
     });
 
     const semantic = (entries: JournalEntry[]) =>
-      entries.filter((e) => e.kind !== 'leg').map((e) => ({ kind: e.kind, data: e.data }));
+      entries
+        .filter((e) => e.kind !== 'leg')
+        .map((e) => ({ kind: e.kind, data: e.kind === 'input' ? { input: e.data.input } : e.data }));
     const key = keyOf('lookup-agent', 'T-3');
     const noisyJournal = await noisy.store.readJournal(key);
     expect(semantic(noisyJournal)).toEqual(semantic(await plain.store.readJournal(key)));
@@ -218,7 +228,7 @@ describe('the step runner', () => {
     expect(await stale).toBe('lease-lost');
     expect(recoveredBy).toBe('finished');
     const journal = await store.readJournal(key);
-    const markerEpochs = journal.filter((e) => e.kind === 'leg').map((e) => e.epoch);
+    const markerEpochs = markers(journal).map((m) => m.epoch);
     expect(markerEpochs).toEqual([1, 2]);
     expect(results.bodies.filter((r) => r.status === 'completed')).toHaveLength(1);
   });
@@ -292,8 +302,8 @@ describe('the step runner', () => {
 
     expect(await predecessor).toBe('yielded');
     expect(outcome).toBe('finished');
-    const legs = (await store.readJournal(keyOf('lookup-agent', 'T-11'))).filter((e) => e.kind === 'leg');
-    expect(legs.map((l) => l.kind === 'leg' && l.data.reason)).toEqual(['first', 'continuation']);
+    const legs = markers(await store.readJournal(keyOf('lookup-agent', 'T-11')));
+    expect(legs.map((l) => l.reason)).toEqual(['first', 'continuation']);
   });
 
   it('fails a turn as "cannot fit" only after MAX_IDLE_LEGS legs in a row yield before their first step', async () => {
@@ -308,9 +318,7 @@ describe('the step runner', () => {
       status: 'failed',
       error: expect.stringContaining('step cannot fit in the budget'),
     });
-    expect((await store.readJournal(keyOf('lookup-agent', 'T-12'))).filter((e) => e.kind === 'leg')).toHaveLength(
-      MAX_IDLE_LEGS,
-    );
+    expect(markers(await store.readJournal(keyOf('lookup-agent', 'T-12')))).toHaveLength(MAX_IDLE_LEGS);
   });
 
   it('cancels a running turn at the next renewal and aborts the tool in flight', async () => {

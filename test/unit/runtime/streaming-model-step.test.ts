@@ -111,7 +111,7 @@ describe('streaming model output', () => {
         if (calls === 1) {
           // The first leg streams part of an answer, then its process dies.
           sink?.text('half an ans');
-          await waitFor(async () => (await live.read(key, 3, { now: deps.clock.now() })).length > 0, {
+          await waitFor(async () => (await live.read(key, 2, { now: deps.clock.now() })).length > 0, {
             what: 'the first partial to be stored',
           });
           throw new FailpointCrash('mid-step');
@@ -134,11 +134,12 @@ describe('streaming model output', () => {
     await drain(deps);
 
     const journal = await store.readJournal(key);
-    // The dead leg's partial sits under seq 3, which the recovery's leg marker took: followers read
-    // only the seq after the journal's last, so they never show it; and it expires.
-    expect(journal.find((e) => e.seq === 3)).toMatchObject({ kind: 'leg', data: { reason: 'recovery' } });
-    expect((await live.read(key, 3, { now: deps.clock.now() })).map((c) => c.text)).toEqual(['half an ans']);
-    expect(await live.read(key, 3, { now: deps.clock.now() + DEFAULT_LIVE_TEXT_POLICY.ttlMs })).toEqual([]);
+    // The dead leg's partial sits under seq 2 (its marker rode on the input at seq 1), which the
+    // recovery's leg marker took: followers read only the seq after the journal's last, so they
+    // never show it; and it expires.
+    expect(journal.find((e) => e.seq === 2)).toMatchObject({ kind: 'leg', data: { reason: 'recovery' } });
+    expect((await live.read(key, 2, { now: deps.clock.now() })).map((c) => c.text)).toEqual(['half an ans']);
+    expect(await live.read(key, 2, { now: deps.clock.now() + DEFAULT_LIVE_TEXT_POLICY.ttlMs })).toEqual([]);
     expect(journal.filter((e) => e.kind === 'model').map((e) => e.data)).toEqual([
       expect.objectContaining({ text: 'the whole answer' }),
     ]);

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../../lib/adapters/memory/manual-clock.ts';
 import type { MemoryWorkQueue } from '../../../lib/adapters/memory/memory-queues.ts';
 import { deriveSessionId } from '../../../lib/core/ids.ts';
-import type { JournalEntry } from '../../../lib/core/journal.ts';
+import { type JournalEntry, legMarkerOf } from '../../../lib/core/journal.ts';
 import { parseTraceparent } from '../../../lib/core/trace-context.ts';
 import { systemClock } from '../../../lib/ports/clock.ts';
 import { noFailpoints } from '../../../lib/runtime/failpoints.ts';
@@ -13,7 +13,10 @@ import { createOtelTracer } from '../../../lib/telemetry/otel-tracer.ts';
 import { drain, invocation, lookupAgent, makeTestDeps, ticketBody } from '../../fixtures/runtime.ts';
 
 const legSpanIds = (journal: JournalEntry[]) =>
-  journal.flatMap((e) => (e.kind === 'leg' ? [parseTraceparent(e.data.traceparent)!.spanId] : []));
+  journal.flatMap((e) => {
+    const marker = legMarkerOf(e);
+    return marker ? [parseTraceparent(marker.traceparent)!.spanId] : [];
+  });
 
 async function until(what: string, condition: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -44,12 +47,13 @@ describe('the OpenTelemetry tracer', () => {
     await acceptTicket(ticketBody('lookup-agent', 'O-1', { ids: ['a', 'b', 'c', 'd', 'e', 'f'] }), undefined, deps);
     const key = { tenant: 'default', agent: 'lookup-agent', id: deriveSessionId('default', 'lookup-agent', 'O-1') };
 
-    // The first leg is killed after its first tool result: it hangs there for ever, never ending its span.
+    // The first leg is killed after its first tool result (input, model, tool): it hangs there for
+    // ever, never ending its span.
     let appends = 0;
     const killed = {
       ...deps,
       failpoint: (name: string) =>
-        name === 'after-append' && ++appends === 4 ? new Promise<void>(() => {}) : Promise.resolve(),
+        name === 'after-append' && ++appends === 3 ? new Promise<void>(() => {}) : Promise.resolve(),
     };
     const [first] = (deps.workQueue as MemoryWorkQueue).receive();
     void runKick(first!.body, invocation(60_000, clock), killed);

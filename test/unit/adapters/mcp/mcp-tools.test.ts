@@ -5,7 +5,7 @@ import { importMcpTools, mcpTools } from '../../../../lib/adapters/mcp/mcp-tools
 import { toolInputSchema } from '../../../../lib/agent/define-tool.ts';
 import { toolResults } from '../../../../lib/agent/scripted-model.ts';
 import { deriveSessionId } from '../../../../lib/core/ids.ts';
-import type { JournalEntry } from '../../../../lib/core/journal.ts';
+import { type JournalEntry, legMarkerOf } from '../../../../lib/core/journal.ts';
 import { systemClock } from '../../../../lib/ports/clock.ts';
 import { acceptTicket } from '../../../../lib/runtime/intake.ts';
 import { runKick } from '../../../../lib/runtime/step-runner.ts';
@@ -45,7 +45,7 @@ const toolEntries = (journal: JournalEntry[]) =>
 
 /** Legs by seq range: the leg each tool entry was journaled in. */
 function legOf(journal: JournalEntry[], seq: number): number {
-  return journal.filter((e) => e.kind === 'leg' && e.seq < seq).length;
+  return journal.filter((e) => legMarkerOf(e) !== undefined && e.seq < seq).length;
 }
 
 /**
@@ -178,7 +178,7 @@ describe('MCP tools', () => {
         ['e3', true],
         ['r1', false],
       ]);
-      const legs = journal.filter((e) => e.kind === 'leg').length;
+      const legs = journal.filter((e) => legMarkerOf(e) !== undefined).length;
       // One connection listed the tools; then each leg opened exactly one.
       expect(http.initializations() - listed).toBe(1 + legs);
     });
