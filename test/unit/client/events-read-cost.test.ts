@@ -37,8 +37,8 @@ const THINK_MS = 30_000;
 
 /**
  * A conversation of `turns` turns of `perTurn` entries each (a leg marker, the input, model and
- * tool steps, the outcome and the published result), one entry every STEP_MS; each turn is sent
- * THINK_MS after the one before published, or `sentAheadMs` earlier (queued while that one ran).
+ * tool steps and the outcome), one entry every STEP_MS; each turn is sent
+ * THINK_MS after the one before ended, or `sentAheadMs` earlier (queued while that one ran).
  * `workerSkewMs` sets the workers' clocks behind the sender's.
  */
 async function conversation(turns: number, perTurn: number, workerSkewMs = 0, sentAheadMs = 0) {
@@ -76,9 +76,8 @@ async function conversation(turns: number, perTurn: number, workerSkewMs = 0, se
     });
     add('leg', { owner: 'o1', reason: 'wake', traceparent: `00-${'a'.repeat(32)}-${'b'.repeat(16)}-01` }, turnId);
     add('input', { input: { t } }, turnId);
-    for (let i = 0; i < perTurn - 4; i++) add('message', { text: `turn ${t} step ${i}` }, turnId);
+    for (let i = 0; i < perTurn - 3; i++) add('message', { text: `turn ${t} step ${i}` }, turnId);
     add('outcome', { status: 'completed', output: `answer ${t}` }, turnId);
-    add('published', {}, turnId);
     at += THINK_MS;
   }
   for (const entry of entries) await store.append(key, entry);
@@ -205,7 +204,7 @@ describe('a per-turn stream', () => {
       `per-turn stream of turn 17 of 20 (200 entries each): ${late.entries} entries read in ${late.reads} reads`,
     );
     expect(seqs(late.value)).toEqual(seqs(turn(17)));
-    expect(late.value.at(-1)?.kind).toBe('published');
+    expect(late.value.at(-1)?.kind).toBe('outcome');
     expect(late.entries).toBeLessThanOrEqual(2 * 200 + search);
     expect(seqs(first.value)).toEqual(seqs(turn(0)));
     expect(first.entries).toBeLessThanOrEqual(2 * 200 + search);
