@@ -59,8 +59,10 @@ export async function finish(
   // A crash between the send and the release sends it again (same result id), as a crash before
   // the entry did.
   const turnId = resultTurnId(leg);
-  // A conversation goes on after a turn, whatever its outcome; a cancel ends it.
+  // A conversation goes on after a turn, whatever its outcome; a cancel ends it, as cancelled
+  // even when it finds the last turn ended (an idle conversation). A one-shot session ends as its turn.
   if (record.conversation && final !== 'cancelled' && !record.cancelRequested) await endConversationTurn(leg, turnId);
+  else if (record.conversation && record.cancelRequested) await release(leg, 'cancelled', undefined, turnId);
   else await release(leg, final === 'superseded' ? 'completed' : final, undefined, turnId);
   leg.deps.telemetry.metrics.count('Outcomes', 1, { status: final });
   leg.log.info('turn finished', { status: final, legs: leg.journal.view.legs, steps: leg.journal.view.steps });

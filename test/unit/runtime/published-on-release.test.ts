@@ -83,9 +83,11 @@ describe('the published result recorded on the release', () => {
     await deps.workQueue.sendKick({ v: 1, session: key, reason: 'wake' });
     await drain(deps);
 
-    // Assert: the cancel ended the session; no result went out again.
+    // Assert: the cancel ended the session, as cancelled; the turn keeps its outcome; no result went out again.
     expect(results.bodies).toHaveLength(sent);
     expect((await store.getSession(key))?.owner).toBeUndefined();
+    expect((await store.getSession(key))?.state).toBe('cancelled');
+    expect((await store.getTurn(key, 'T2'))?.outcome?.status).toBe('completed');
     expect(await drain(deps)).toEqual([]);
   });
 });
