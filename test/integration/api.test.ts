@@ -283,9 +283,9 @@ describe('the HTTP API served by the local stack', { timeout: 180_000 }, () => {
     expect(approved).toBe(0);
     expect(JSON.parse(lines[0] as string)).toMatchObject({ sessionId, callId, approved: true });
     expect(refunded.outcome).toBe('completed');
-    // --turn over HTTP: that turn's entries only, from its leg marker to its published result.
+    // --turn over HTTP: that turn's entries only, from its input (which carries its leg's marker) to its outcome.
     expect(turnStream.every((event) => event.turnId === 'api-refund')).toBe(true);
-    expect([turnStream[0]?.kind, turnStream.at(-1)?.kind]).toEqual(['leg', 'published']);
+    expect([turnStream[0]?.kind, turnStream.at(-1)?.kind]).toEqual(['input', 'outcome']);
     expect((unknownTurn as ApiCallError).code).toBe('not_found');
     expect([stale.status, stale.json().error.code]).toEqual([409, 'stale_turn']);
     expect([noParked.status, noParked.json().error.message]).toEqual([400, expect.stringContaining('no parked call')]);
