@@ -320,16 +320,19 @@ export function formatBenchReport(report: BenchReport): string[] {
       ]);
     }
     const median = c.turnCosts[0];
-    if (median)
+    if (median) {
+      const byKind = Object.entries(median.fixedByKind);
       rows.push([
         '  F by request and item',
-        Object.entries(median.fixedByKind)
-          .map(([kind, n]) => `${kind} ${n.writes}`)
-          .join(', '),
-        `WCU: ${Object.entries(median.fixedByKind)
-          .map(([kind, n]) => `${kind} ${dec(n.wcu, 1)}`)
-          .join(', ')}`,
+        `${median.fixedWritesMedian} writes`,
+        byKind.map(([kind, n]) => `${kind} ${n.writes}`).join(', '),
       ]);
+      rows.push([
+        '  the same in WCU',
+        `${dec(median.fixedWcuMedian, 1)} WCU`,
+        byKind.map(([kind, n]) => `${kind} ${dec(n.wcu, 1)}`).join(', '),
+      ]);
+    }
     const r = c.newTurnReads;
     const read = (x: { requests: number; bytes: number; rcu: number }) =>
       `${x.requests} requests, ${int(x.bytes)} B, ${dec(x.rcu, 1)} RCU`;
