@@ -10,26 +10,7 @@ import { BatonClient, type SessionEvent } from '../../../lib/client/baton-client
 import { TURN_CLOCK_ALLOWANCE_MS } from '../../../lib/client/journal-pages.ts';
 import type { SessionKey } from '../../../lib/core/ids.ts';
 import type { JournalEntry } from '../../../lib/core/journal.ts';
-import type { JournalReadOptions, SessionStore } from '../../../lib/ports/session-store.ts';
-
-/** The store, counting journal reads and the entries they return (what DynamoDB bills). */
-function meteredStore(store: MemorySessionStore) {
-  const meter = { reads: 0, entries: 0 };
-  const metered = new Proxy(store, {
-    get(target, name, receiver) {
-      if (name === 'readJournal')
-        return async (key: SessionKey, after?: number, options?: JournalReadOptions) => {
-          const entries = await target.readJournal(key, after, options);
-          meter.reads++;
-          meter.entries += entries.length;
-          return entries;
-        };
-      const value = Reflect.get(target, name, receiver);
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
-  }) as SessionStore;
-  return { metered, meter };
-}
+import { meteredStore } from '../../fixtures/metered-store.ts';
 
 const STEP_MS = 2_000;
 /** Between a turn's result and the next turn being sent: someone reads the answer. */

@@ -6,27 +6,8 @@ import { BatonClient, READER_SNAPSHOT_AFTER_ENTRIES } from '../../../lib/client/
 import type { SessionKey } from '../../../lib/core/ids.ts';
 import type { JournalEntry } from '../../../lib/core/journal.ts';
 import { TaskTool } from '../../../lib/core/tasks.ts';
-import type { SessionStore } from '../../../lib/ports/session-store.ts';
 import { journal, usage } from '../../fixtures/journal.ts';
-
-/** The store, counting what the client reads from the journal. */
-function meteredStore(store: MemorySessionStore) {
-  const meter = { reads: 0, entries: 0 };
-  const metered = new Proxy(store, {
-    get(target, name, receiver) {
-      if (name === 'readJournal')
-        return async (key: SessionKey, after?: number) => {
-          const entries = await target.readJournal(key, after);
-          meter.reads++;
-          meter.entries += entries.length;
-          return entries;
-        };
-      const value = Reflect.get(target, name, receiver);
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
-  }) as SessionStore;
-  return { metered, meter };
-}
+import { meteredStore } from '../../fixtures/metered-store.ts';
 
 /**
  * A parent session waiting for an approval after `steps` tool rounds, with two background tasks
