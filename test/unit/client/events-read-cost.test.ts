@@ -1,16 +1,15 @@
 import type { LambdaFunctionURLEvent } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../../lib/adapters/memory/manual-clock.ts';
-import { MemoryTicketQueue, MemoryWorkQueue } from '../../../lib/adapters/memory/memory-queues.ts';
 import { MemorySessionStore } from '../../../lib/adapters/memory/memory-session-store.ts';
 import { createApiHandler } from '../../../lib/api/api-handler.ts';
 import { devCallerResolver } from '../../../lib/api/caller.ts';
 import { parseSse } from '../../../lib/api/sse.ts';
-import { BatonClient, type SessionEvent } from '../../../lib/client/baton-client.ts';
+import type { SessionEvent } from '../../../lib/client/baton-client.ts';
 import { TURN_CLOCK_ALLOWANCE_MS } from '../../../lib/client/journal-pages.ts';
 import type { SessionKey } from '../../../lib/core/ids.ts';
 import type { JournalEntry } from '../../../lib/core/journal.ts';
-import { meteredStore } from '../../fixtures/metered-store.ts';
+import { meteredClient } from '../../fixtures/metered-store.ts';
 
 const STEP_MS = 2_000;
 /** Between a turn's result and the next turn being sent: someone reads the answer. */
@@ -62,13 +61,7 @@ async function conversation(turns: number, perTurn: number, workerSkewMs = 0, se
     at += THINK_MS;
   }
   for (const entry of entries) await store.append(key, entry);
-  const { metered, meter } = meteredStore(store);
-  const client = new BatonClient({
-    store: metered,
-    tickets: new MemoryTicketQueue({ clock }),
-    workQueue: new MemoryWorkQueue({ clock }),
-    clock,
-  });
+  const { client, metered, meter } = meteredClient(store, clock);
   return { key, store: metered, client, meter, entries, clock };
 }
 

@@ -1,13 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../../lib/adapters/memory/manual-clock.ts';
-import { MemoryTicketQueue, MemoryWorkQueue } from '../../../lib/adapters/memory/memory-queues.ts';
 import { MemorySessionStore } from '../../../lib/adapters/memory/memory-session-store.ts';
-import { BatonClient, READER_SNAPSHOT_AFTER_ENTRIES } from '../../../lib/client/baton-client.ts';
+import { READER_SNAPSHOT_AFTER_ENTRIES } from '../../../lib/client/baton-client.ts';
 import type { SessionKey } from '../../../lib/core/ids.ts';
 import type { JournalEntry } from '../../../lib/core/journal.ts';
 import { TaskTool } from '../../../lib/core/tasks.ts';
 import { journal, usage } from '../../fixtures/journal.ts';
-import { meteredStore } from '../../fixtures/metered-store.ts';
+import { meteredClient } from '../../fixtures/metered-store.ts';
 
 /**
  * A parent session waiting for an approval after `steps` tool rounds, with two background tasks
@@ -72,13 +71,7 @@ async function longSession(steps: number) {
   const entries = j.entries();
   for (const entry of entries) await store.append(key, entry);
   await store.release(key, { owner: 'o1', epoch: 1, state: 'waiting', seenVersion: 0, progressed: true });
-  const { metered, meter } = meteredStore(store);
-  const client = new BatonClient({
-    store: metered,
-    tickets: new MemoryTicketQueue({ clock }),
-    workQueue: new MemoryWorkQueue({ clock }),
-    clock,
-  });
+  const { client, meter } = meteredClient(store, clock);
   return { key, store, client, meter, entries };
 }
 
