@@ -21,12 +21,20 @@ export function buildTranscript(entries: readonly JournalEntry[]): ChatMessage[]
   // Calls asked for and not yet answered: a turn that ended early (superseded, cancelled, failed)
   // leaves some, and models refuse a transcript with a call that has no result.
   const unanswered = new Set<string>();
+  // Once-only calls reconciled as unknown (parked): they may have run, so "not run" would be a lie.
+  const maybeRan = new Set<string>();
   for (const entry of entries) {
     switch (entry.kind) {
       case 'input':
         for (const toolCallId of unanswered)
-          pushUser({ type: 'toolResult', toolCallId, ok: false, output: { error: UNANSWERED } });
+          pushUser({
+            type: 'toolResult',
+            toolCallId,
+            ok: false,
+            output: { error: maybeRan.has(toolCallId) ? UNKNOWN_IF_RAN : UNANSWERED },
+          });
         unanswered.clear();
+        maybeRan.clear();
         pushUser({ type: 'text', text: asText(entry.data.input) });
         break;
       case 'message':
@@ -52,6 +60,8 @@ export function buildTranscript(entries: readonly JournalEntry[]): ChatMessage[]
         });
         break;
       case 'reconciled':
+        if (entry.data.verdict === 'unknown') maybeRan.add(entry.data.callId);
+        else maybeRan.delete(entry.data.callId);
         if (entry.data.verdict === 'done') unanswered.delete(entry.data.callId);
         if (entry.data.verdict === 'done')
           pushUser({ type: 'toolResult', toolCallId: entry.data.callId, ok: true, output: entry.data.output });
@@ -65,5 +75,7 @@ export function buildTranscript(entries: readonly JournalEntry[]): ChatMessage[]
 
 /** The result a call gets in the transcript when its turn ended before it ran. */
 export const UNANSWERED = 'not run: its turn ended before this call ran';
+/** The result a once-only call gets when its turn ended while nobody knew whether it ran. */
+export const UNKNOWN_IF_RAN = 'unknown: this call may have run; its turn ended before anyone could tell';
 
 export const asText = (input: unknown): string => (typeof input === 'string' ? input : JSON.stringify(input));

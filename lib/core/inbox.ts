@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { SessionView } from './fold.ts';
+import { interruptedOnceOnly } from './next-action.ts';
 
 /**
  * The inbox: what any process tells a session besides a new turn — a message for the running
@@ -58,7 +59,8 @@ export function triageInbox(view: SessionView, items: readonly InboxItem[]): Inb
     if (view.deliveredIds.includes(item.id)) discard.push(item);
     else if (item.kind === 'steer') {
       if (item.turnId === view.turnId || superseded) discard.push(item);
-      else if (running) {
+      // An interrupted once-only call is reconciled before its turn winds down: the steer waits.
+      else if (running && interruptedOnceOnly(view) === undefined) {
         deliver.push(item);
         superseded = true;
       }

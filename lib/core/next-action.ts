@@ -67,7 +67,7 @@ export function nextAction(
   const due = view.pendingCalls.find((p) => p.timer !== undefined && p.timer.wakeAt <= now);
   if (due) return { kind: 'wake', call: due };
   // A watermark without a result: the call may have run. Never repeat it blindly.
-  const interrupted = view.pendingCalls.find((p) => p.intentSeq !== undefined);
+  const interrupted = interruptedOnceOnly(view);
   if (interrupted) return { kind: 'reconcile', call: interrupted };
   const runnable = view.pendingCalls.filter((p) => p.timer === undefined);
   if (runnable.length > 0) return { kind: 'tools', calls: runnable };
@@ -75,6 +75,14 @@ export function nextAction(
   if (timer !== undefined) return { kind: 'wait-timer', wakeAt: timer };
   if (view.finalText !== undefined) return { kind: 'finish', text: view.finalText };
   return { kind: 'model' };
+}
+
+/**
+ * A once-only call whose watermark has no result and no verdict yet: it may have run, so the turn
+ * can neither run it again nor end before asking its tool (a parked call has its verdict, unknown).
+ */
+export function interruptedOnceOnly(view: SessionView): PendingCall | undefined {
+  return view.pendingCalls.find((p) => p.intentSeq !== undefined && p.call.id !== view.parkedCallId);
 }
 
 /**
@@ -105,9 +113,16 @@ const approvalDeadlines = (view: SessionView): number[] =>
   view.awaitingApproval.flatMap((id) => (view.approvalDeadlines[id] === undefined ? [] : [view.approvalDeadlines[id]]));
 const earliest = (times: readonly number[]): number | undefined => (times.length > 0 ? Math.min(...times) : undefined);
 
-/** The leg's decision: a requested cancel ends the turn first, and a model call past the step cap ends it failed. */
+/**
+ * The leg's decision: a requested cancel ends the turn first — once an interrupted once-only call
+ * is reconciled, since a turn never ends with one open — and a model call past the step cap ends
+ * it failed.
+ */
 export function decideNext(view: SessionView, facts: LegFacts): NextAction {
-  if (facts.cancelRequested && !view.outcome) return { kind: 'cancel' };
+  if (facts.cancelRequested && !view.outcome) {
+    const interrupted = interruptedOnceOnly(view);
+    return interrupted ? { kind: 'reconcile', call: interrupted } : { kind: 'cancel' };
+  }
   const action = nextAction(view, facts.activeTurnId, facts.now, facts.publishedTurnId);
   if (action.kind === 'model' && view.turnSteps >= facts.maxSteps)
     return { kind: 'step-limit', maxSteps: facts.maxSteps };

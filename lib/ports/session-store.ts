@@ -225,6 +225,11 @@ export interface EndTurnRequest {
   readonly epoch: number;
   /** The head of the turn queue as the owner read it (it becomes active), or undefined to go idle. */
   readonly next: string | undefined;
+  /**
+   * End the turn only if no event arrived since the owner last looked (a cancel, a release, a
+   * turn): the write records it as seenVersion, so an event it did not see is never absorbed.
+   */
+  readonly expectPendingVersion: number;
   readonly now: number;
   /** With a next turn: when the sweeper kicks it if its kick is lost. */
   readonly sweepAt: number;
@@ -306,7 +311,8 @@ export interface SessionStore {
   /**
    * The owner's release at the end of a conversation turn: the next queued turn becomes active
    * (state queued, for its kick) or, with none, the session goes idle with no sweep and no lease.
-   * Refused when the lease moved or the queue head is not `next` (a turn arrived: read again).
+   * Refused when the lease moved, an event arrived since `expectPendingVersion` or the queue head
+   * is not `next`: the owner reads again and handles what arrived first.
    */
   endTurn(key: SessionKey, request: EndTurnRequest): Promise<ReleaseResult>;
 

@@ -4,7 +4,7 @@ import { childContext } from '../core/trace-context.ts';
 import { DEFAULT_MAX_PENDING_INPUTS } from '../core/vocabulary.ts';
 import type { Clock } from '../ports/clock.ts';
 import type { WorkQueue } from '../ports/queues.ts';
-import { type ActiveInput, EnqueueRefusal, type SessionRecord, type SessionStore } from '../ports/session-store.ts';
+import type { ActiveInput, EnqueueRefusal, SessionRecord, SessionStore } from '../ports/session-store.ts';
 
 /** What accepting a further turn needs: the store, the work queue and a clock. */
 export interface TurnIntakeDeps {
@@ -83,10 +83,10 @@ export async function acceptTurn(turn: NewTurn, deps: TurnIntakeDeps): Promise<A
   });
   if (!result.ok) {
     const refused = refusal(result.reason, key, turnId, result.current, maxPending);
-    // A turn this send wrote for a session that takes no more turns would list as queued for
-    // good: it gets the refusal as its outcome (a resend converges on it). A stale view or a full
-    // queue may pass later under the same id, so those turns are left as they are.
-    if (put.created && (result.reason === EnqueueRefusal.finished || result.reason === EnqueueRefusal.released))
+    // The turn this send wrote would list as queued for good: every refused turn gets the
+    // refusal as its outcome, so each stored turn has exactly one. A resend of the same id
+    // converges on it; a sender that tries again later uses a new id.
+    if (put.created)
       await deps.store.setTurnOutcome(key, turnId, { status: 'failed', error: refused.message, at: now });
     throw refused;
   }

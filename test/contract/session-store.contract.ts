@@ -586,6 +586,7 @@ export function describeSessionStoreContract(name: string, makeHarness: MakeHarn
           owner: 'owner-b',
           epoch: 2,
           next: undefined,
+          expectPendingVersion: (await store.getSession(key))!.pendingVersion,
           now,
           sweepAt: now + 5_000,
           progressed: true,
@@ -920,6 +921,7 @@ export function describeSessionStoreContract(name: string, makeHarness: MakeHarn
           owner: 'owner-a',
           epoch: held.epoch,
           next: undefined,
+          expectPendingVersion: (await store.getSession(key))!.pendingVersion,
           now,
           sweepAt: now + 5_000,
           progressed: true,
@@ -985,6 +987,7 @@ export function describeSessionStoreContract(name: string, makeHarness: MakeHarn
           owner: 'owner-b',
           epoch: held.epoch,
           next: 'turn-3',
+          expectPendingVersion: (await store.getSession(key))!.pendingVersion,
           now,
           sweepAt: now + 5_000,
           progressed: true,
@@ -1119,6 +1122,7 @@ export function describeSessionStoreContract(name: string, makeHarness: MakeHarn
           sweepAt: now + 9_000,
           progressed: true,
           publishedTurnId: 'turn-2',
+          expectPendingVersion: (await store.getSession(key))!.pendingVersion,
         };
 
         // Act
@@ -1144,6 +1148,36 @@ export function describeSessionStoreContract(name: string, makeHarness: MakeHarn
         expect(record?.owner).toBeUndefined();
       });
 
+      it('refuses an endTurn when an event arrived since the owner looked, so a cancel is never absorbed', async () => {
+        // Arrange
+        const { store, key, now } = await idleConversation();
+        await store.putTurn(key, turnOf('turn-2', now));
+        await enqueue(store, key, 'turn-2', now);
+        const held = await acquireFree(store, key, 'owner-b', now, 1);
+        const seen = held.pendingVersion;
+        await store.bump(key, { now, cancel: true, sweepAt: now + 1_000 });
+        const request = {
+          owner: 'owner-b',
+          epoch: held.epoch,
+          next: undefined,
+          now,
+          sweepAt: now + 1,
+          progressed: true,
+        };
+
+        // Act
+        const refused = await store.endTurn(key, { ...request, expectPendingVersion: seen });
+        const ended = await store.endTurn(key, { ...request, expectPendingVersion: seen + 1 });
+
+        // Assert
+        expect(refused.ok).toBe(false);
+        expect(refused.ok ? undefined : refused.current?.cancelRequested).toBe(true);
+        expect(ended.ok).toBe(true);
+        const record = await store.getSession(key);
+        expect(record?.seenVersion).toBe(seen + 1);
+        expect(record?.cancelRequested).toBe(true);
+      });
+
       it('refuses a stale owner’s endTurn and recognises its own when the first attempt committed', async () => {
         // Arrange
         const { harness, store, key, now } = await idleConversation();
@@ -1151,7 +1185,15 @@ export function describeSessionStoreContract(name: string, makeHarness: MakeHarn
         await enqueue(store, key, 'turn-2', now);
         const held = await acquireFree(store, key, 'owner-b', now, 1);
         await enqueue(store, key, 'turn-3', now);
-        const base = { epoch: held.epoch, next: 'turn-3', now, sweepAt: now + 1, progressed: false };
+        const expectPendingVersion = (await store.getSession(key))!.pendingVersion;
+        const base = {
+          epoch: held.epoch,
+          next: 'turn-3',
+          expectPendingVersion,
+          now,
+          sweepAt: now + 1,
+          progressed: false,
+        };
 
         // Act
         const stale = await store.endTurn(key, { ...base, owner: 'owner-a', epoch: 1 });

@@ -311,8 +311,9 @@ export class DynamoDbSessionStore implements SessionStore {
       request.next === undefined
         ? `(attribute_not_exists(${queue}) OR size(${queue}) = ${x.value(0)})`
         : `${queue}[0] = ${x.value(request.next)}`;
+    const noNewEvent = `${x.name('pendingVersion')} = ${x.value(request.expectPendingVersion)}`;
     const sets = [
-      `${x.name('seenVersion')} = ${x.name('pendingVersion')}`,
+      `${x.name('seenVersion')} = ${x.value(request.expectPendingVersion)}`,
       `${x.name('updatedAt')} = ${x.value(request.now)}`,
     ];
     // The ended turn's input goes with it; the next turn's leg reads its turn item.
@@ -335,7 +336,7 @@ export class DynamoDbSessionStore implements SessionStore {
       sets.push(`${x.name('publishedTurnId')} = ${x.value(request.publishedTurnId)}`);
     const result = await this.#update(key, META_SK, x, {
       update: `SET ${sets.join(', ')} REMOVE ${removes.join(', ')}`,
-      condition: allOf(holdsLease, headMatches),
+      condition: allOf(holdsLease, headMatches, noNewEvent),
     });
     if (result.ok) return { ok: true };
     const current = result.old === undefined ? undefined : decodeSession(result.old, key);

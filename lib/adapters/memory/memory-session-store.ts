@@ -308,7 +308,8 @@ export class MemorySessionStore implements SessionStore {
       const record = old === undefined ? undefined : decodeSession(old, key);
       const holdsLease = record?.epoch === request.epoch && record.owner === request.owner;
       const headMatches = record?.turnQueue[0] === request.next;
-      if (old === undefined || !holdsLease || !headMatches) {
+      const noNewEvent = record?.pendingVersion === request.expectPendingVersion;
+      if (old === undefined || !holdsLease || !headMatches || !noNewEvent) {
         const ownWrite =
           record !== undefined &&
           record.owner === undefined &&
@@ -326,7 +327,7 @@ export class MemorySessionStore implements SessionStore {
       } = old;
       const next: Item = {
         ...kept,
-        seenVersion: old.pendingVersion,
+        seenVersion: request.expectPendingVersion,
         updatedAt: request.now,
         ...(request.next === undefined
           ? { state: SessionState.idle }

@@ -1,6 +1,6 @@
 import type { AgentDefinition } from '../../agent/define-agent.ts';
 import type { PendingCall, SessionView } from '../../core/fold.ts';
-import { ttlSeconds } from '../deps.ts';
+import { releaseToWait } from './fenced-release.ts';
 import type { KickOutcome, LegContext } from './leg-context.ts';
 import { waitUntil } from './timer-step.ts';
 
@@ -83,36 +83,7 @@ export async function waitForHuman(
   wakeAt?: number | undefined,
 ): Promise<KickOutcome | undefined> {
   if (wakeAt !== undefined) return waitUntil(leg, wakeAt);
-  await leg.resources.closeAll();
-  await leg.signals.stopHeartbeat();
-  const seen = leg.signals.record.pendingVersion;
-  const released = await leg.deps.store.release(leg.key, {
-    owner: leg.owner,
-    epoch: leg.signals.epoch,
-    state: 'waiting',
-    expectPendingVersion: seen,
-    seenVersion: seen,
-    sweepAt: undefined,
-    progressed: leg.journal.progressed,
-    ttlSeconds: ttlSeconds(leg.deps.config, leg.deps.clock.now()),
-  });
-  if (released.ok) {
-    leg.log.info('waiting for a human', { what });
-    return what === 'approval' ? 'waiting' : 'parked';
-  }
-  if (released.current?.owner === leg.owner && released.current.epoch === leg.signals.epoch) {
-    // Something arrived: the heartbeat is stopped, so go on in a fresh leg rather than unrenewed.
-    await leg.deps.workQueue.sendKick({ v: 1, session: leg.key, reason: 'wake' }, { trace: leg.trace });
-    await leg.deps.store.release(leg.key, {
-      owner: leg.owner,
-      epoch: leg.signals.epoch,
-      state: 'waiting',
-      seenVersion: seen,
-      sweepAt: leg.deps.clock.now() + leg.deps.config.sweepGraceMs,
-      progressed: leg.journal.progressed,
-      ttlSeconds: ttlSeconds(leg.deps.config, leg.deps.clock.now()),
-    });
-    return 'waiting';
-  }
-  return 'lease-lost';
+  if (!(await releaseToWait(leg, undefined))) return undefined;
+  leg.log.info('waiting for a human', { what });
+  return what === 'approval' ? 'waiting' : 'parked';
 }

@@ -1,7 +1,7 @@
 import { type RetryPolicy, retryDelayAfter } from '../../agent/retry-policy.ts';
 import { stepFits } from '../../core/budget.ts';
 import { contentDigest } from '../../core/content-digest.ts';
-import { errorMessage, LeaseLostError } from '../../core/errors.ts';
+import { errorMessage } from '../../core/errors.ts';
 import { type JournalEntry, legMarkerOf } from '../../core/journal.ts';
 import { INLINE_PAYLOAD_LIMIT_BYTES, type Result } from '../../core/messages.ts';
 import { isPublished } from '../../core/next-action.ts';
@@ -10,9 +10,10 @@ import { childContext } from '../../core/trace-context.ts';
 import { type OutcomeStatus, type SessionState, TERMINAL_SESSION_STATES } from '../../core/vocabulary.ts';
 import { ttlSeconds } from '../deps.ts';
 import { FailpointCrash } from '../failpoints.ts';
+import { release, releaseToWait, releaseUnlessEvent } from './fenced-release.ts';
 import { STEP_KINDS } from './journal-writer.ts';
 import type { KickOutcome, LegContext } from './leg-context.ts';
-import { waitUntil } from './timer-step.ts';
+import { MAX_DELAY_SECONDS, waitUntil } from './timer-step.ts';
 import { endConversationTurn } from './turn-end.ts';
 
 /**
@@ -20,8 +21,6 @@ import { endConversationTurn } from './turn-end.ts';
  * continuation. Every way out stops the heartbeat before the release, so no renewal races it.
  */
 
-/** SQS caps a message delay at 15 minutes; longer waits are chained through `notBefore`. */
-export const MAX_DELAY_SECONDS = 900;
 /**
  * Consecutive legs that yield without a step before the turn fails as "cannot fit". The functions
  * refuse at cold start a step that cannot fit a whole invocation with LEG_OVERHEAD_MS to spare,
@@ -36,13 +35,17 @@ export function fitsInBudget(leg: LegContext, maxDurationMs: number): boolean {
   return stepFits(maxDurationMs, leg.invocation.remainingMs(), leg.deps.config.reserveMs);
 }
 
-/** Ends the turn with an outcome and runs the rest of the finish protocol. */
+/**
+ * Ends the turn with an outcome and runs the rest of the finish protocol: publish, then the
+ * release that records the publish. Returns undefined when an event (a cancel, a release, a turn)
+ * arrived under that release: the leg holds its lease still and handles it first.
+ */
 export async function finish(
   leg: LegContext,
   status: OutcomeStatus,
   output: unknown,
   error: string | undefined,
-): Promise<KickOutcome> {
+): Promise<KickOutcome | undefined> {
   // A turn has one outcome: once it is journaled, a later leg only publishes and releases it.
   if (!leg.journal.view.outcome) {
     if (error) leg.log.error('turn failed', { error });
@@ -52,21 +55,75 @@ export async function finish(
       ...(error ? { error } : {}),
     });
   }
-  if (!resultPublished(leg) && !(await publish(leg))) return waitToPublishAgain(leg);
+  const turnId = resultTurnId(leg);
+  if (!resultPublished(leg)) {
+    if (!(await publish(leg))) return waitToPublishAgain(leg);
+    leg.resultSent = turnId;
+  }
   const final = leg.journal.view.outcome?.status ?? status;
   const record = leg.signals.record;
   // The release records that the result was sent: no `published` entry, one write less per turn.
   // A crash between the send and the release sends it again (same result id), as a crash before
-  // the entry did.
-  const turnId = resultTurnId(leg);
-  // A conversation goes on after a turn, whatever its outcome; a cancel ends it, as cancelled
-  // even when it finds the last turn ended (an idle conversation). A one-shot session ends as its turn.
-  if (record.conversation && final !== 'cancelled' && !record.cancelRequested) await endConversationTurn(leg, turnId);
-  else if (record.conversation && record.cancelRequested) await release(leg, 'cancelled', undefined, turnId);
-  else await release(leg, final === 'superseded' ? 'completed' : final, undefined, turnId);
+  // the entry did. A conversation goes on after a turn, whatever its outcome; a cancel ends it,
+  // as cancelled even when it finds the last turn ended (an idle conversation). A one-shot
+  // session ends as its turn.
+  const endsSession = !record.conversation || record.cancelRequested || final === 'cancelled';
+  const state = record.conversation && record.cancelRequested ? 'cancelled' : terminalState(final);
+  const left = endsSession ? await endSession(leg, state, turnId) : await endConversationTurn(leg, turnId);
+  if (!left) return undefined;
   leg.deps.telemetry.metrics.count('Outcomes', 1, { status: final });
   leg.log.info('turn finished', { status: final, legs: leg.journal.view.legs, steps: leg.journal.view.steps });
   return 'finished';
+}
+
+/**
+ * Finishes where the leg cannot go on to handle an event (no agent to run it): the finish is
+ * tried again with the fresher record until its release lands.
+ */
+export async function finishNow(
+  leg: LegContext,
+  status: OutcomeStatus,
+  error: string | undefined,
+): Promise<KickOutcome> {
+  for (;;) {
+    const left = await finish(leg, status, undefined, error);
+    if (left) return left;
+  }
+}
+
+const terminalState = (status: OutcomeStatus): SessionState => (status === 'superseded' ? 'completed' : status);
+
+/**
+ * Moves the session to a terminal state, fenced on pendingVersion: every turn queued behind the
+ * active one gets its outcome and its result first, so none is left queued for good, and a turn
+ * accepted meanwhile refuses the release and is settled at the next try.
+ */
+async function endSession(leg: LegContext, state: SessionState, publishedTurnId: string): Promise<boolean> {
+  await settleQueuedTurns(leg, state);
+  return releaseUnlessEvent(leg, state, undefined, publishedTurnId);
+}
+
+/**
+ * The turns waiting behind the active one of a session that ends now: each gets the session's
+ * end as its outcome (write-once: a retry finds the first) and a result, sent again by a retry
+ * (same result id) so a crash between the two loses none.
+ */
+async function settleQueuedTurns(leg: LegContext, state: SessionState): Promise<void> {
+  const queued = leg.signals.record.turnQueue;
+  if (queued.length === 0) return;
+  const status: OutcomeStatus = state === 'failed' ? 'failed' : 'cancelled';
+  const error = `session ${leg.key.id} ended (${state}) before this turn ran`;
+  for (const turnId of queued) {
+    const outcome = await leg.deps.store.setTurnOutcome(leg.key, turnId, { status, error, at: leg.deps.clock.now() });
+    const result = resultMessage(leg, turnId, outcome.status, outcome.output, outcome.error);
+    await leg.deps.results.publish(
+      { ...result, legs: 0, steps: 0, usage: { inputTokens: 0, outputTokens: 0 } },
+      {
+        trace: leg.trace,
+      },
+    );
+  }
+  leg.log.info('queued turns settled as the session ended', { state, turns: queued.length });
 }
 
 /** The turn the journaled outcome belongs to: the journal's, or the active one when no input came before it. */
@@ -78,7 +135,7 @@ function resultTurnId(leg: LegContext): string {
 function resultPublished(leg: LegContext): boolean {
   const { view } = leg.journal;
   const record = leg.signals.record;
-  return view.published || isPublished(view, record.activeTurnId, record.publishedTurnId);
+  return view.published || isPublished(view, record.activeTurnId, leg.resultSent ?? record.publishedTurnId);
 }
 
 /**
@@ -212,6 +269,7 @@ export async function failUnjournaled(leg: LegContext, error: string): Promise<K
   await notifyParent(leg);
   const result = await withinMessageLimit(leg, resultMessage(leg, turnId, 'failed', undefined, error));
   await leg.deps.results.publish(result, { trace: leg.trace });
+  await settleQueuedTurns(leg, 'failed');
   await release(leg, 'failed', undefined, turnId);
   leg.deps.telemetry.metrics.count('Outcomes', 1, { status: 'failed' });
   return 'finished';
@@ -268,7 +326,7 @@ export async function waitForTasks(leg: LegContext, deadline: number): Promise<K
 }
 
 /** Hands the session to the next leg: a continuation first, then a release that may fail. */
-export async function yieldForBudget(leg: LegContext, what: string): Promise<KickOutcome> {
+export async function yieldForBudget(leg: LegContext, what: string): Promise<KickOutcome | undefined> {
   if (leg.journal.stepsThisLeg === 0 && idleLegsAtEnd(leg.journal.entries) >= MAX_IDLE_LEGS) {
     return finish(leg, 'failed', undefined, `step cannot fit in the budget: ${what}`);
   }
@@ -318,64 +376,6 @@ export async function yieldForBudget(leg: LegContext, what: string): Promise<Kic
     released: released?.ok,
   });
   return 'yielded';
-}
-
-/**
- * Gives the lease back in a state, recording `publishedTurnId` when it follows that turn's
- * published result; a refused release means another owner holds it.
- */
-export async function release(
-  leg: LegContext,
-  state: SessionState,
-  sweepAt: number | undefined,
-  publishedTurnId?: string,
-): Promise<void> {
-  await leg.resources.closeAll();
-  await leg.signals.stopHeartbeat();
-  const result = await leg.deps.store.release(leg.key, {
-    owner: leg.owner,
-    epoch: leg.signals.epoch,
-    state,
-    seenVersion: leg.signals.record.pendingVersion,
-    sweepAt,
-    progressed: leg.journal.progressed,
-    ttlSeconds: ttlSeconds(leg.deps.config, leg.deps.clock.now()),
-    tokens: leg.journal.tokensThisLeg,
-    ...(publishedTurnId === undefined ? {} : { publishedTurnId }),
-  });
-  if (!result.ok) throw new LeaseLostError(`release of epoch ${leg.signals.epoch} refused`, result.current);
-}
-
-/**
- * Releases into `waiting` only if no event (a cancel, a new input) arrived since the leg last
- * looked: otherwise nothing would wake the session for it. Returns false when one did; the leg
- * then holds its lease still, renews again and goes on to handle the event.
- */
-export async function releaseToWait(leg: LegContext, sweepAt: number | undefined): Promise<boolean> {
-  await leg.resources.closeAll();
-  await leg.signals.stopHeartbeat();
-  const seen = leg.signals.record.pendingVersion;
-  const result = await leg.deps.store.release(leg.key, {
-    owner: leg.owner,
-    epoch: leg.signals.epoch,
-    state: 'waiting',
-    expectPendingVersion: seen,
-    seenVersion: seen,
-    sweepAt,
-    progressed: leg.journal.progressed,
-    ttlSeconds: ttlSeconds(leg.deps.config, leg.deps.clock.now()),
-    tokens: leg.journal.tokensThisLeg,
-  });
-  if (result.ok) return true;
-  const current = result.current;
-  if (current?.owner !== leg.owner || current.epoch !== leg.signals.epoch)
-    throw new LeaseLostError(`release of epoch ${leg.signals.epoch} refused`, current);
-  leg.log.info('an event arrived before the release; handling it first', {
-    seen,
-    pendingVersion: current.pendingVersion,
-  });
-  leg.signals.resume(current);
-  return false;
 }
 
 /**

@@ -38,4 +38,10 @@ export interface LegContext {
   readonly resources: LegResources;
   /** The session's agent, when it is deployed here. */
   readonly agent: AgentDefinition | undefined;
+  /**
+   * The turn whose result this leg sent and has not yet recorded: the release that records it
+   * (`publishedTurnId`) may be refused by an event that arrived meanwhile, and the leg that goes
+   * on to handle it must not send the result again.
+   */
+  resultSent: string | undefined;
 }

@@ -10,7 +10,7 @@ import type { RuntimeDeps, RuntimeLogger } from '../deps.ts';
 import { LegResources } from '../leg-resources.ts';
 import { NOOP_LEG_SPAN, startLegSpan } from '../leg-tracing.ts';
 import { denyExpiredApproval, waitForHuman } from './approval-step.ts';
-import { failUnjournaled, finish, waitForRetry, yieldForBudget } from './hand-off.ts';
+import { failUnjournaled, finish, finishNow, waitForRetry, yieldForBudget } from './hand-off.ts';
 import { deliverInbox } from './inbox-step.ts';
 import { refreshItemExpiry } from './item-expiry.ts';
 import { JournalWriter } from './journal-writer.ts';
@@ -36,6 +36,7 @@ export class Leg implements LegContext {
   readonly journal: JournalWriter;
   readonly resources: LegResources;
   span: LegSpan = NOOP_LEG_SPAN;
+  resultSent: string | undefined;
   /** Whether a step boundary has read the inbox yet; the first one uses the acquire's record. */
   #passedBoundary = false;
 
@@ -116,14 +117,14 @@ export class Leg implements LegContext {
     await this.deps.failpoint('after-marker');
 
     const agent = this.agent;
-    if (!agent) return finish(this, 'failed', undefined, `unknown agent "${this.key.agent}": not deployed here`);
+    if (!agent) return finishNow(this, 'failed', `unknown agent "${this.key.agent}": not deployed here`);
     const recoveries = recoveriesWithoutProgress(
       this.signals.record.recoveries,
       this.signals.epoch,
       this.journal.entries,
     );
     if (isCrashLoop(this.journal.view, this.reason === 'recovery', recoveries, agent.limits.maxRecoveries)) {
-      return finish(this, 'failed', undefined, `crash loop: ${recoveries} consecutive recoveries without progress`);
+      return finishNow(this, 'failed', `crash loop: ${recoveries} consecutive recoveries without progress`);
     }
     const refused = await refuseOrphanTask(this);
     if (refused) return refused;
@@ -140,7 +141,8 @@ export class Leg implements LegContext {
         // Cancel: the next pass writes the cancelled outcome. Budget: continue elsewhere.
         if (error.why === 'budget') {
           await this.journal.markLeg();
-          return yieldForBudget(this, 'a step that ran past the budget');
+          const left = await yieldForBudget(this, 'a step that ran past the budget');
+          if (left) return left;
         }
       }
     }
@@ -221,7 +223,7 @@ export class Leg implements LegContext {
       cancelRequested: record.cancelRequested,
       maxSteps: agent.limits.maxSteps,
       now: this.deps.clock.now(),
-      publishedTurnId: record.publishedTurnId,
+      publishedTurnId: this.resultSent ?? record.publishedTurnId,
     });
   }
 }

@@ -1,7 +1,10 @@
 import type { PendingCall } from '../../core/fold.ts';
 import type { KickReason } from '../../core/vocabulary.ts';
-import { MAX_DELAY_SECONDS, releaseToWait } from './hand-off.ts';
+import { releaseToWait } from './fenced-release.ts';
 import type { KickOutcome, LegContext } from './leg-context.ts';
+
+/** SQS caps a message delay at 15 minutes; longer waits are chained through `notBefore`. */
+export const MAX_DELAY_SECONDS = 900;
 
 /**
  * Durable timers. `waitUntil` is the one way a leg waits for a time (a timer, an approval

@@ -58,10 +58,12 @@ export async function toolStep(
 export async function reconcileStep(leg: LegContext, agent: AgentDefinition, pending: PendingCall): Promise<void> {
   const tool = agent.tools.find((t) => t.name === pending.call.name);
   const key = pendingCallKey(leg.key, pending);
+  // Like the once-only call it answers for, a reconcile is stopped by a lost lease only: a cancel
+  // waits for its verdict, since the turn cannot end with the call open.
   const verdict = tool?.reconcile
-    ? await tool.reconcile(key, pending.call.input, leg.signals.stepSignal)
+    ? await leg.signals.duringOnceOnly(() => tool.reconcile!(key, pending.call.input, leg.signals.leaseSignal))
     : ({ verdict: 'unknown' } as const);
-  leg.signals.throwIfAborted();
+  leg.signals.throwIfLeaseLost();
   leg.log.warn('once-only call found interrupted; reconciled', {
     callId: pending.call.id,
     verdict: verdict.verdict,
