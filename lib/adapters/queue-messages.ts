@@ -1,6 +1,13 @@
 import type { z } from 'zod';
 import { InvalidInputError, PayloadTooLargeError } from '../core/errors.ts';
-import { ATTR_RESULT_ID, ATTR_TRACEPARENT, describeIssues, MAX_MESSAGE_BYTES, type Result } from '../core/messages.ts';
+import {
+  ATTR_RESULT_ID,
+  ATTR_TRACEPARENT,
+  describeIssues,
+  type Kick,
+  MAX_MESSAGE_BYTES,
+  type Result,
+} from '../core/messages.ts';
 import { formatTraceparent } from '../core/trace-context.ts';
 import type { SendOptions } from '../ports/queues.ts';
 
@@ -57,6 +64,27 @@ export function delaySecondsOf(options: SendOptions | undefined): number | undef
     throw new InvalidInputError(`delay of ${delay} s is outside SQS's 0–${MAX_DELAY_SECONDS} s`);
   }
   return Math.ceil(delay);
+}
+
+/**
+ * A kick due at `options.notBefore`: delayed up to SQS's cap, and carrying `notBefore` past it so
+ * the receiver sends it on again. Without `notBefore` the kick and its options are unchanged.
+ */
+export function scheduleKick(
+  kick: Kick,
+  options: SendOptions | undefined,
+  now: number,
+): { kick: Kick; options: SendOptions | undefined } {
+  const due = options?.notBefore;
+  if (due === undefined) return { kick, options };
+  const { notBefore: _due, ...rest } = options!;
+  const delayMs = Math.max(0, due - now);
+  const chained = delayMs > MAX_DELAY_SECONDS * 1000;
+  const { notBefore: _stale, ...plain } = kick;
+  return {
+    kick: chained ? { ...plain, notBefore: due } : plain,
+    options: { ...rest, delaySeconds: Math.min(MAX_DELAY_SECONDS, Math.ceil(delayMs / 1000)) },
+  };
 }
 
 /** The message attributes of a send: `traceparent` when a trace is given, plus the extras. */

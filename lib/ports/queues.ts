@@ -4,8 +4,14 @@ import type { TraceContext } from '../core/trace-context.ts';
 export interface SendOptions {
   /** The session's trace context, sent as `traceparent` (and as the X-Ray header). */
   readonly trace?: TraceContext | undefined;
-  /** Up to 900 s (SQS's cap); longer delays are chained by the runtime. */
+  /** Up to 900 s (SQS's cap). */
   readonly delaySeconds?: number | undefined;
+  /**
+   * A kick due at this time (epoch ms), however far ahead: the work queue delays it as far as it
+   * can and chains the rest (the kick carries `notBefore`, and the leg that receives it early
+   * sends it on again), so callers never deal with SQS's 15-minute cap.
+   */
+  readonly notBefore?: number | undefined;
 }
 
 /** The work queue: kicks that say "make progress on session X". */

@@ -8,6 +8,7 @@ import {
   delaySecondsOf,
   messageAttributesOf,
   resultAttributes,
+  scheduleKick,
   validateMessage,
 } from '../queue-messages.ts';
 
@@ -39,14 +40,14 @@ export class MemoryQueue<T> {
   #pending: SentMessage<T>[] = [];
   #listeners = new Set<(message: SentMessage<T>) => void>();
   #failures: Error[] = [];
-  readonly #clock: Clock;
+  protected readonly clock: Clock;
 
   constructor(
     private readonly schema: z.ZodType<T>,
     private readonly what: string,
     options: MemoryQueueOptions = {},
   ) {
-    this.#clock = options.clock ?? systemClock;
+    this.clock = options.clock ?? systemClock;
   }
 
   /** The bodies of everything sent, in order. */
@@ -65,7 +66,7 @@ export class MemoryQueue<T> {
   }
 
   /** Removes and returns the messages visible at `now` (all of them by default), in send order. */
-  receive(now = this.#clock.now()): SentMessage<T>[] {
+  receive(now = this.clock.now()): SentMessage<T>[] {
     const visible = this.#pending.filter((message) => message.visibleAt <= now);
     this.#pending = this.#pending.filter((message) => message.visibleAt > now);
     return visible;
@@ -100,7 +101,7 @@ export class MemoryQueue<T> {
     const delaySeconds = delaySecondsOf(options) ?? 0;
     const failure = this.#failures.shift();
     if (failure) throw failure;
-    const sentAt = this.#clock.now();
+    const sentAt = this.clock.now();
     const trace = options?.trace;
     const sent: SentMessage<T> = {
       body,
@@ -123,7 +124,8 @@ export class MemoryWorkQueue extends MemoryQueue<Kick> implements WorkQueue {
   }
 
   async sendKick(kick: Kick, options?: SendOptions): Promise<void> {
-    this.enqueue(kick, options);
+    const scheduled = scheduleKick(kick, options, this.clock.now());
+    this.enqueue(scheduled.kick, scheduled.options);
   }
 }
 

@@ -1,12 +1,14 @@
 import { type MessageAttributeValue, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { Kick, Result, Ticket } from '../../core/messages.ts';
 import { xrayHeaderFor } from '../../core/trace-context.ts';
+import { type Clock, systemClock } from '../../ports/clock.ts';
 import type { ResultPublisher, SendOptions, TicketQueue, WorkQueue } from '../../ports/queues.ts';
 import {
   checkMessageSize,
   delaySecondsOf,
   messageAttributesOf,
   resultAttributes,
+  scheduleKick,
   sqsMessageBody,
   validateMessage,
 } from '../queue-messages.ts';
@@ -14,6 +16,8 @@ import {
 export interface SqsQueueOptions {
   readonly client: SQSClient;
   readonly queueUrl: string;
+  /** What a kick's `notBefore` is measured against; the system clock by default. */
+  readonly clock?: Clock | undefined;
 }
 
 /**
@@ -56,7 +60,8 @@ export class SqsWorkQueue implements WorkQueue {
   constructor(private readonly queue: SqsQueueOptions) {}
 
   async sendKick(kick: Kick, options?: SendOptions): Promise<void> {
-    await send(this.queue, validateMessage(Kick, kick, 'kick'), options);
+    const scheduled = scheduleKick(kick, options, (this.queue.clock ?? systemClock).now());
+    await send(this.queue, validateMessage(Kick, scheduled.kick, 'kick'), scheduled.options);
   }
 }
 

@@ -4,7 +4,6 @@ import type { KickReason } from '../../core/vocabulary.ts';
 import type { SessionRecord } from '../../ports/session-store.ts';
 import { type RuntimeDeps, type RuntimeLogger, ttlSeconds } from '../deps.ts';
 import type { Invocation, KickOutcome } from './leg-context.ts';
-import { MAX_DELAY_SECONDS } from './timer-step.ts';
 
 /** How many times a kick plans its acquire again when the record moved under the write. */
 const ACQUIRE_ATTEMPTS = 3;
@@ -106,9 +105,7 @@ async function delayAgain(
   if (!record) return drop('for a session that does not exist');
   if (record.state !== 'waiting' || record.sweepAt !== notBefore)
     return drop('for a session that does not wait for that time');
-  await deps.workQueue.sendKick(kick, {
-    delaySeconds: Math.min(MAX_DELAY_SECONDS, Math.ceil((notBefore - now) / 1000)),
-  });
+  await deps.workQueue.sendKick(kick, { notBefore });
   return 'delayed';
 }
 

@@ -13,7 +13,7 @@ import { FailpointCrash } from '../failpoints.ts';
 import { release, releaseToWait, releaseUnlessEvent } from './fenced-release.ts';
 import { STEP_KINDS } from './journal-writer.ts';
 import type { KickOutcome, LegContext } from './leg-context.ts';
-import { MAX_DELAY_SECONDS, waitUntil } from './timer-step.ts';
+import { waitUntil } from './timer-step.ts';
 import { endConversationTurn } from './turn-end.ts';
 
 /**
@@ -146,7 +146,7 @@ export const PUBLISH_RETRY_POLICY: RetryPolicy = {
   attempts: 8,
   initialDelayMs: 5_000,
   multiplier: 4,
-  maxDelayMs: MAX_DELAY_SECONDS * 1000,
+  maxDelayMs: 15 * 60_000,
   jitter: 0.25,
 };
 
@@ -310,15 +310,9 @@ export async function waitForRetry(leg: LegContext): Promise<KickOutcome | undef
  * it; a delayed kick at the wait's deadline (the sweeper as backstop) ends the wait otherwise.
  */
 export async function waitForTasks(leg: LegContext, deadline: number): Promise<KickOutcome | undefined> {
-  const delayMs = Math.max(0, deadline - leg.deps.clock.now());
   await leg.deps.workQueue.sendKick(
-    {
-      v: 1,
-      session: leg.key,
-      reason: 'retry',
-      ...(delayMs > MAX_DELAY_SECONDS * 1000 ? { notBefore: deadline } : {}),
-    },
-    { trace: leg.trace, delaySeconds: Math.min(MAX_DELAY_SECONDS, Math.ceil(delayMs / 1000)) },
+    { v: 1, session: leg.key, reason: 'retry' },
+    { trace: leg.trace, notBefore: deadline },
   );
   if (!(await releaseToWait(leg, deadline))) return undefined;
   leg.log.info('waiting for tasks', { until: deadline });

@@ -3,13 +3,10 @@ import type { KickReason } from '../../core/vocabulary.ts';
 import { releaseToWait } from './fenced-release.ts';
 import type { KickOutcome, LegContext } from './leg-context.ts';
 
-/** SQS caps a message delay at 15 minutes; longer waits are chained through `notBefore`. */
-export const MAX_DELAY_SECONDS = 900;
-
 /**
  * Durable timers. `waitUntil` is the one way a leg waits for a time (a timer, an approval
- * timeout, a retry backoff): it sends a delayed kick, chained through `notBefore` past SQS's
- * 15-minute cap, and releases the lease into `waiting` with `sweepAt` = the time, so the sweeper
+ * timeout, a retry backoff): it sends a kick due then (the work queue chains it past SQS's
+ * 15-minute cap), and releases the lease into `waiting` with `sweepAt` = the time, so the sweeper
  * wakes the session too should the kick be lost. No lease and no compute are held meanwhile; an
  * event (a cancel, a message, a decision) wakes the session earlier, and the leg that handles it
  * decides again from the journal, so the timer itself must be journaled before the wait.
@@ -19,16 +16,7 @@ export async function waitUntil(
   wakeAt: number,
   reason: Extract<KickReason, 'wake' | 'retry'> = 'wake',
 ): Promise<KickOutcome | undefined> {
-  const delayMs = Math.max(0, wakeAt - leg.deps.clock.now());
-  await leg.deps.workQueue.sendKick(
-    {
-      v: 1,
-      session: leg.key,
-      reason,
-      ...(delayMs > MAX_DELAY_SECONDS * 1000 ? { notBefore: wakeAt } : {}),
-    },
-    { trace: leg.trace, delaySeconds: Math.min(MAX_DELAY_SECONDS, Math.ceil(delayMs / 1000)) },
-  );
+  await leg.deps.workQueue.sendKick({ v: 1, session: leg.key, reason }, { trace: leg.trace, notBefore: wakeAt });
   // Due at wakeAt: the delayed kick (rounded up to whole seconds) finds it due, and the sweeper
   // wakes it at the same time should that kick be lost.
   if (!(await releaseToWait(leg, wakeAt))) return undefined;

@@ -4,6 +4,7 @@ import { SqsResultPublisher, SqsWorkQueue } from '../../../lib/adapters/sqs/sqs-
 import { deriveSessionId } from '../../../lib/core/ids.ts';
 import type { Kick, Result } from '../../../lib/core/messages.ts';
 import { formatTraceparent, type TraceContext, xrayHeaderFor } from '../../../lib/core/trace-context.ts';
+import { systemClock } from '../../../lib/ports/clock.ts';
 
 /** Records the SendMessage inputs an adapter builds; nothing is sent anywhere. */
 function recordingClient() {
@@ -21,6 +22,27 @@ const kick: Kick = {
 };
 
 describe('SqsWorkQueue', () => {
+  it('owns the chaining of a kick due past SQS’s 15-minute cap: delayed 900 s, carrying its due time', async () => {
+    // Arrange
+    const { client, inputs } = recordingClient();
+    const now = 1_800_000_000_000;
+    const queue = new SqsWorkQueue({
+      client,
+      queueUrl: 'https://sqs.local/work',
+      clock: { ...systemClock, now: () => now },
+    });
+
+    // Act: one due in two hours, one in ten seconds (a stale notBefore on it is dropped).
+    await queue.sendKick(kick, { notBefore: now + 2 * 3600_000 });
+    await queue.sendKick({ ...kick, notBefore: now - 1 }, { notBefore: now + 10_000 });
+
+    // Assert
+    expect(inputs.map((i) => [JSON.parse(i.MessageBody ?? '{}').notBefore, i.DelaySeconds])).toEqual([
+      [now + 2 * 3600_000, 900],
+      [undefined, 10],
+    ]);
+  });
+
   it('puts the X-Ray header in the AWSTraceHeader system attribute and the W3C context in traceparent', async () => {
     // Arrange
     const { client, inputs } = recordingClient();
