@@ -1,10 +1,12 @@
 import type { Kick } from '../core/messages.ts';
 import type { RuntimeDeps } from './deps.ts';
 import { acquireForKick, legReason } from './leg/acquire.ts';
+import type { Invocation } from './leg/invocation.ts';
 import { Leg } from './leg/leg.ts';
-import type { Invocation, KickOutcome } from './leg/leg-context.ts';
+import type { KickOutcome } from './leg/leg-context.ts';
 
-export type { Invocation, KickOutcome } from './leg/leg-context.ts';
+export type { Invocation } from './leg/invocation.ts';
+export type { KickOutcome } from './leg/leg-context.ts';
 
 /**
  * Handles one kick: acquire the session's lease, load and fold the journal, run the agent loop

@@ -3,7 +3,8 @@ import type { Kick } from '../../core/messages.ts';
 import type { KickReason } from '../../core/vocabulary.ts';
 import type { SessionRecord } from '../../ports/session-store.ts';
 import { type RuntimeDeps, type RuntimeLogger, ttlSeconds } from '../deps.ts';
-import type { Invocation, KickOutcome } from './leg-context.ts';
+import type { Invocation } from './invocation.ts';
+import type { KickOutcome } from './leg-context.ts';
 
 /** How many times a kick plans its acquire again when the record moved under the write. */
 const ACQUIRE_ATTEMPTS = 3;

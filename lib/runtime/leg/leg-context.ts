@@ -5,14 +5,9 @@ import type { KickReason } from '../../core/vocabulary.ts';
 import type { LegSpan } from '../../telemetry/telemetry.ts';
 import type { RuntimeDeps, RuntimeLogger } from '../deps.ts';
 import type { LegResources } from '../leg-resources.ts';
+import type { Invocation } from './invocation.ts';
 import type { JournalWriter } from './journal-writer.ts';
 import type { LegSignals } from './leg-signals.ts';
-
-/** The invocation a kick runs in: its id and a real deadline. */
-export interface Invocation {
-  readonly requestId: string;
-  remainingMs(): number;
-}
 
 /** How a kick ended. */
 export type KickOutcome = 'dropped' | 'delayed' | 'finished' | 'yielded' | 'waiting' | 'parked' | 'lease-lost';

@@ -4,7 +4,7 @@ import type { CancelTimer, Clock } from '../../ports/clock.ts';
 import type { SessionRecord } from '../../ports/session-store.ts';
 import type { RuntimeDeps, RuntimeLogger } from '../deps.ts';
 import { Heartbeat } from '../heartbeat.ts';
-import type { Invocation } from './leg-context.ts';
+import type { Invocation } from './invocation.ts';
 
 /** Why the leg's work was interrupted. */
 export type AbortWhy = 'lease-lost' | 'cancel' | 'budget';

@@ -1,0 +1,5 @@
+/** The invocation a kick runs in: its id and a real deadline. */
+export interface Invocation {
+  readonly requestId: string;
+  remainingMs(): number;
+}
