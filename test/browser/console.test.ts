@@ -164,7 +164,9 @@ describe('the web console in Chromium against the local stack', { timeout: 420_0
     await page.screenshot({ path: join(ARTIFACTS, 'session-approved.png'), fullPage: true });
 
     // Act: a work turn queued, a note injected into it while it runs, then a long turn steered away.
-    const work = await sendFromConsole({ text: 'work 3' }, 'queue');
+    // The work turn lasts seconds (500 ms a call): the note must reach it while it runs, on a busy
+    // machine too (at 1.5 s the turn had ended first once, and the note became a turn of its own).
+    const work = await sendFromConsole({ text: 'work 10' }, 'queue');
     const note = await sendFromConsole({ text: 'note A' }, 'inject');
     const long = await sendFromConsole({ text: 'work 50' }, 'queue');
     await waitForStatus(sessionId, (s) => s.activeTurnId === long.turnId, 'the long turn to start');
@@ -172,7 +174,7 @@ describe('the web console in Chromium against the local stack', { timeout: 420_0
 
     // Assert: the note landed in the work turn (active from the moment it was queued).
     expect([work.mode, note.mode, long.mode, steer.mode]).toEqual(['queue', 'inject', 'queue', 'steer']);
-    expect((await resultOf(work.turnId))?.output).toBe('done 3; notes: note A');
+    expect((await resultOf(work.turnId))?.output).toBe('done 10; notes: note A');
     expect((await resultOf(steer.turnId))?.output).toBe('turn 4: stop');
     const status = await waitForStatus(sessionId, (s) => s.status === 'idle', 'the conversation to go idle');
     expect(status.turns?.find((turn) => turn.turnId === long.turnId)?.outcome).toBe('superseded');
