@@ -30,6 +30,11 @@ async function operate(buttons, error, operation) {
   }
 }
 
+/** What a decision names (status shows it): the model entry, the call, its tool and its input's digest. */
+const callIdentity = ({ modelSeq, callId, tool, digest }) => ({ modelSeq, callId, tool, digest });
+/** What a verdict names: the parked call and its park. */
+const parkIdentity = (parked) => ({ ...callIdentity(parked), parkSeq: parked.parkSeq });
+
 /** Calls waiting for a human: approvals (approve or deny) and a parked once-only call (done or not). */
 function waitsSection(sessionId, onChange) {
   const error = h('p', { class: 'error', role: 'alert' });
@@ -50,7 +55,8 @@ function waitsSection(sessionId, onChange) {
     const decide = (approved) =>
       operate([approve, deny], error, async () => {
         const text = reason.value.trim();
-        await approveCall(sessionId, { callId: approval.callId, approved, ...(text ? { reason: text } : {}) });
+        // The whole identity shown: the decision holds for this call and this input only.
+        await approveCall(sessionId, { ...callIdentity(approval), approved, ...(text ? { reason: text } : {}) });
         announce(`${approved ? 'Approved' : 'Denied'} ${approval.callId}`);
         onChange();
       });
@@ -83,14 +89,14 @@ function waitsSection(sessionId, onChange) {
         } catch (e) {
           throw { code: 'invalid_json', message: `Output is not valid JSON: ${e.message}` };
         }
-        await resolveCall(sessionId, { callId: parked.callId, done: true, output: value });
+        await resolveCall(sessionId, { ...parkIdentity(parked), done: true, output: value });
         announce(`Resolved ${parked.callId} as done`);
         onChange();
       }),
     );
     notDone.addEventListener('click', () =>
       operate([done, notDone], error, async () => {
-        await resolveCall(sessionId, { callId: parked.callId, done: false });
+        await resolveCall(sessionId, { ...parkIdentity(parked), done: false });
         announce(`Resolved ${parked.callId} as not done: it runs again`);
         onChange();
       }),
@@ -118,7 +124,7 @@ function waitsSection(sessionId, onChange) {
       const approvals = status.pendingApprovals ?? [];
       const parked = status.parked;
       // Rebuilt only when what waits changes, so a half-typed reason survives the status poll.
-      const key = JSON.stringify([approvals.map((a) => a.callId), parked?.callId]);
+      const key = JSON.stringify([approvals.map(callIdentity), parked && parkIdentity(parked)]);
       if (key === shown) return;
       shown = key;
       error.textContent = '';

@@ -73,6 +73,14 @@ export const TurnOutcomeView = z.object({
   at: z.number().int(),
 });
 
+/** One call of a session's journal as a decision names it (lib/core/call-identity.ts). */
+const CallIdentityView = z.object({
+  modelSeq: z.number().int(),
+  callId: z.string(),
+  tool: z.string(),
+  digest: z.string().optional(),
+});
+
 export const SessionStatusView = z
   .object({
     sessionId: z.string(),
@@ -96,10 +104,13 @@ export const SessionStatusView = z
     activeTurnId: z.string().optional(),
     /** Turns and messages accepted and not yet taken by the session. */
     pendingInputs: z.number().int().optional(),
-    /** A waiting session's calls that wait for a human's approval (POST /sessions/{id}/approve). */
-    pendingApprovals: z.array(z.object({ callId: z.string(), tool: z.string(), input: z.unknown() })).optional(),
-    /** A once-only call parked for a human (POST /sessions/{id}/resolve). */
-    parked: z.object({ callId: z.string(), tool: z.string() }).optional(),
+    /**
+     * A waiting session's calls that wait for a human's approval (POST /sessions/{id}/approve): each
+     * call's identity and the parsed input the tool would run with, which `digest` digests.
+     */
+    pendingApprovals: z.array(CallIdentityView.extend({ input: z.unknown() })).optional(),
+    /** A once-only call parked for a human (POST /sessions/{id}/resolve), and the park a verdict answers. */
+    parked: CallIdentityView.extend({ parkSeq: z.number().int() }).optional(),
     /** When a waiting session wakes by itself, ISO 8601. */
     wakeAt: z.string().optional(),
     /** A background task's session: the session that started it. */
@@ -166,23 +177,42 @@ export const SentView = z
   })
   .meta({ id: 'Sent' });
 
-const callId = z.string().min(1).max(256);
+/**
+ * How a request names a call: its id, and (as `status` shows them) the model entry that asked for
+ * it, its tool and the digest of its parsed input. Named by the id alone, it is the call that waits
+ * with that id when the request arrives; the response says which call that was.
+ */
+const callRef = {
+  callId: z.string().min(1).max(256),
+  modelSeq: z.number().int().positive().optional(),
+  tool: z.string().min(1).max(256).optional(),
+  digest: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/)
+    .optional(),
+};
 
 /** POST /sessions/{id}/approve: a human's decision on a call waiting for approval. */
 export const ApproveBody = z
-  .object({ callId, approved: z.boolean(), reason: z.string().max(4096).optional() })
+  .object({ ...callRef, approved: z.boolean(), reason: z.string().max(4096).optional() })
   .strict()
   .meta({ id: 'ApproveBody' });
 
-/** POST /sessions/{id}/resolve: an operator's verdict on a parked once-only call. */
+/** POST /sessions/{id}/resolve: an operator's verdict on a parked once-only call (and, optionally, its park). */
 export const ResolveBody = z
-  .object({ callId, done: z.boolean(), output: z.unknown().optional() })
+  .object({
+    ...callRef,
+    parkSeq: z.number().int().positive().optional(),
+    done: z.boolean(),
+    output: z.unknown().optional(),
+  })
   .strict()
   .meta({ id: 'ResolveBody' });
 
-export const DecisionResponse = z
-  .object({ sessionId: z.string(), callId: z.string(), result: z.literal('posted') })
-  .meta({ id: 'DecisionResponse' });
+/** The decision or verdict posted, with the whole identity of the call it names. */
+export const DecisionResponse = CallIdentityView.extend({ sessionId: z.string(), result: z.literal('posted') }).meta({
+  id: 'DecisionResponse',
+});
 
 /** One background task of a session (GET /sessions/{id}/tasks). */
 export const TaskView = z

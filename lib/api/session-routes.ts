@@ -286,14 +286,14 @@ export const SESSION_ROUTES: readonly Route[] = [
     responses: { 202: { description: 'decision posted', schema: DecisionResponse }, ...refusals, ...errors },
     async handle(context) {
       const record = await visibleSession(context);
-      const { callId, approved, reason } = context.body;
-      await refusalsAsErrors(() =>
-        context.services.client.approve(record.key.id, callId, {
+      const { approved, reason, ...call } = context.body;
+      const named = await refusalsAsErrors(() =>
+        context.services.client.approve(record.key.id, call, {
           approved,
           ...(reason !== undefined ? { reason } : {}),
         }),
       );
-      return { status: 202, json: { sessionId: record.key.id, callId, result: 'posted' } };
+      return { status: 202, json: { sessionId: record.key.id, ...named, result: 'posted' } };
     },
   }),
   defineRoute({
@@ -307,11 +307,11 @@ export const SESSION_ROUTES: readonly Route[] = [
     responses: { 202: { description: 'verdict posted', schema: DecisionResponse }, ...refusals, ...errors },
     async handle(context) {
       const record = await visibleSession(context);
-      const { callId, done, output } = context.body;
-      await refusalsAsErrors(() =>
-        context.services.client.resolve(record.key.id, callId, { done, ...(output !== undefined ? { output } : {}) }),
+      const { done, output, ...call } = context.body;
+      const named = await refusalsAsErrors(() =>
+        context.services.client.resolve(record.key.id, call, { done, ...(output !== undefined ? { output } : {}) }),
       );
-      return { status: 202, json: { sessionId: record.key.id, callId, result: 'posted' } };
+      return { status: 202, json: { sessionId: record.key.id, ...named, result: 'posted' } };
     },
   }),
   defineRoute({

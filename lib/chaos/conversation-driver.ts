@@ -60,7 +60,8 @@ export async function driveConversation(ticket: SubmittedTicket, n: number, deps
       const status = await client.status(ticket.sessionId);
       const pending = status?.pendingApprovals?.find((a) => a.tool === 'issueRefund');
       // Answered between the look and the approve: it throws, and the next look sees it answered.
-      if (pending) await client.approve(ticket.sessionId, pending.callId, { approved: true });
+      // The whole identity it read is what it approves: the call and the input it saw.
+      if (pending) await client.approve(ticket.sessionId, pending, { approved: true });
       return false;
     }, deps);
   } catch (error) {

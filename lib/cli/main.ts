@@ -97,12 +97,12 @@ const COMMANDS: Record<string, CommandEntry> = {
   approve: {
     run: approve,
     summary: 'approve (or deny) a call waiting for a human',
-    usage: 'baton approve SESSION CALL_ID [--deny] [--reason TEXT]',
+    usage: 'baton approve SESSION CALL_ID [--model-seq N] [--digest SHA256] [--deny] [--reason TEXT]',
   },
   resolve: {
     run: resolve,
     summary: 'record whether a parked once-only call happened, and resume the turn',
-    usage: 'baton resolve SESSION CALL_ID (--done [--output JSON] | --not-done)',
+    usage: 'baton resolve SESSION CALL_ID [--model-seq N] [--digest SHA256] (--done [--output JSON] | --not-done)',
   },
   cancel: { run: cancel, summary: 'ask a running session to stop', usage: 'baton cancel SESSION' },
   tasks: {

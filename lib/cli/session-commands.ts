@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import type { BatonTransport } from '../client/baton-client.ts';
 import { SendMode } from '../client/baton-client.ts';
 import { HttpBatonClient } from '../client/http-baton-client.ts';
+import type { CallIdentity, CallRef } from '../core/call-identity.ts';
 import { SessionState } from '../core/vocabulary.ts';
 import { type ConnectOptions, clientFor, resolveTarget } from './connect.ts';
 import { readInput } from './read-input.ts';
@@ -74,9 +75,13 @@ export async function status(args: string[], io: CommandIo): Promise<number> {
     if (found.outcome?.output !== undefined) io.out(`  output ${JSON.stringify(found.outcome.output)}`);
     for (const turn of found.turns ?? []) io.out(`  turn ${turn.turnId} ${turn.outcome ?? turn.status}`);
     if (found.pendingInputs) io.out(`  pending inputs ${found.pendingInputs}`);
+    // The input is the parsed one the tool would run with; the options pin exactly this call.
     for (const a of found.pendingApprovals ?? [])
-      io.out(`  awaiting approval: call ${a.callId} ${a.tool} ${JSON.stringify(a.input)}`);
-    if (found.parked) io.out(`  parked: call ${found.parked.callId} ${found.parked.tool} (baton resolve)`);
+      io.out(`  awaiting approval: call ${a.callId} ${a.tool} ${JSON.stringify(a.input)} (${pinOptions(a)})`);
+    if (found.parked)
+      io.out(
+        `  parked: call ${found.parked.callId} ${found.parked.tool} (baton resolve … ${pinOptions(found.parked)})`,
+      );
     if (found.wakeAt) io.out(`  wakes at ${found.wakeAt}`);
     if (found.parent) io.out(`  task of session ${found.parent}`);
     if (found.tasks)
@@ -204,38 +209,65 @@ export async function send(args: string[], io: CommandIo): Promise<number> {
   return 0;
 }
 
-/** `baton approve SESSION CALL_ID [--deny] [--reason TEXT]` */
+/** Options that pin a call beyond its id, as `status` shows it (the model entry and the input digest). */
+const callOptions = { 'model-seq': { type: 'string' }, digest: { type: 'string' } } as const;
+
+/** The call a command names: its id, pinned by `--model-seq` and `--digest` when given. */
+function pinnedRef(callId: string, values: { 'model-seq'?: string | undefined; digest?: string | undefined }): CallRef {
+  const modelSeq = values['model-seq'] === undefined ? undefined : Number(values['model-seq']);
+  if (modelSeq !== undefined && !(Number.isInteger(modelSeq) && modelSeq > 0))
+    throw new Error(`--model-seq must be a positive integer, not ${values['model-seq']}`);
+  return {
+    callId,
+    ...(modelSeq === undefined ? {} : { modelSeq }),
+    ...(values.digest === undefined ? {} : { digest: values.digest }),
+  };
+}
+
+/** The options that name exactly this call to `baton approve` or `baton resolve`. */
+const pinOptions = (call: CallIdentity): string =>
+  `--model-seq ${call.modelSeq}${call.digest ? ` --digest ${call.digest}` : ''}`;
+
+/** How the CLI tells what a decision named: the call, its model entry, its tool and its input digest. */
+const describeCall = (call: CallIdentity): string =>
+  `call ${call.callId} (model entry ${call.modelSeq}, ${call.tool}${call.digest ? `, input ${call.digest.slice(0, 12)}` : ''})`;
+
+const APPROVE_USAGE = 'usage: baton approve SESSION CALL_ID [--model-seq N] [--digest SHA256] [--deny] [--reason TEXT]';
+
+/** `baton approve SESSION CALL_ID [--model-seq N] [--digest SHA256] [--deny] [--reason TEXT]` */
 export async function approve(args: string[], io: CommandIo): Promise<number> {
   const { values, positionals } = parseArgs({
     args,
     allowPositionals: true,
-    options: { deny: { type: 'boolean' }, reason: { type: 'string' } },
+    options: { deny: { type: 'boolean' }, reason: { type: 'string' }, ...callOptions },
   });
   const [sessionId, callId] = positionals;
-  if (!sessionId || !callId) throw new Error('usage: baton approve SESSION CALL_ID [--deny] [--reason TEXT]');
+  if (!sessionId || !callId) throw new Error(APPROVE_USAGE);
   const approved = !values.deny;
-  await (await client(io)).approve(sessionId, callId, {
+  const call = await (await client(io)).approve(sessionId, pinnedRef(callId, values), {
     approved,
     ...(values.reason !== undefined ? { reason: values.reason } : {}),
   });
   io.out(
     io.json
-      ? JSON.stringify({ sessionId, callId, approved })
-      : `${approved ? 'approved' : 'denied'} call ${callId} of ${sessionId}`,
+      ? JSON.stringify({ sessionId, ...call, approved })
+      : `${approved ? 'approved' : 'denied'} ${describeCall(call)} of ${sessionId}`,
   );
   return 0;
 }
 
-/** `baton resolve SESSION CALL_ID (--done [--output JSON] | --not-done)` */
+const RESOLVE_USAGE =
+  'usage: baton resolve SESSION CALL_ID [--model-seq N] [--digest SHA256] (--done [--output JSON] | --not-done)';
+
+/** `baton resolve SESSION CALL_ID [--model-seq N] [--digest SHA256] (--done [--output JSON] | --not-done)` */
 export async function resolve(args: string[], io: CommandIo): Promise<number> {
   const { values, positionals } = parseArgs({
     args,
     allowPositionals: true,
-    options: { done: { type: 'boolean' }, 'not-done': { type: 'boolean' }, output: { type: 'string' } },
+    options: { done: { type: 'boolean' }, 'not-done': { type: 'boolean' }, output: { type: 'string' }, ...callOptions },
   });
   const [sessionId, callId] = positionals;
-  if (!sessionId || !callId || values.done === values['not-done'])
-    throw new Error('usage: baton resolve SESSION CALL_ID (--done [--output JSON] | --not-done)');
+  if (!sessionId || !callId || values.done === values['not-done']) throw new Error(RESOLVE_USAGE);
   let output: unknown;
   if (values.output !== undefined) {
     try {
@@ -245,14 +277,14 @@ export async function resolve(args: string[], io: CommandIo): Promise<number> {
     }
   }
   const done = values.done === true;
-  await (await client(io)).resolve(sessionId, callId, {
+  const call = await (await client(io)).resolve(sessionId, pinnedRef(callId, values), {
     done,
     ...(output !== undefined ? { output } : {}),
   });
   io.out(
     io.json
-      ? JSON.stringify({ sessionId, callId, done })
-      : `resolved call ${callId} of ${sessionId} as ${done ? 'done' : 'not done'}`,
+      ? JSON.stringify({ sessionId, ...call, done })
+      : `resolved ${describeCall(call)} of ${sessionId} as ${done ? 'done' : 'not done'}`,
   );
   return 0;
 }

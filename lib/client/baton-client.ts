@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { asText } from '../agent/transcript.ts';
+import { type CallIdentity, type CallRef, callRef, identityOf, matchesRef } from '../core/call-identity.ts';
 import { contentDigest, ticketBlobPrefix } from '../core/content-digest.ts';
 import { GoneError, InvalidInputError, NotFoundError, TicketConflictError, TurnRefusedError } from '../core/errors.ts';
 import { nextWakeAt, type SessionView } from '../core/fold.ts';
 import { DEFAULT_TENANT, deriveSessionId, hashJson } from '../core/ids.ts';
-import type { InboxItem } from '../core/inbox.ts';
+import { decisionItem, type InboxItem, resolveItem } from '../core/inbox.ts';
 import type { JournalEntry } from '../core/journal.ts';
 import { INLINE_PAYLOAD_LIMIT_BYTES } from '../core/messages.ts';
 import { RUNTIME_DEFAULTS } from '../core/resources.ts';
@@ -97,7 +98,7 @@ export interface SessionStatus {
   readonly pendingInputs?: number | undefined;
   readonly pendingApprovals?: readonly PendingApproval[] | undefined;
   /** A once-only call parked for a human (`baton resolve`). */
-  readonly parked?: { readonly callId: string; readonly tool: string } | undefined;
+  readonly parked?: ParkedCallView | undefined;
   /** When a waiting session wakes by itself (a durable timer, an approval timeout, a retry), ISO 8601. */
   readonly wakeAt?: string | undefined;
   /** A background task's session: the session that started it. */
@@ -223,12 +224,28 @@ export interface Sent {
   readonly accepted: boolean;
 }
 
-/** A call waiting for a human's approval. */
-export interface PendingApproval {
-  readonly callId: string;
-  readonly tool: string;
+/**
+ * A call waiting for a human's approval: the identity a decision names (lib/core/call-identity.ts)
+ * and the parsed input the tool would run with, which `digest` digests (absent only on a request
+ * journaled before digests existed).
+ */
+export interface PendingApproval extends CallIdentity {
   readonly input: unknown;
 }
+
+/** A once-only call parked for an operator: its identity and the park (`parkSeq`) a verdict answers. */
+export interface ParkedCallView extends CallIdentity {
+  readonly parkSeq: number;
+}
+
+/** How a verdict names a parked call: as a decision names its call, and optionally the park. */
+export interface ParkedRef extends CallRef {
+  readonly parkSeq?: number | undefined;
+}
+
+/** The park a verdict's caller named, if any. */
+export const parkOf = (call: string | ParkedRef): { parkSeq?: number } =>
+  typeof call === 'string' || call.parkSeq === undefined ? {} : { parkSeq: call.parkSeq };
 
 /** A page request of the session list (one tenant, newest first). Times are ISO 8601. */
 export interface SessionListQuery {
@@ -271,10 +288,21 @@ export interface BatonTransport {
   cancel(sessionId: string): Promise<CancelResult>;
   /** A further turn or a message into the running turn; a refusal throws TurnRefusedError. */
   send(sessionId: string, input: unknown, options?: SendOptions): Promise<Sent>;
-  /** A human's decision on a call that waits for approval. */
-  approve(sessionId: string, callId: string, decision: { approved: boolean; reason?: string }): Promise<void>;
-  /** An operator's verdict on a parked once-only call. */
-  resolve(sessionId: string, callId: string, verdict: { done: boolean; output?: unknown }): Promise<void>;
+  /**
+   * A human's decision on a call that waits for approval, named by its id alone or with its model
+   * entry, tool and input digest (as `status` shows them); answers the whole identity it posted for.
+   */
+  approve(
+    sessionId: string,
+    call: string | CallRef,
+    decision: { approved: boolean; reason?: string },
+  ): Promise<CallIdentity>;
+  /** An operator's verdict on a parked once-only call, named as `approve` names one (and its park). */
+  resolve(
+    sessionId: string,
+    call: string | ParkedRef,
+    verdict: { done: boolean; output?: unknown },
+  ): Promise<CallIdentity>;
   /** A session's background tasks with their status read now. */
   tasks(sessionId: string): Promise<TaskInfo[]>;
   /** Cancels a session's running tasks, waits for them up to the bound, and refuses it new work. */
@@ -508,35 +536,44 @@ export class BatonClient implements BatonTransport {
     return { sessionId, turnId: id, mode: turn.steered ? SendMode.steer : SendMode.queue, accepted: turn.queued };
   }
 
-  /** A human's answer to a pending approval, from any process, at any time; the turn resumes. */
-  async approve(sessionId: string, callId: string, decision: { approved: boolean; reason?: string }): Promise<void> {
+  /**
+   * A human's answer to a pending approval, from any process, at any time; the turn resumes. The
+   * decision posted names the whole identity of the call it answers, read from the journal now: a
+   * caller that named the id alone decides the call that waits with that id at this moment, and
+   * the answer says which that is.
+   */
+  async approve(
+    sessionId: string,
+    call: string | CallRef,
+    decision: { approved: boolean; reason?: string },
+  ): Promise<CallIdentity> {
     const record = await this.#find(sessionId);
-    const pending = (await this.#view(record)).awaitingApproval.includes(callId);
-    if (!pending) throw new InvalidInputError(`session ${sessionId} has no pending approval for call ${callId}`);
-    await this.#post(record, {
-      kind: 'decision',
-      id: `decision:${callId}`,
-      callId,
-      approved: decision.approved,
-      ...(decision.reason !== undefined ? { reason: decision.reason } : {}),
-    });
+    const ref = callRef(call);
+    const awaited = (await this.#view(record)).awaitingApproval.find((a) => matchesRef(a, ref));
+    if (!awaited)
+      throw new InvalidInputError(`session ${sessionId} has no pending approval for call ${describeRef(ref)}`);
+    await this.#post(record, decisionItem(awaited, decision));
+    return identityOf(awaited);
   }
 
-  /** An operator's verdict on a parked once-only call: done (with its output) or not done (it runs again). */
-  async resolve(sessionId: string, callId: string, verdict: { done: boolean; output?: unknown }): Promise<void> {
+  /**
+   * An operator's verdict on a parked once-only call: done (with its output) or not done (it runs
+   * again). It answers this park only: a call parked again needs a verdict of its own.
+   */
+  async resolve(
+    sessionId: string,
+    call: string | ParkedRef,
+    verdict: { done: boolean; output?: unknown },
+  ): Promise<CallIdentity> {
     const record = await this.#find(sessionId);
-    const parked = (await this.#view(record)).parkedCallId;
-    if (parked !== callId)
+    const ref = { ...callRef(call), ...parkOf(call) };
+    const { parked } = await this.#view(record);
+    if (!parked || !matchesRef(parked, ref) || (ref.parkSeq !== undefined && ref.parkSeq !== parked.seq))
       throw new InvalidInputError(
-        `session ${sessionId} has no parked call ${callId}${parked ? ` (parked: ${parked})` : ''}`,
+        `session ${sessionId} has no parked call ${describeRef(ref)}${parked ? ` (parked: ${parked.callId})` : ''}`,
       );
-    await this.#post(record, {
-      kind: 'resolve',
-      id: `resolve:${callId}`,
-      callId,
-      done: verdict.done,
-      ...(verdict.done ? { output: verdict.output ?? null } : {}),
-    });
+    await this.#post(record, resolveItem(parked, verdict));
+    return identityOf(parked);
   }
 
   /** A session's background tasks with their status read now from the store. */
@@ -785,22 +822,22 @@ export class BatonClient implements BatonTransport {
     };
   }
 
-  /** What a waiting session waits for: approvals (call, tool, input) or a parked call. */
+  /** What a waiting session waits for: approvals (their identity and parsed input) or a parked call. */
   #waits(view: SessionView): Pick<SessionStatus, 'pendingApprovals' | 'parked' | 'wakeAt'> {
-    // An approval is asked for a call of the last model entry: the pending call names its tool and input.
-    const pendingApprovals = view.awaitingApproval.flatMap((callId) => {
-      const pending = view.pendingCalls.find((p) => p.call.id === callId);
-      return pending ? [{ callId, tool: pending.call.name, input: pending.call.input }] : [];
-    });
-    const parkedCall = view.pendingCalls.find((p) => p.call.id === view.parkedCallId);
+    const pendingApprovals = view.awaitingApproval.map((a) => ({ ...identityOf(a), input: a.input }));
+    const { parked } = view;
     const wakeAt = nextWakeAt(view);
     return {
       ...(wakeAt === undefined ? {} : { wakeAt: new Date(wakeAt).toISOString() }),
       ...(pendingApprovals.length > 0 ? { pendingApprovals } : {}),
-      ...(parkedCall ? { parked: { callId: parkedCall.call.id, tool: parkedCall.call.name } } : {}),
+      ...(parked ? { parked: { ...identityOf(parked), parkSeq: parked.seq } } : {}),
     };
   }
 }
+
+/** A call reference as an error names it: the id, and the model entry when given. */
+const describeRef = (ref: CallRef): string =>
+  ref.modelSeq === undefined ? ref.callId : `${ref.callId} of model entry ${ref.modelSeq}`;
 
 /** How far a follower has seen a streaming response: chunks up to `chunk` of the one at `seq`. */
 export interface LivePosition {

@@ -1,4 +1,5 @@
 import { parseSse } from '../api/sse.ts';
+import { type CallIdentity, type CallRef, callRef } from '../core/call-identity.ts';
 import { TurnRefusedError } from '../core/errors.ts';
 import {
   type BatonTransport,
@@ -7,6 +8,8 @@ import {
   type EventsOptions,
   type FollowEvent,
   type ModelTextEvent,
+  type ParkedRef,
+  parkOf,
   RELEASE_GRACE_MS,
   type ReleaseOptions,
   type ReleaseOutcome,
@@ -21,6 +24,12 @@ import {
   type TaskInfo,
 } from './baton-client.ts';
 import { functionUrlRegion, sigv4Fetch } from './sigv4-fetch.ts';
+
+/** The call a posted decision or verdict named, from the API's answer (DecisionResponse). */
+function namedCall(answer: unknown): CallIdentity {
+  const { modelSeq, callId, tool, digest } = answer as CallIdentity;
+  return { modelSeq, callId, tool, ...(digest === undefined ? {} : { digest }) };
+}
 
 export interface HttpBatonClientOptions {
   /** The API's base address: a function URL, or `baton dev`'s (…/api). */
@@ -141,12 +150,22 @@ export class HttpBatonClient implements BatonTransport {
     return (await this.#refusable(`/sessions/${encodeURIComponent(sessionId)}/send`, body)) as Sent;
   }
 
-  async approve(sessionId: string, callId: string, decision: { approved: boolean; reason?: string }): Promise<void> {
-    await this.#refusable(`/sessions/${encodeURIComponent(sessionId)}/approve`, { callId, ...decision });
+  async approve(
+    sessionId: string,
+    call: string | CallRef,
+    decision: { approved: boolean; reason?: string },
+  ): Promise<CallIdentity> {
+    const body = { ...callRef(call), ...decision };
+    return namedCall(await this.#refusable(`/sessions/${encodeURIComponent(sessionId)}/approve`, body));
   }
 
-  async resolve(sessionId: string, callId: string, verdict: { done: boolean; output?: unknown }): Promise<void> {
-    await this.#refusable(`/sessions/${encodeURIComponent(sessionId)}/resolve`, { callId, ...verdict });
+  async resolve(
+    sessionId: string,
+    call: string | ParkedRef,
+    verdict: { done: boolean; output?: unknown },
+  ): Promise<CallIdentity> {
+    const body = { ...callRef(call), ...parkOf(call), ...verdict };
+    return namedCall(await this.#refusable(`/sessions/${encodeURIComponent(sessionId)}/resolve`, body));
   }
 
   async tasks(sessionId: string): Promise<TaskInfo[]> {

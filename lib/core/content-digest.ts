@@ -28,3 +28,9 @@ export function isKeyUnder(key: string, prefix: string): boolean {
 
 /** Where a producer puts a ticket input too large for a message: under its own tenant and agent. */
 export const ticketBlobPrefix = (tenant: string, agent: string): string => `tickets/${tenant}/${agent}`;
+
+/**
+ * The digest an approval names: the SHA-256 of the parsed tool input's JSON text, so a decision
+ * holds only for the input it was made on (lib/core/call-identity.ts).
+ */
+export const inputDigest = (json: string): string => contentDigest(json).sha256;

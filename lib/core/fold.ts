@@ -1,6 +1,7 @@
+import { type CallIdentity, callKey, sameCall } from './call-identity.ts';
 import { CorruptStateError } from './errors.ts';
 import { idempotencyKey, type SessionKey } from './ids.ts';
-import type { JournalEntry, ToolCall } from './journal.ts';
+import type { EntryDataOf, JournalEntry, ToolCall } from './journal.ts';
 import type { Usage } from './messages.ts';
 import type { OutcomeStatus } from './vocabulary.ts';
 
@@ -15,6 +16,8 @@ export interface PendingCall {
   readonly modelSeq: number;
   /** Seq of its watermark, when a once-only call was started. */
   readonly intentSeq?: number | undefined;
+  /** The watermark's digest of the parsed input the call ran with. */
+  readonly digest?: string | undefined;
   /**
    * Seq of the `notDone` verdict that voided its last key: the re-run gets a new key derived
    * from it, because the downstream refuses the voided one.
@@ -28,6 +31,32 @@ export interface PendingCall {
 export function pendingCallKey(key: SessionKey, pending: PendingCall): string {
   const base = idempotencyKey(key, pending.modelSeq, pending.call.id);
   return pending.reconciledSeq === undefined ? base : `${base}:r${pending.reconciledSeq}`;
+}
+
+/** A call that waits for a human's approval: the identity a decision must name, from its `approval` entry. */
+export interface AwaitedApproval extends CallIdentity {
+  /** Seq of the `approval` entry: each request gets its own decision. */
+  readonly seq: number;
+  /** The input the approver reads: the parsed input the tool would run with, as journaled. */
+  readonly input: unknown;
+  /** When it is denied by default (a tool with an approval timeout). */
+  readonly expiresAt?: number | undefined;
+}
+
+/** A human's decision (or an approval timeout's), kept under the call it decided (`callKey`). */
+export interface Decision {
+  readonly approved: boolean;
+  readonly reason?: string | undefined;
+  /** An approval timeout decided. */
+  readonly byDefault?: boolean;
+  /** The digest of the input it was made on: it holds for that input only. */
+  readonly digest?: string | undefined;
+}
+
+/** A once-only call whose fate is unknown, waiting for an operator's verdict. */
+export interface ParkedCall extends CallIdentity {
+  /** Seq of the `reconciled` entry that parked it: each park gets its own verdict. */
+  readonly seq: number;
 }
 
 export interface SessionView {
@@ -59,15 +88,11 @@ export interface SessionView {
    */
   readonly published: boolean;
   /** A once-only call whose fate is unknown: the session waits for a human. */
-  readonly parkedCallId?: string | undefined;
+  readonly parked?: ParkedCall | undefined;
   /** Calls of this turn whose approval was requested and not yet decided, in request order. */
-  readonly awaitingApproval: readonly string[];
-  /** When an undecided approval is denied by default, by call id (tools with an approval timeout). */
-  readonly approvalDeadlines: Readonly<Record<string, number>>;
-  /** Human decisions of this turn, by call id; `byDefault` when an approval timeout decided. */
-  readonly decisions: Readonly<
-    Record<string, { readonly approved: boolean; readonly reason?: string | undefined; readonly byDefault?: boolean }>
-  >;
+  readonly awaitingApproval: readonly AwaitedApproval[];
+  /** Decisions of this turn, by `callKey`: never by call id alone, which a model may reuse. */
+  readonly decisions: Readonly<Record<string, Decision>>;
   /** Inbox items already journaled this turn (messages, decisions, resolutions): each lands once. */
   readonly deliveredIds: readonly string[];
 }
@@ -83,7 +108,6 @@ export const EMPTY_VIEW: SessionView = {
   failedAttempts: 0,
   published: false,
   awaitingApproval: [],
-  approvalDeadlines: {},
   decisions: {},
   deliveredIds: [],
 };
@@ -117,9 +141,8 @@ export function applyEntry(view: SessionView, entry: JournalEntry): SessionView 
         lastError: undefined,
         outcome: undefined,
         published: false,
-        parkedCallId: undefined,
+        parked: undefined,
         awaitingApproval: [],
-        approvalDeadlines: {},
         decisions: {},
         deliveredIds: [],
       };
@@ -141,7 +164,7 @@ export function applyEntry(view: SessionView, entry: JournalEntry): SessionView 
       return {
         ...next,
         pendingCalls: view.pendingCalls.map((p) =>
-          p.call.id === entry.data.callId ? { ...p, intentSeq: entry.seq } : p,
+          p.call.id === entry.data.callId ? { ...p, intentSeq: entry.seq, digest: entry.data.digest } : p,
         ),
       };
     case 'tool':
@@ -155,8 +178,8 @@ export function applyEntry(view: SessionView, entry: JournalEntry): SessionView 
       // done settles the call like a result; notDone lets it run again under a new key;
       // unknown parks the session until a human decides (an operator's `resolve` unparks it).
       const base = entry.data.id === undefined ? next : delivered(next, entry.data.id);
-      const unparked = entry.data.verdict !== 'unknown' && view.parkedCallId === entry.data.callId;
-      const from = unparked ? { ...base, parkedCallId: undefined } : base;
+      const unparked = entry.data.verdict !== 'unknown' && view.parked?.callId === entry.data.callId;
+      const from = unparked ? { ...base, parked: undefined } : base;
       if (entry.data.verdict === 'done') {
         return {
           ...from,
@@ -173,16 +196,15 @@ export function applyEntry(view: SessionView, entry: JournalEntry): SessionView 
           ),
         };
       }
-      return { ...from, parkedCallId: entry.data.callId };
+      return { ...from, parked: parkedAt(view, entry.data.callId, entry.seq) };
     }
-    case 'approval':
+    case 'approval': {
+      const awaited = awaitedApproval(view, entry.seq, entry.data);
       return {
         ...next,
-        awaitingApproval: [...view.awaitingApproval, entry.data.callId],
-        ...(entry.data.expiresAt === undefined
-          ? {}
-          : { approvalDeadlines: { ...view.approvalDeadlines, [entry.data.callId]: entry.data.expiresAt } }),
+        awaitingApproval: [...view.awaitingApproval.filter((a) => callKey(a) !== callKey(awaited)), awaited],
       };
+    }
     case 'timer':
       // The timer stands in for the call's result until it is due: no watermark to reconcile.
       return {
@@ -203,18 +225,20 @@ export function applyEntry(view: SessionView, entry: JournalEntry): SessionView 
       };
     case 'decision': {
       const decided = entry.data.id === undefined ? next : delivered(next, entry.data.id);
-      const { [entry.data.callId]: _decided, ...deadlines } = view.approvalDeadlines;
+      // A decision applies only to the awaited call it names; one naming nothing that waits decides nothing.
+      const awaited = view.awaitingApproval.find((a) => decides(entry.data, a));
+      if (!awaited) return decided;
       return {
         ...decided,
-        awaitingApproval: view.awaitingApproval.filter((id) => id !== entry.data.callId),
-        approvalDeadlines: deadlines,
+        awaitingApproval: view.awaitingApproval.filter((a) => a !== awaited),
         decisions: {
           ...view.decisions,
-          [entry.data.callId]: {
+          [callKey(awaited)]: {
             approved: entry.data.approved,
             ...(entry.data.reason !== undefined ? { reason: entry.data.reason } : {}),
             // A decision from no inbox item is the approval timeout's.
             ...(entry.data.id === undefined ? { byDefault: true } : {}),
+            ...(entry.data.digest !== undefined ? { digest: entry.data.digest } : {}),
           },
         },
       };
@@ -238,6 +262,43 @@ export function applyEntry(view: SessionView, entry: JournalEntry): SessionView 
     case 'published':
       return { ...next, published: true };
   }
+}
+
+/**
+ * The awaited approval an `approval` entry opens. An entry of an older version names no model
+ * entry: its call is one of the pending calls, which all come from the last model entry.
+ */
+function awaitedApproval(view: SessionView, seq: number, data: EntryDataOf<'approval'>): AwaitedApproval {
+  const modelSeq = data.modelSeq ?? view.pendingCalls.find((p) => p.call.id === data.callId)?.modelSeq ?? 0;
+  return {
+    seq,
+    input: data.input,
+    modelSeq,
+    callId: data.callId,
+    tool: data.tool,
+    ...(data.digest === undefined ? {} : { digest: data.digest }),
+    ...(data.expiresAt === undefined ? {} : { expiresAt: data.expiresAt }),
+  };
+}
+
+/**
+ * Whether a journaled decision decides this awaited call. An entry of an older version names the
+ * call id alone; it was journaled while that call awaited, and its missing digest never matches a
+ * call's (the approval gate asks again).
+ */
+const decides = (data: EntryDataOf<'decision'>, awaited: AwaitedApproval): boolean =>
+  data.modelSeq === undefined ? data.callId === awaited.callId : sameCall(awaited, data);
+
+/** The pending call that a `reconciled: unknown` entry at `seq` parks. */
+function parkedAt(view: SessionView, callId: string, seq: number): ParkedCall {
+  const pending = view.pendingCalls.find((p) => p.call.id === callId);
+  return {
+    seq,
+    modelSeq: pending?.modelSeq ?? 0,
+    callId,
+    tool: pending?.call.name ?? '',
+    ...(pending?.digest === undefined ? {} : { digest: pending.digest }),
+  };
 }
 
 const delivered = (view: SessionView, id: string): SessionView => ({

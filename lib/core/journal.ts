@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { callIdentityFields } from './call-identity.ts';
 import { type EntryKind, KickReason, OutcomeStatus } from './vocabulary.ts';
 
 /**
@@ -31,7 +32,13 @@ export const EntryData = {
     stopReason: z.string(),
     usage,
   }),
-  intent: z.object({ callId: z.string(), tool: z.string(), idempotencyKey: z.string() }),
+  /** `digest`: of the parsed input the call runs with (what an operator's `resolve` names). */
+  intent: z.object({
+    callId: z.string(),
+    tool: z.string(),
+    idempotencyKey: z.string(),
+    digest: callIdentityFields.digest,
+  }),
   tool: z.object({
     callId: z.string(),
     tool: z.string(),
@@ -48,21 +55,30 @@ export const EntryData = {
   }),
   /** Text told to the running turn; `id` is the inbox item it came from (delivered once). */
   message: z.object({ text: z.string(), id: z.string().optional() }),
-  /** `expiresAt`: when an undecided request is denied by default (the tool's approval timeout). */
+  /**
+   * A call waits for a human. `input` is the parsed input the tool would run with (what the rule
+   * judged and the approver reads), `digest` its digest, `modelSeq` the model entry that asked for
+   * the call (older entries lack both). `expiresAt`: when an undecided request is denied by
+   * default (the tool's approval timeout).
+   */
   approval: z.object({
     callId: z.string(),
     tool: z.string(),
     input: z.unknown(),
     expiresAt: z.number().int().optional(),
+    modelSeq: callIdentityFields.modelSeq,
+    digest: callIdentityFields.digest,
   }),
   /** A call parked on a durable timer: at `wakeAt` its result is journaled (`output`, or when it woke). */
   timer: z.object({ callId: z.string(), wakeAt: z.number().int(), output: z.unknown().optional() }),
+  /** A decision on the call it names (lib/core/call-identity.ts); older entries name the call id alone. */
   decision: z.object({
     callId: z.string(),
     approved: z.boolean(),
     reason: z.string().optional(),
     /** The inbox item it came from; absent when a timeout decided. */
     id: z.string().optional(),
+    ...callIdentityFields,
   }),
   reconciled: z.object({
     callId: z.string(),

@@ -57,11 +57,12 @@ export function nextAction(
     if (view.retryAt !== undefined && view.retryAt > now) return { kind: 'wait-retry', retryAt: view.retryAt };
     return { kind: 'publish' };
   }
-  if (view.parkedCallId !== undefined) return { kind: 'parked', callId: view.parkedCallId };
+  if (view.parked !== undefined) return { kind: 'parked', callId: view.parked.callId };
   if (view.awaitingApproval.length > 0) {
-    const expired = view.awaitingApproval.find((id) => (view.approvalDeadlines[id] ?? Infinity) <= now);
-    if (expired !== undefined) return { kind: 'approval-timeout', callId: expired };
-    return { kind: 'await-approval', callIds: view.awaitingApproval, wakeAt: earliest(approvalDeadlines(view)) };
+    const expired = view.awaitingApproval.find((a) => (a.expiresAt ?? Infinity) <= now);
+    if (expired !== undefined) return { kind: 'approval-timeout', callId: expired.callId };
+    const callIds = view.awaitingApproval.map((a) => a.callId);
+    return { kind: 'await-approval', callIds, wakeAt: earliest(approvalDeadlines(view)) };
   }
   if (view.retryAt !== undefined && view.retryAt > now) return { kind: 'wait-retry', retryAt: view.retryAt };
   const due = view.pendingCalls.find((p) => p.timer !== undefined && p.timer.wakeAt <= now);
@@ -82,7 +83,7 @@ export function nextAction(
  * can neither run it again nor end before asking its tool (a parked call has its verdict, unknown).
  */
 export function interruptedOnceOnly(view: SessionView): PendingCall | undefined {
-  return view.pendingCalls.find((p) => p.intentSeq !== undefined && p.call.id !== view.parkedCallId);
+  return view.pendingCalls.find((p) => p.intentSeq !== undefined && p.call.id !== view.parked?.callId);
 }
 
 /**
@@ -110,7 +111,7 @@ export function isPublished(
 
 const timers = (view: SessionView): number[] => view.pendingCalls.flatMap((p) => (p.timer ? [p.timer.wakeAt] : []));
 const approvalDeadlines = (view: SessionView): number[] =>
-  view.awaitingApproval.flatMap((id) => (view.approvalDeadlines[id] === undefined ? [] : [view.approvalDeadlines[id]]));
+  view.awaitingApproval.flatMap((a) => (a.expiresAt === undefined ? [] : [a.expiresAt]));
 const earliest = (times: readonly number[]): number | undefined => (times.length > 0 ? Math.min(...times) : undefined);
 
 /**

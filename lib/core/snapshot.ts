@@ -13,7 +13,7 @@ import { OutcomeStatus } from './vocabulary.ts';
  */
 
 /** Bump whenever applyEntry changes what it derives. */
-export const FOLD_VERSION = 4;
+export const FOLD_VERSION = 5;
 
 export interface SessionSnapshot {
   readonly seq: number;
@@ -35,6 +35,12 @@ export const entryHash = (entry: JournalEntry): string =>
   createHash('sha256').update(`${entry.seq}|${entry.kind}|${entry.epoch}|${entry.writeId}`).digest('hex').slice(0, 32);
 
 const usage = z.object({ inputTokens: z.number().int().nonnegative(), outputTokens: z.number().int().nonnegative() });
+const callIdentity = z.object({
+  modelSeq: z.number().int(),
+  callId: z.string(),
+  tool: z.string(),
+  digest: z.string().optional(),
+});
 const SessionViewSchema = z
   .object({
     lastSeq: z.number().int().nonnegative(),
@@ -49,6 +55,7 @@ const SessionViewSchema = z
         call: ToolCall,
         modelSeq: z.number().int(),
         intentSeq: z.number().int().optional(),
+        digest: z.string().optional(),
         reconciledSeq: z.number().int().optional(),
         timer: z.object({ wakeAt: z.number().int(), output: z.unknown().optional() }).optional(),
       }),
@@ -65,12 +72,18 @@ const SessionViewSchema = z
       })
       .optional(),
     published: z.boolean(),
-    parkedCallId: z.string().optional(),
-    awaitingApproval: z.array(z.string()),
-    approvalDeadlines: z.record(z.string(), z.number().int()),
+    parked: callIdentity.extend({ seq: z.number().int() }).optional(),
+    awaitingApproval: z.array(
+      callIdentity.extend({ seq: z.number().int(), input: z.unknown(), expiresAt: z.number().int().optional() }),
+    ),
     decisions: z.record(
       z.string(),
-      z.object({ approved: z.boolean(), reason: z.string().optional(), byDefault: z.boolean().optional() }),
+      z.object({
+        approved: z.boolean(),
+        reason: z.string().optional(),
+        byDefault: z.boolean().optional(),
+        digest: z.string().optional(),
+      }),
     ),
     deliveredIds: z.array(z.string()),
   })

@@ -253,13 +253,20 @@ describe('the HTTP API served by the local stack', { timeout: 180_000 }, () => {
       const status = await http.status(sessionId);
       return status?.pendingApprovals?.length ? status : undefined;
     });
-    const callId = waiting.pendingApprovals?.[0]?.callId as string;
+    const pending = waiting.pendingApprovals?.[0];
+    const callId = pending?.callId as string;
+    const otherInput = await call('POST', `/sessions/${sessionId}/approve`, {
+      body: { callId, digest: '0'.repeat(64), approved: true },
+    });
     const strangerApprove = await call('POST', `/sessions/${sessionId}/approve`, {
       body: { callId, approved: true },
       headers: stranger,
     });
     const lines: string[] = [];
-    const approved = await main(['--api', api, '--json', 'approve', sessionId, callId], (line) => lines.push(line));
+    const pin = ['--model-seq', String(pending?.modelSeq), '--digest', pending?.digest as string];
+    const approved = await main(['--api', api, '--json', 'approve', sessionId, callId, ...pin], (line) =>
+      lines.push(line),
+    );
     const refunded = await turnDone('api-refund');
     const turnStream: SessionEvent[] = [];
     for await (const event of http.events(sessionId, { turnId: 'api-refund' })) turnStream.push(event);
@@ -281,7 +288,17 @@ describe('the HTTP API served by the local stack', { timeout: 180_000 }, () => {
     expect(sent).toEqual({ sessionId, turnId: 'api-refund', mode: 'queue', accepted: true });
     expect(again.accepted).toBe(false);
     expect(approved).toBe(0);
-    expect(JSON.parse(lines[0] as string)).toMatchObject({ sessionId, callId, approved: true });
+    // A pin that names another input is refused; the decision posted names the call's whole identity.
+    expect([otherInput.status, otherInput.json().error.code]).toEqual([400, 'invalid_request']);
+    expect(pending).toMatchObject({ tool: 'issueRefund', digest: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    expect(JSON.parse(lines[0] as string)).toEqual({
+      sessionId,
+      modelSeq: pending?.modelSeq,
+      callId,
+      tool: 'issueRefund',
+      digest: pending?.digest,
+      approved: true,
+    });
     expect(refunded.outcome).toBe('completed');
     // --turn over HTTP: that turn's entries only, from its input (which carries its leg's marker) to its outcome.
     expect(turnStream.every((event) => event.turnId === 'api-refund')).toBe(true);

@@ -67,7 +67,13 @@ describe('conversations on the local stack with two workers', { timeout: 180_000
     expect(idle.owner).toBeUndefined();
     expect(idle.sweepAt).toBeUndefined();
     expect(waiting.pendingApprovals).toEqual([
-      { callId: 't2-refund', tool: 'issueRefund', input: expect.objectContaining({ orderId: 'O-7' }) },
+      {
+        modelSeq: expect.any(Number),
+        callId: 't2-refund',
+        tool: 'issueRefund',
+        digest: expect.stringMatching(/^[0-9a-f]{64}$/),
+        input: expect.objectContaining({ orderId: 'O-7' }),
+      },
     ]);
     expect(record?.owner).toBeUndefined();
     expect(refunded).toMatchObject({

@@ -250,6 +250,7 @@ export function modelResponse(output: ConverseCommandOutput): ModelResponse {
   for (const block of blocks) {
     if (block.text !== undefined && block.text !== '') texts.push(block.text);
     else if (block.toolUse !== undefined)
+      // A missing id stays '': the response check gives the call an id of its own (checked-model-response.ts).
       toolCalls.push({ id: block.toolUse.toolUseId ?? '', name: block.toolUse.name ?? '', input: block.toolUse.input });
     // Reasoning, citations and media blocks are not journaled: the transcript is text and tools.
   }

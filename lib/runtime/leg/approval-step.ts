@@ -1,36 +1,46 @@
-import type { AgentDefinition } from '../../agent/define-agent.ts';
-import type { PendingCall, SessionView } from '../../core/fold.ts';
+import { callKey, identityOf } from '../../core/call-identity.ts';
+import type { SessionView } from '../../core/fold.ts';
 import { releaseToWait } from './fenced-release.ts';
 import type { KickOutcome, LegContext } from './leg-context.ts';
+import { type PreparedCall, preparedIdentity } from './prepared-call.ts';
 import { waitUntil } from './timer-step.ts';
 
-/** The pending calls sorted by approval: to request, denied (with the reason), free to run. */
+/** The prepared calls sorted by approval: to request, denied (with the reason), free to run. */
 export interface ApprovalGate {
-  readonly request: readonly PendingCall[];
+  readonly request: readonly PreparedCall[];
   /** With the call's error result: who denied it and why. */
-  readonly denied: readonly { readonly pending: PendingCall; readonly reason: string }[];
-  readonly run: readonly PendingCall[];
+  readonly denied: readonly { readonly prepared: PreparedCall; readonly reason: string }[];
+  readonly run: readonly PreparedCall[];
 }
 
-/** Sorts the pending calls by what their tools require and what humans decided. */
-export function approvalGate(agent: AgentDefinition, view: SessionView, calls: readonly PendingCall[]): ApprovalGate {
-  const request: PendingCall[] = [];
-  const denied: { pending: PendingCall; reason: string }[] = [];
-  const run: PendingCall[] = [];
-  for (const pending of calls) {
-    const tool = agent.tools.find((t) => t.name === pending.call.name);
-    const decision = view.decisions[pending.call.id];
+/**
+ * Sorts the calls by what their tools require and what humans decided. A decision holds for the
+ * call it was made on (its model entry and id) and only while the parsed input has the digest it
+ * named: otherwise the rule judges the call again. A call whose input does not parse needs no
+ * approval: nothing runs, and its error is its result.
+ */
+export function approvalGate(view: SessionView, calls: readonly PreparedCall[]): ApprovalGate {
+  const request: PreparedCall[] = [];
+  const denied: { prepared: PreparedCall; reason: string }[] = [];
+  const run: PreparedCall[] = [];
+  for (const prepared of calls) {
+    if (!prepared.tool) {
+      run.push(prepared);
+      continue;
+    }
+    const found = view.decisions[callKey(preparedIdentity(prepared))];
+    const decision = found?.digest === prepared.digest ? found : undefined;
     if (decision) {
-      if (decision.approved) run.push(pending);
+      if (decision.approved) run.push(prepared);
       else
         denied.push({
-          pending,
+          prepared,
           reason: decision.byDefault
             ? `denied by default: ${decision.reason ?? 'no decision in time'}`
             : `denied by a human: ${decision.reason ?? 'no reason given'}`,
         });
-    } else if (tool && needsApproval(tool.requiresApproval, pending.call.input)) request.push(pending);
-    else run.push(pending);
+    } else if (needsApproval(prepared.tool.requiresApproval, prepared.input)) request.push(prepared);
+    else run.push(prepared);
   }
   return { request, denied, run };
 }
@@ -48,28 +58,31 @@ function needsApproval(rule: boolean | ((input: never) => boolean) | undefined, 
 }
 
 /** Journals an approval request for each call that needs one: the turn then waits for a human. */
-export async function requestApprovals(
-  leg: LegContext,
-  agent: AgentDefinition,
-  calls: readonly PendingCall[],
-): Promise<void> {
-  for (const { call } of calls) {
-    const timeoutMs = agent.tools.find((t) => t.name === call.name)?.approvalTimeoutMs;
+export async function requestApprovals(leg: LegContext, calls: readonly PreparedCall[]): Promise<void> {
+  for (const prepared of calls) {
+    if (!prepared.tool) continue;
+    const { modelSeq, callId, tool, digest } = preparedIdentity(prepared);
+    const timeoutMs = prepared.tool.approvalTimeoutMs;
     const expiresAt = timeoutMs === undefined ? undefined : leg.deps.clock.now() + timeoutMs;
     await leg.journal.append('approval', {
-      callId: call.id,
-      tool: call.name,
-      input: call.input,
+      callId,
+      tool,
+      input: prepared.json,
+      modelSeq,
+      digest,
       ...(expiresAt === undefined ? {} : { expiresAt }),
     });
-    leg.log.info('approval requested', { callId: call.id, tool: call.name, expiresAt });
+    leg.log.info('approval requested', { callId, tool, modelSeq, expiresAt });
   }
 }
 
-/** An approval's timeout passed with no decision: the call is denied by default. */
+/** An approval's timeout passed with no decision: the call it was asked for is denied by default. */
 export async function denyExpiredApproval(leg: LegContext, callId: string): Promise<void> {
-  await leg.journal.append('decision', { callId, approved: false, reason: 'approval timed out' });
-  leg.log.warn('approval timed out; denied by default', { callId });
+  // Awaited approvals are all calls of the last model entry, so the call id is unique among them.
+  const awaited = leg.journal.view.awaitingApproval.find((a) => a.callId === callId);
+  if (!awaited) return;
+  await leg.journal.append('decision', { ...identityOf(awaited), approved: false, reason: 'approval timed out' });
+  leg.log.warn('approval timed out; denied by default', { callId, modelSeq: awaited.modelSeq });
 }
 
 /**

@@ -20,7 +20,11 @@ export async function deliverInbox(leg: LegContext, inHand = false): Promise<voi
   if (deliver.length === 0 && discard.length === 0) return;
   for (const item of deliver) await journalItem(leg, item);
   for (const item of discard)
-    leg.log.warn('inbox item answers nothing that waits; dropped', { id: item.id, kind: item.kind });
+    leg.log.warn('inbox item answers nothing that waits; dropped', {
+      id: item.id,
+      kind: item.kind,
+      ...('callId' in item ? { callId: item.callId } : {}),
+    });
   const taken = [...deliver, ...discard].map((item) => ({ id: item.id, index: record.inbox.indexOf(item) }));
   await leg.deps.store.takeInbox(leg.key, { owner: leg.owner, epoch: leg.signals.epoch, taken });
 }
@@ -31,14 +35,12 @@ async function journalItem(leg: LegContext, item: InboxItem): Promise<void> {
       await leg.journal.append('message', { text: item.text, id: item.id });
       leg.deps.telemetry.metrics.count('MessagesDelivered');
       return;
-    case 'decision':
-      await leg.journal.append('decision', {
-        callId: item.callId,
-        approved: item.approved,
-        ...(item.reason !== undefined ? { reason: item.reason } : {}),
-        id: item.id,
-      });
+    case 'decision': {
+      // Triage delivered it because it names an awaited call: the entry names that call too.
+      const { kind: _kind, ...decision } = item;
+      await leg.journal.append('decision', decision);
       return;
+    }
     case 'steer':
       // The turn winds down here, its partial work kept; the steering turn heads the queue.
       await leg.journal.append('outcome', { status: 'superseded', error: `superseded by turn ${item.turnId}` });

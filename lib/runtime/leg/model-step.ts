@@ -3,7 +3,6 @@ import type { AgentDefinition } from '../../agent/define-agent.ts';
 import { toolInputSchema } from '../../agent/define-tool.ts';
 import { taskToolSpecs } from '../../agent/task-tools.ts';
 import { buildTranscript } from '../../agent/transcript.ts';
-import type { ToolCall } from '../../core/journal.ts';
 import { formatTaskBlock, taskLedger } from '../../core/tasks.ts';
 import type { ChatMessage, ModelResponse } from '../../ports/model-client.ts';
 import { traceModelCall } from '../leg-tracing.ts';
@@ -32,10 +31,12 @@ async function callModel(leg: LegContext, agent: AgentDefinition): Promise<void>
     tools: agent.delegates ? [...tools, ...taskToolSpecs(agent.delegates)] : tools,
   };
   const stream = streamSink(leg);
+  // The seq the model entry takes: nothing else is journaled before it.
+  const seq = leg.journal.view.lastSeq + 1;
   let response: ModelResponse;
   try {
     const pending = traceModelCall(leg.span, agent.model.id, async () =>
-      checkedModelResponse(agent.model.id, await agent.model.converse(request, leg.signals.stepSignal, stream)),
+      checkedModelResponse(agent.model.id, await agent.model.converse(request, leg.signals.stepSignal, stream), seq),
     );
     await deps.failpoint('mid-step');
     // A model client that ignores the leg's abort is left behind: the leg still hands off.
@@ -55,7 +56,7 @@ async function callModel(leg: LegContext, agent: AgentDefinition): Promise<void>
   deps.telemetry.metrics.count('OutputTokens', response.usage.outputTokens);
   await leg.journal.append('model', {
     text: response.text,
-    toolCalls: withDistinctIds(response.toolCalls),
+    toolCalls: [...response.toolCalls],
     stopReason: response.stopReason,
     usage: response.usage,
   });
@@ -97,25 +98,4 @@ async function withTaskStatus(leg: LegContext, messages: ChatMessage[]): Promise
   const last = messages.at(-1);
   if (last?.role === 'user') return [...messages.slice(0, -1), { role: 'user', content: [...last.content, block] }];
   return [...messages, { role: 'user', content: [block] }];
-}
-
-/**
- * A model may repeat a tool call id within one response. Each call's idempotency key derives from
- * its id, so duplicates are renamed (`id~2`, `id~3`, …) before they are journaled: two calls with
- * one key would both run, or the second be refused as a repeat of the first.
- */
-function withDistinctIds(calls: readonly ToolCall[]): ToolCall[] {
-  const taken = new Set(calls.map((c) => c.id));
-  const seen = new Set<string>();
-  return calls.map((call) => {
-    if (!seen.has(call.id)) {
-      seen.add(call.id);
-      return call;
-    }
-    let n = 2;
-    while (taken.has(`${call.id}~${n}`)) n++;
-    const id = `${call.id}~${n}`;
-    taken.add(id);
-    return { ...call, id };
-  });
 }

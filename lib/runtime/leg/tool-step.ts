@@ -10,6 +10,7 @@ import { approvalGate, requestApprovals } from './approval-step.ts';
 import { fitsInBudget, waitForRetry, yieldForBudget } from './hand-off.ts';
 import type { KickOutcome, LegContext } from './leg-context.ts';
 import { type AbortWhy, LegAborted } from './leg-signals.ts';
+import { type PreparedCall, prepareCall, prepareCalls } from './prepared-call.ts';
 import { runStep, StepSourceError } from './retry.ts';
 
 /**
@@ -22,15 +23,17 @@ export async function toolStep(
   agent: AgentDefinition,
   calls: readonly PendingCall[],
 ): Promise<KickOutcome | undefined> {
-  const gate = approvalGate(agent, leg.journal.view, calls);
+  // Parsed once: the rule, the approval request and the tool all see this input.
+  const prepared = prepareCalls(agent, calls);
+  const gate = approvalGate(leg.journal.view, prepared);
   if (gate.request.length > 0) {
-    await requestApprovals(leg, agent, gate.request);
+    await requestApprovals(leg, gate.request);
     return undefined;
   }
-  for (const { pending, reason } of gate.denied) {
+  for (const { prepared: denied, reason } of gate.denied) {
     await leg.journal.append('tool', {
-      callId: pending.call.id,
-      tool: pending.call.name,
+      callId: denied.pending.call.id,
+      tool: denied.pending.call.name,
       ok: false,
       error: reason,
     });
@@ -50,18 +53,20 @@ export async function toolStep(
       return yieldForBudget(leg, 'a once-only call that the lease would not outlive');
     }
   }
-  const outcome = await runStep(leg, 'tools', agent, () => runTools(leg, agent, calls));
+  const outcome = await runStep(leg, 'tools', agent, () => runTools(leg, prepared));
   return outcome === 'waiting' ? waitForRetry(leg) : undefined;
 }
 
 /** A once-only call whose watermark has no result: ask the tool whether it happened. */
 export async function reconcileStep(leg: LegContext, agent: AgentDefinition, pending: PendingCall): Promise<void> {
-  const tool = agent.tools.find((t) => t.name === pending.call.name);
+  const prepared = prepareCall(agent, pending);
   const key = pendingCallKey(leg.key, pending);
-  // Like the once-only call it answers for, a reconcile is stopped by a lost lease only: a cancel
-  // waits for its verdict, since the turn cannot end with the call open.
+  // The hook is asked about the input the call ran with: the parsed one. Like the once-only call
+  // it answers for, a reconcile is stopped by a lost lease only: a cancel waits for its verdict,
+  // since the turn cannot end with the call open.
+  const tool = prepared.tool;
   const verdict = tool?.reconcile
-    ? await leg.signals.duringOnceOnly(() => tool.reconcile!(key, pending.call.input, leg.signals.leaseSignal))
+    ? await leg.signals.duringOnceOnly(() => tool.reconcile!(key, prepared.input, leg.signals.leaseSignal))
     : ({ verdict: 'unknown' } as const);
   leg.signals.throwIfLeaseLost();
   leg.log.warn('once-only call found interrupted; reconciled', {
@@ -75,42 +80,27 @@ export async function reconcileStep(leg: LegContext, agent: AgentDefinition, pen
   });
 }
 
-/** Checks each call against its tool: an unknown tool or an invalid input is the call's error result. */
-function prepare(agent: AgentDefinition, calls: readonly PendingCall[]) {
-  return calls.map((pending) => {
-    const tool = agent.tools.find((t) => t.name === pending.call.name);
-    if (!tool) return { pending, error: `unknown tool "${pending.call.name}"` } as const;
-    const parsed = tool.input.safeParse(pending.call.input);
-    if (!parsed.success)
-      return {
-        pending,
-        error: `invalid input for ${tool.name}: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`,
-      } as const;
-    return { pending, tool, input: parsed.data } as const;
-  });
-}
-
 /**
  * Runs the pending tool calls in parallel and journals their results one at a time, in call
  * order. A once-only call gets its watermark before it starts.
  */
-async function runTools(leg: LegContext, agent: AgentDefinition, calls: readonly PendingCall[]): Promise<void> {
+async function runTools(leg: LegContext, prepared: readonly PreparedCall[]): Promise<void> {
   const { deps, signals } = leg;
   const started = deps.clock.now();
-  const prepared = prepare(agent, calls);
   for (const p of prepared) {
-    if ('tool' in p && p.tool?.effect === 'once') {
+    if (p.tool !== undefined && p.tool.effect === 'once') {
       await leg.journal.append('intent', {
         callId: p.pending.call.id,
         tool: p.tool.name,
         idempotencyKey: pendingCallKey(leg.key, p.pending),
+        digest: p.digest,
       });
       await deps.failpoint('after-intent');
     }
   }
   // The intents took time: the lease renewed before them must still outlive every once-only call
   // now, or none starts (a later leg reconciles the watermarks).
-  const onceOnly = prepared.flatMap((p) => ('tool' in p && p.tool?.effect === 'once' ? [p.tool.maxDurationMs] : []));
+  const onceOnly = prepared.flatMap((p) => (p.tool?.effect === 'once' ? [p.tool.maxDurationMs] : []));
   if (onceOnly.length > 0) {
     signals.throwIfLeaseLost();
     if (!onceOnlyFitsLease(signals.leaseUntil, deps.clock.now(), Math.max(...onceOnly))) {
@@ -122,7 +112,7 @@ async function runTools(leg: LegContext, agent: AgentDefinition, calls: readonly
   }
   const calling = Promise.allSettled(
     prepared.map(async (p) => {
-      if (!('tool' in p) || !p.tool) return;
+      if (!p.tool) return;
       const tool = p.tool;
       const once = tool.effect === 'once';
       const run = () =>
@@ -154,7 +144,7 @@ async function runTools(leg: LegContext, agent: AgentDefinition, calls: readonly
   for (const [i, p] of prepared.entries()) {
     const result = settled[i]!;
     const base = { callId: p.pending.call.id, tool: p.pending.call.name };
-    if (!('tool' in p) || !p.tool) {
+    if (!p.tool) {
       await leg.journal.append('tool', { ...base, ok: false, error: p.error });
     } else if (result.status === 'fulfilled' && isParkRequest(result.value)) {
       // A durable timer: the result waits until wakeAt, with the lease released meanwhile.

@@ -130,7 +130,9 @@ describe("a session's status, polled", () => {
     const after = await client.status(key.id);
 
     // Assert
-    expect(whole?.pendingApprovals).toEqual([{ callId: 'refund-1', tool: 'issueRefund', input: { orderId: 'O-1' } }]);
+    expect(whole?.pendingApprovals).toEqual([
+      { modelSeq: 607, callId: 'refund-1', tool: 'issueRefund', input: { orderId: 'O-1' } },
+    ]);
     expect(whole?.tasks).toEqual({ completed: 1, running: 1 });
     // The snapshot's own entry and the new ones: under the bound, so no new snapshot yet.
     expect(cost).toBe(added.length + 1);

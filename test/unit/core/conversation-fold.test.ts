@@ -9,7 +9,7 @@ const facts = { activeTurnId: 't1', cancelRequested: false, maxSteps: 10, now: 0
 const pay = { id: 'p1', name: 'pay', input: { amount: 50 } };
 
 describe('the fold of a conversation', () => {
-  it('waits on a requested approval and settles it with the decision', () => {
+  it('waits on a requested approval and settles it with the decision (entries that name the call id alone)', () => {
     const requested = journal()
       .leg()
       .add('input', { input: 'pay' })
@@ -20,7 +20,8 @@ describe('the fold of a conversation', () => {
 
     requested.add('decision', { callId: 'p1', approved: false, reason: 'no', id: 'decision:p1' });
     const decided = foldJournal(requested.entries());
-    expect(decided.decisions).toEqual({ p1: { approved: false, reason: 'no' } });
+    // Kept under the model entry and the call: a later call reusing the id is not decided by it.
+    expect(decided.decisions).toEqual({ '3:p1': { approved: false, reason: 'no' } });
     expect(decided.deliveredIds).toEqual(['decision:p1']);
     expect(decideNext(decided, facts)).toMatchObject({ kind: 'tools' });
   });
@@ -32,14 +33,36 @@ describe('the fold of a conversation', () => {
       .add('model', { toolCalls: [pay], stopReason: 'tool_use', usage })
       .add('intent', { callId: 'p1', tool: 'pay', idempotencyKey: 'k' })
       .add('reconciled', { callId: 'p1', verdict: 'unknown' });
-    expect(decideNext(foldJournal(entries.entries()), facts)).toEqual({ kind: 'parked', callId: 'p1' });
+    const parked = foldJournal(entries.entries());
+    expect(decideNext(parked, facts)).toEqual({ kind: 'parked', callId: 'p1' });
+    expect(parked.parked).toEqual({ seq: 5, modelSeq: 3, callId: 'p1', tool: 'pay' });
     entries.add('reconciled', { callId: 'p1', verdict: 'done', output: 1, id: 'resolve:p1' });
     const resolved = foldJournal(entries.entries());
-    expect(resolved.parkedCallId).toBeUndefined();
+    expect(resolved.parked).toBeUndefined();
     expect(resolved.turnSteps).toBe(2);
     entries.add('model', { text: 'ok', toolCalls: [], stopReason: 'end_turn', usage });
     entries.add('input', { input: 'again' }, 't2');
     expect(foldJournal(entries.entries())).toMatchObject({ turnId: 't2', turnSteps: 0, steps: 3, deliveredIds: [] });
+  });
+
+  it('applies a decision only to the call it names: model entry, call id, tool and input digest', () => {
+    const named = { modelSeq: 3, callId: 'p1', tool: 'pay', digest: 'd'.repeat(64) };
+    const requested = journal()
+      .leg()
+      .add('input', { input: 'pay' })
+      .add('model', { toolCalls: [pay], stopReason: 'tool_use', usage })
+      .add('approval', { ...named, input: pay.input });
+    requested.add('decision', { ...named, modelSeq: 7, approved: true, id: 'x1' });
+    requested.add('decision', { ...named, digest: 'e'.repeat(64), approved: true, id: 'x2' });
+    requested.add('decision', { ...named, tool: 'refund', approved: true, id: 'x3' });
+    const undecided = foldJournal(requested.entries());
+    expect(undecided.decisions).toEqual({});
+    expect(undecided.awaitingApproval).toEqual([{ seq: 4, input: pay.input, ...named }]);
+
+    requested.add('decision', { ...named, approved: true, id: 'x4' });
+    const decided = foldJournal(requested.entries());
+    expect(decided.awaitingApproval).toEqual([]);
+    expect(decided.decisions).toEqual({ '3:p1': { approved: true, digest: named.digest } });
   });
 
   it('reopens a finished answer when a message lands after it', () => {
@@ -78,13 +101,16 @@ describe('the inbox triage', () => {
     const items = [
       { kind: 'message', id: 'm0', text: 'old' },
       { kind: 'message', id: 'm1', text: 'new' },
-      { kind: 'decision', id: 'd1', callId: 'p1', approved: true },
-      { kind: 'decision', id: 'd2', callId: 'other', approved: true },
+      { kind: 'decision', id: 'd1', callId: 'p1', modelSeq: 3, tool: 'pay', approved: true },
+      { kind: 'decision', id: 'd2', callId: 'other', modelSeq: 3, tool: 'pay', approved: true },
+      // An item of an older client names the call id alone: it names no call, and decides nothing.
+      { kind: 'decision', id: 'd3', callId: 'p1', approved: true },
+      { kind: 'decision', id: 'd4', callId: 'p1', modelSeq: 9, tool: 'pay', approved: true },
       { kind: 'resolve', id: 'r1', callId: 'p1', done: true },
     ] as const;
     const triage = triageInbox(running, items);
     expect(triage.deliver.map((i) => i.id)).toEqual(['m1', 'd1']);
-    expect(triage.discard.map((i) => i.id)).toEqual(['m0', 'd2', 'r1']);
+    expect(triage.discard.map((i) => i.id)).toEqual(['m0', 'd2', 'd3', 'd4', 'r1']);
   });
 
   it('keeps a message for the next turn when the turn already has its outcome', () => {

@@ -90,8 +90,8 @@ describe("a leg's next action", () => {
     expect(decideNext(waiting, { ...facts, now: NOW + 60_000 })).toEqual({ kind: 'approval-timeout', callId: 'p1' });
     entries.add('decision', { callId: 'p1', approved: false, reason: 'approval timed out' });
     const denied = foldJournal(entries.entries());
-    expect(denied.decisions.p1).toEqual({ approved: false, reason: 'approval timed out', byDefault: true });
-    expect(denied.approvalDeadlines).toEqual({});
+    expect(denied.decisions['3:p1']).toEqual({ approved: false, reason: 'approval timed out', byDefault: true });
+    expect(denied.awaitingApproval).toEqual([]);
     expect(nextWakeAt(denied)).toBeUndefined();
   });
 });

@@ -163,7 +163,8 @@ describe('conversations: approvals, messages and parked calls', () => {
     expect(results.bodies.at(-1)).toMatchObject({ status: 'completed', output: '{"receipt":"R-manual"}' });
     expect((await store.readJournal(key)).filter((e) => e.kind === 'reconciled').map((e) => e.data)).toEqual([
       { callId: 'p1', verdict: 'unknown' },
-      { callId: 'p1', verdict: 'done', output: { receipt: 'R-manual' }, id: 'resolve:p1' },
+      // The verdict's inbox id comes from the park's seq: a call parked again gets a verdict of its own.
+      { callId: 'p1', verdict: 'done', output: { receipt: 'R-manual' }, id: expect.stringMatching(/^resolve:\d+:p1$/) },
     ]);
   });
 
@@ -187,7 +188,14 @@ describe('conversations: approvals, messages and parked calls', () => {
       ['completed', '{"error":"denied by default: approval timed out"}'],
     ]);
     const decision = (await store.readJournal(key)).find((e) => e.kind === 'decision');
-    expect(decision?.data).toEqual({ callId: 'p1', approved: false, reason: 'approval timed out' });
+    expect(decision?.data).toEqual({
+      callId: 'p1',
+      modelSeq: 2,
+      tool: 'pay',
+      digest: expect.stringMatching(/^[0-9a-f]{64}$/),
+      approved: false,
+      reason: 'approval timed out',
+    });
     expect(late).toMatchObject({ message: expect.stringContaining('no pending approval for call p1') });
   });
 

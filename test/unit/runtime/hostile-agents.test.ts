@@ -55,8 +55,8 @@ describe('an agent whose model or tools misbehave', () => {
     ['an empty response', {}, /model raw-model returned an invalid response: toolCalls: .*; stopReason: .*; usage: /],
     ['null', null, /model raw-model returned an invalid response/],
     [
-      'a tool call without an id',
-      { toolCalls: [{ name: 'double', input: { n: 1 } }], stopReason: 'tool_use', usage },
+      'a tool call whose id is not a string',
+      { toolCalls: [{ id: 7, name: 'double', input: { n: 1 } }], stopReason: 'tool_use', usage },
       /invalid response: toolCalls\.0\.id: /,
     ],
     [
@@ -143,19 +143,34 @@ describe('errorMessage', () => {
 describe('checkedModelResponse', () => {
   it('passes a valid response through, treating a null text as none', () => {
     expect(
-      checkedModelResponse('m', {
-        text: null,
-        toolCalls: [{ id: 'a', name: 't', input: { x: 1 } }],
-        stopReason: 'tool_use',
-        usage,
-      }),
+      checkedModelResponse(
+        'm',
+        {
+          text: null,
+          toolCalls: [{ id: 'a', name: 't', input: { x: 1 } }],
+          stopReason: 'tool_use',
+          usage,
+        },
+        4,
+      ),
     ).toEqual({ toolCalls: [{ id: 'a', name: 't', input: { x: 1 } }], stopReason: 'tool_use', usage });
+  });
+
+  it('gives a call with no id, an empty id or a repeated id one of its own, derived from the entry seq', () => {
+    const calls = [
+      { name: 't', input: 1 },
+      { id: '', name: 't', input: 2 },
+      { id: 'a', name: 't', input: 3 },
+      { id: 'a', name: 't', input: 4 },
+    ];
+    const checked = checkedModelResponse('m', { toolCalls: calls, stopReason: 'tool_use', usage }, 4);
+    expect(checked.toolCalls.map((c) => c.id)).toEqual(['call_4_0', 'call_4_1', 'a', 'a_2']);
   });
 
   it('throws a StepError that is not retried', () => {
     let thrown: unknown;
     try {
-      checkedModelResponse('m', { toolCalls: 'nope' });
+      checkedModelResponse('m', { toolCalls: 'nope' }, 1);
     } catch (error) {
       thrown = error;
     }

@@ -75,7 +75,7 @@ describe('protocol edges (issue 13, "Also")', () => {
     expect(new Set(keys).size).toBe(2);
     const journal = await store.readJournal(keyOf('lookup-agent', 'T-dup'));
     const model = journal.find((e) => e.kind === 'model');
-    expect(model?.kind === 'model' && model.data.toolCalls.map((c) => c.id)).toEqual(['r', 'r~2']);
+    expect(model?.kind === 'model' && model.data.toolCalls.map((c) => c.id)).toEqual(['r', 'r_2']);
     expect(results.bodies[0]).toMatchObject({ status: 'completed', output: 'done' });
   });
 
