@@ -1,15 +1,8 @@
 import type { AgentDefinition } from '../../agent/define-agent.ts';
 import { resolvePolicy, retryDelayAfter } from '../../agent/retry-policy.ts';
-import {
-  BatonError,
-  errorMessage,
-  InfrastructureError,
-  LeaseLostError,
-  PayloadTooLargeError,
-} from '../../core/errors.ts';
-import { FailpointCrash } from '../failpoints.ts';
+import { BatonError, errorMessage, InfrastructureError, PayloadTooLargeError } from '../../core/errors.ts';
 import type { LegContext } from './leg-context.ts';
-import { LegAborted } from './leg-signals.ts';
+import { isInterruption } from './leg-signals.ts';
 
 /**
  * Retry classification: what a step's error means for the turn. An interruption of the leg
@@ -40,13 +33,8 @@ export async function runStep(
     return 'ok';
   } catch (error) {
     // The leg's own interruptions and the store's failures are never the step's: the leg stops.
-    if (
-      error instanceof LegAborted ||
-      error instanceof LeaseLostError ||
-      error instanceof FailpointCrash ||
-      error instanceof InfrastructureError
-    )
-      throw error;
+    if (isInterruption(error) || error instanceof InfrastructureError) throw error;
+    // An abort that reached us wrapped in another error is still the abort.
     leg.signals.throwIfAborted();
     if (error instanceof PayloadTooLargeError || !(error instanceof BatonError) || !error.retryable) {
       await leg.journal.append('outcome', { status: 'failed', error: `${source}: ${errorMessage(error)}` });

@@ -22,6 +22,7 @@ import { cancelChild, readTaskLines } from '../tasks/read-tasks.ts';
 import { acceptTurn } from '../turn-intake.ts';
 import { waitForRetry, waitForTasks } from './hand-off.ts';
 import type { KickOutcome, LegContext } from './leg-context.ts';
+import { isInterruption } from './leg-signals.ts';
 import { runStep } from './retry.ts';
 
 /**
@@ -75,8 +76,9 @@ async function runTaskCalls(leg: LegContext, agent: AgentDefinition, calls: read
 /** The model asked for something that cannot be done; it reads why as the call's result. */
 class TaskRefusal extends Error {}
 
-/** Anything but a refusal is the store's or the queue's trouble: retried, never a status. */
+/** Anything but a refusal (or the leg's interruption) is the store's or the queue's trouble: retried, never a status. */
 function storeError(tool: string, error: unknown): Error {
+  if (isInterruption(error)) return error;
   if (error instanceof BatonError && !error.retryable && !(error instanceof StepError)) return error;
   return new StepError(`${tool}: ${errorMessage(error)}`, { retryable: true, cause: error });
 }

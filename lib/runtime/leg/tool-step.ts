@@ -9,7 +9,7 @@ import { MAX_NOT_BEFORE_MS } from './acquire.ts';
 import { approvalGate, requestApprovals } from './approval-step.ts';
 import { fitsInBudget, waitForRetry, yieldForBudget } from './hand-off.ts';
 import type { KickOutcome, LegContext } from './leg-context.ts';
-import { type AbortWhy, LegAborted } from './leg-signals.ts';
+import { LegAborted } from './leg-signals.ts';
 import { runStep, StepSourceError } from './retry.ts';
 
 /**
@@ -58,10 +58,11 @@ export async function toolStep(
 export async function reconcileStep(leg: LegContext, agent: AgentDefinition, pending: PendingCall): Promise<void> {
   const tool = agent.tools.find((t) => t.name === pending.call.name);
   const key = pendingCallKey(leg.key, pending);
+  // A cancel does not cut the reconcile short: the turn cannot end before it knows the answer.
   const verdict = tool?.reconcile
-    ? await tool.reconcile(key, pending.call.input, leg.signals.stepSignal)
+    ? await tool.reconcile(key, pending.call.input, leg.signals.uncancellableSignal)
     : ({ verdict: 'unknown' } as const);
-  leg.signals.throwIfAborted();
+  leg.signals.throwIfLeaseLost();
   leg.log.warn('once-only call found interrupted; reconciled', {
     callId: pending.call.id,
     verdict: verdict.verdict,
@@ -140,12 +141,7 @@ async function runTools(leg: LegContext, agent: AgentDefinition, calls: readonly
   );
   // A call that ignores the leg's abort is left behind (a once-only one is reconciled by the
   // next leg), so the leg still hands off and stops renewing a lease it can no longer use.
-  const settled = await untilAbandoned(
-    calling,
-    signals.stepSignal,
-    deps.clock,
-    (why) => new LegAborted(why as AbortWhy),
-  );
+  const settled = await untilAbandoned(calling, signals.stepSignal, deps.clock);
   await deps.failpoint('mid-step');
   signals.throwIfLeaseLost();
   let retryable: { source: string; error: Error } | undefined;
