@@ -5,6 +5,8 @@ import { MemoryTicketQueue } from '../../../lib/adapters/memory/memory-queues.ts
 import { defineTool } from '../../../lib/agent/define-tool.ts';
 import { BatonClient } from '../../../lib/client/baton-client.ts';
 import { deriveSessionId, type SessionKey } from '../../../lib/core/ids.ts';
+import { TaskTool } from '../../../lib/core/tasks.ts';
+import type { SessionStore } from '../../../lib/ports/session-store.ts';
 import type { RuntimeDeps } from '../../../lib/runtime/deps.ts';
 import { FailpointCrash } from '../../../lib/runtime/failpoints.ts';
 import { acceptTicket } from '../../../lib/runtime/intake.ts';
@@ -16,6 +18,15 @@ const keyOf = (agent: string, ticketId: string): SessionKey => ({
   agent,
   id: deriveSessionId('default', agent, ticketId),
 });
+
+/** A DynamoDB throttle as the SDK raises it once its own retries gave up. */
+const throttled = () =>
+  Object.assign(new Error('Rate of requests exceeds the allowed throughput.'), {
+    name: 'ProvisionedThroughputExceededException',
+    $fault: 'client',
+    $metadata: { httpStatusCode: 400 },
+    $retryable: { throttling: true },
+  });
 
 /** A dispatcher delegating to `lookup-agent`, and a client on the same store. */
 function delegating(overrides: Partial<RuntimeDeps> = {}) {
@@ -32,7 +43,55 @@ function delegating(overrides: Partial<RuntimeDeps> = {}) {
 
 const oneTask = { tasks: [{ agent: 'lookup-agent', input: { ids: ['a'] }, description: 'job a' }] };
 
+/** A store whose reads of `lookup-agent` sessions throw `error()` while `armed()` says so. */
+function throttledChildReads(store: SessionStore, armed: () => Promise<boolean>): SessionStore {
+  return new Proxy(store, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver);
+      if (property !== 'getSession' && property !== 'getTurn')
+        return typeof value === 'function' ? value.bind(target) : value;
+      return async (key: SessionKey, ...rest: unknown[]) => {
+        if (key.agent === 'lookup-agent' && (await armed())) throw throttled();
+        return (value as (...args: unknown[]) => unknown).call(target, key, ...rest);
+      };
+    },
+  });
+}
+
 describe('protocol regressions (issue 22)', () => {
+  it('bug 4: a throttled task-status read before a model call leaves the turn to a recovery, spending no retry budget', async () => {
+    // Arrange: the parent's last model call (after its wait for the task) reads the task's status
+    // first; that read is throttled, once.
+    const test = delegating();
+    const key = keyOf('dispatcher', 'T-b4');
+    let throttles = 1;
+    const lastCallDue = async () => {
+      const last = (await test.store.readJournal(key)).at(-1);
+      return last?.kind === 'tool' && last.data.tool === TaskTool.wait && throttles-- > 0;
+    };
+    const deps = { ...test.deps, store: throttledChildReads(test.store, lastCallDue) };
+    await acceptTicket(ticketBody('dispatcher', 'T-b4', oneTask), undefined, deps);
+
+    // Act
+    const crashed = await drain(deps).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    const afterThrottle = await test.store.readJournal(key);
+    test.clock.advance(deps.config.leaseTtlMs + 1);
+    await runKick({ v: 1, session: key, reason: 'recovery' }, invocation(60_000, test.clock), deps);
+    await drain(deps);
+
+    // Assert: the throttle was no step's error; the recovery completed the turn.
+    expect(crashed).toMatchObject({ name: 'ProvisionedThroughputExceededException' });
+    expect(afterThrottle.filter((e) => e.kind === 'outcome' || e.kind === 'error')).toEqual([]);
+    expect(test.results.bodies.find((r) => r.sessionId === key.id)).toMatchObject({
+      status: 'completed',
+      output: { 'job a': { status: 'completed', output: 'found 1' } },
+    });
+    expect((await test.store.readJournal(key)).some((e) => e.kind === 'error')).toBe(false);
+  });
+
   it('bug 5: a cancel seen while the release polls its tasks lets the release finish, then the session ends cancelled', async () => {
     // Arrange: the parent started its task and waits; the child has not run. A release is asked
     // for, and a cancel lands while the release polls the task (at its first renewal).
