@@ -191,4 +191,35 @@ describe('protocol regressions (issue 22)', () => {
     expect((await store.getSession(key))?.owner).toBeUndefined();
     expect(results.bodies).toEqual([expect.objectContaining({ status: 'cancelled' })]);
   });
+
+  it('bug 12: right after a cancelled session’s result is published, cancel answers as status does', async () => {
+    // Arrange: a cancel is requested before the session runs; its leg journals the cancelled
+    // outcome, writes it on the turn, publishes the result, and is about to finish the record.
+    const { deps, store } = makeTestDeps([lookupAgent()]);
+    const client = new BatonClient({
+      store,
+      tickets: new MemoryTicketQueue(),
+      workQueue: deps.workQueue,
+      clock: deps.clock,
+    });
+    const key = keyOf('lookup-agent', 'T-b12');
+    await acceptTicket(ticketBody('lookup-agent', 'T-b12', { ids: ['a'] }), undefined, deps);
+    const first = await client.cancel(key.id);
+    let seen: { status?: string | undefined; cancel?: string } | undefined;
+    store.beforeWrite = async (operation) => {
+      if (operation !== 'release' || seen) return;
+      seen = {};
+      seen.status = (await client.status(key.id))?.status;
+      seen.cancel = await client.cancel(key.id);
+    };
+
+    // Act
+    await drain(deps);
+
+    // Assert
+    expect(first).toBe('requested');
+    expect(seen).toEqual({ status: 'cancelled', cancel: 'already-finished' });
+    expect((await client.status(key.id))?.status).toBe('cancelled');
+    expect(await client.cancel(key.id)).toBe('already-finished');
+  });
 });
