@@ -482,10 +482,15 @@ export class BatonClient implements BatonTransport {
     return next;
   }
 
-  /** One update (cancelRequested, version bump) plus a cancel kick. Idempotent. */
+  /**
+   * One update (cancelRequested, version bump) plus a cancel kick. Idempotent. A session that
+   * `status` reports ended is `already-finished`, even while its record is a write from its
+   * terminal state (the finish order): cancel and status never disagree.
+   */
   async cancel(sessionId: string): Promise<CancelResult> {
     const record = await this.deps.store.findSession(sessionId);
     if (!record) return 'not-found';
+    if (await this.#reportedEnded(record)) return 'already-finished';
     const now = this.deps.clock.now();
     const bumped = await this.deps.store.bump(record.key, { now, cancel: true, sweepAt: now + 1_000 });
     if (!bumped.ok) return bumped.reason === 'finished' ? 'already-finished' : 'not-found';
@@ -727,6 +732,14 @@ export class BatonClient implements BatonTransport {
     );
   }
 
+  /** Has the session ended, as `status` reports it? The turn is read only when its outcome decides. */
+  async #reportedEnded(record: SessionRecord): Promise<boolean> {
+    if (TERMINAL_SESSION_STATES.includes(record.state)) return true;
+    if (record.conversation || !record.activeTurnId) return false;
+    const turn = await this.deps.store.getTurn(record.key, record.activeTurnId);
+    return TERMINAL_SESSION_STATES.includes(reportedStatus(record, turn?.outcome));
+  }
+
   /** Is a turn running (or waiting) that a message can land in? */
   async #turnRunning(record: SessionRecord): Promise<boolean> {
     if (!record.activeTurnId || ['idle', 'completed', 'failed', 'cancelled'].includes(record.state)) return false;
@@ -790,8 +803,7 @@ export class BatonClient implements BatonTransport {
       tenant: record.key.tenant,
       agent: record.key.agent,
       ticketId: record.ticketId,
-      // A conversation goes on after a turn's outcome: its state is the record's (idle between turns).
-      status: record.conversation ? record.state : reportedState(record.state, turn?.outcome?.status),
+      status: reportedStatus(record, turn?.outcome),
       turnId: record.activeTurnId,
       outcome: turn?.outcome,
       legs: record.legs,
@@ -838,6 +850,16 @@ export class BatonClient implements BatonTransport {
 /** A call reference as an error names it: the id, and the model entry when given. */
 const describeRef = (ref: CallRef): string =>
   ref.modelSeq === undefined ? ref.callId : `${ref.callId} of model entry ${ref.modelSeq}`;
+
+/**
+ * The state `status` reports, and `cancel` answers by. A one-shot session's is its turn's outcome
+ * as soon as the turn has one: the outcome is on the turn before the result is on the queue, and
+ * the record reaches its terminal state a write later (docs/RELIABILITY.md, the finish order). A
+ * conversation goes on after a turn's outcome: its state is the record's (idle between turns).
+ */
+function reportedStatus(record: SessionRecord, outcome: TurnOutcome | undefined): SessionState {
+  return record.conversation ? record.state : reportedState(record.state, outcome?.status);
+}
 
 /** How far a follower has seen a streaming response: chunks up to `chunk` of the one at `seq`. */
 export interface LivePosition {

@@ -90,6 +90,82 @@ export class InfrastructureError extends Error {
   }
 }
 
+/**
+ * Error names the AWS SDK gives a throttle (as smithy's service-error-classification lists them;
+ * DynamoDB's own are ProvisionedThroughputExceededException, ThrottlingException and
+ * RequestLimitExceeded).
+ */
+const THROTTLING_ERROR_NAMES: ReadonlySet<string> = new Set([
+  'BandwidthLimitExceeded',
+  'LimitExceededException',
+  'PriorRequestNotComplete',
+  'ProvisionedThroughputExceededException',
+  'RequestLimitExceeded',
+  'RequestThrottled',
+  'RequestThrottledException',
+  'SlowDown',
+  'ThrottledException',
+  'Throttling',
+  'ThrottlingException',
+  'TooManyRequestsException',
+  'TransactionInProgressException',
+]);
+
+/** Error names of a request that timed out before any answer (smithy's transient error codes). */
+const TIMEOUT_ERROR_NAMES: ReadonlySet<string> = new Set(['TimeoutError', 'RequestTimeout', 'RequestTimeoutException']);
+
+/** Node's codes for a connection that failed, was cut off or timed out. */
+const NETWORK_ERROR_CODES: ReadonlySet<string> = new Set([
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'ECONNABORTED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
+
+/** What an AWS SDK error carries besides its name. */
+interface SdkErrorFields {
+  readonly $retryable?: unknown;
+  readonly $metadata?: { readonly httpStatusCode?: number | undefined } | undefined;
+  readonly code?: unknown;
+}
+
+/**
+ * Is `error` the infrastructure's trouble, not the step's: a store or queue request throttled,
+ * answered with a 5xx, cut off by the network, or marked retryable by the SDK (`$retryable`), past
+ * the SDK's own retries — or an InfrastructureError. Such an error is never a turn's outcome and
+ * spends no retry budget: the leg stops and the session is taken up again (a recovery). Baton's
+ * other errors keep their meaning: a model's StepError, a throttle of the model included, is the
+ * step's, under its retry policy. The one rule for "whose fault is it" (lib/runtime/leg/retry.ts).
+ */
+export function isInfrastructureError(error: unknown): error is Error {
+  if (error instanceof InfrastructureError) return true;
+  if (error instanceof BatonError || !(error instanceof Error)) return false;
+  // fetch wraps a network failure: `TypeError: fetch failed`, the socket's error as its cause.
+  return isTransientRequestError(error) || isTransientRequestError(error.cause);
+}
+
+/** An AWS SDK or network error that a later attempt can cure. */
+function isTransientRequestError(value: unknown): boolean {
+  if (!(value instanceof Error)) return false;
+  const sdk = value as Error & SdkErrorFields;
+  const status = sdk.$metadata?.httpStatusCode ?? 0;
+  return (
+    sdk.$retryable !== undefined ||
+    THROTTLING_ERROR_NAMES.has(value.name) ||
+    TIMEOUT_ERROR_NAMES.has(value.name) ||
+    status === 429 ||
+    status >= 500 ||
+    (typeof sdk.code === 'string' && NETWORK_ERROR_CODES.has(sdk.code))
+  );
+}
+
 /** An error raised by a model or tool; `retryable` decides whether the retry policy applies. */
 export class StepError extends BatonError {
   /** The provider's own "retry after" (e.g. a 429's Retry-After): the next attempt waits at least this long. */

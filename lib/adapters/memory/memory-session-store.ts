@@ -117,9 +117,12 @@ function itemBytes(item: Item): number {
   );
 }
 
-/** An error like the SDK's for a transient failure, so callers exercise their retry paths. */
+/** An error like the SDK's for a 5xx its retries gave up on, so callers exercise their infrastructure paths. */
 function transientError(operation: StoreWrite, what: string): Error {
-  return Object.assign(new Error(`injected fault: ${operation} ${what}`), { name: 'InjectedTransientError' });
+  return Object.assign(new Error(`injected fault: ${operation} ${what}`), {
+    name: 'InjectedTransientError',
+    $metadata: { httpStatusCode: 500 },
+  });
 }
 
 /**

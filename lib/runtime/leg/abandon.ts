@@ -9,18 +9,13 @@ export const ABANDON_GRACE_MS = 1_000;
 
 /**
  * Waits for `work`, unless `signal` aborts and `work` has not settled `ABANDON_GRACE_MS` later:
- * then rejects with `abandoned(reason)` and leaves `work` behind.
+ * then rejects with the signal's reason (the leg's LegAborted) and leaves `work` behind.
  */
-export function untilAbandoned<T>(
-  work: Promise<T>,
-  signal: AbortSignal,
-  clock: Clock,
-  abandoned: (reason: unknown) => Error,
-): Promise<T> {
+export function untilAbandoned<T>(work: Promise<T>, signal: AbortSignal, clock: Clock): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     let cancelGrace: (() => void) | undefined;
     const onAbort = () => {
-      cancelGrace = clock.setTimer(ABANDON_GRACE_MS, () => reject(abandoned(signal.reason)));
+      cancelGrace = clock.setTimer(ABANDON_GRACE_MS, () => reject(signal.reason));
     };
     if (signal.aborted) onAbort();
     else signal.addEventListener('abort', onAbort, { once: true });

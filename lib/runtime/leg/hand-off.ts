@@ -9,10 +9,10 @@ import { takeSnapshot } from '../../core/snapshot.ts';
 import { childContext } from '../../core/trace-context.ts';
 import { type OutcomeStatus, type SessionState, TERMINAL_SESSION_STATES } from '../../core/vocabulary.ts';
 import { ttlSeconds } from '../deps.ts';
-import { FailpointCrash } from '../failpoints.ts';
 import { release, releaseToWait, releaseUnlessEvent } from './fenced-release.ts';
 import { STEP_KINDS } from './journal-writer.ts';
 import type { KickOutcome, LegContext } from './leg-context.ts';
+import { isInterruption } from './leg-signals.ts';
 import { waitUntil } from './timer-step.ts';
 import { endConversationTurn } from './turn-end.ts';
 
@@ -171,7 +171,7 @@ export async function publish(leg: LegContext): Promise<boolean> {
     );
     await leg.deps.results.publish(result, { trace: leg.trace });
   } catch (error) {
-    if (error instanceof FailpointCrash) throw error;
+    if (isInterruption(error)) throw error;
     const attempt = view.failedAttempts + 1;
     const message = errorMessage(error);
     if (attempt < PUBLISH_RETRY_POLICY.attempts) {

@@ -1,28 +1,47 @@
-import { errorMessage } from '../../core/errors.ts';
+import { errorMessage, LeaseLostError } from '../../core/errors.ts';
 import type { SessionKey } from '../../core/ids.ts';
 import type { CancelTimer, Clock } from '../../ports/clock.ts';
 import type { SessionRecord } from '../../ports/session-store.ts';
 import type { RuntimeDeps, RuntimeLogger } from '../deps.ts';
+import { FailpointCrash } from '../failpoints.ts';
 import { Heartbeat } from '../heartbeat.ts';
 import type { Invocation } from './invocation.ts';
 
 /** Why the leg's work was interrupted. */
 export type AbortWhy = 'lease-lost' | 'cancel' | 'budget';
 
-/** Thrown where a step notices its leg was interrupted. */
+/**
+ * Why the leg's work was interrupted, as an error: the reason of every signal the leg aborts, so
+ * whatever rejects with the reason (a sleep, a tool, a model client) throws this, never a bare
+ * string that a catch site would take for a failure.
+ */
 export class LegAborted extends Error {
   constructor(readonly why: AbortWhy) {
     super(`leg aborted: ${why}`);
+    this.name = 'LegAborted';
   }
 }
 
 /**
+ * Is `error` the leg being stopped rather than its step failing: an abort (cancel, budget, lease
+ * lost), a write that found the lease gone, or a test's simulated crash? None is ever a step's
+ * result or a turn's outcome: it goes up to the leg, which goes on (a cancel), hands off (the
+ * budget) or stops. The one check every catch site makes, as Temporal's `isCancellation` is. An
+ * abort another error wraps is caught by `throwIfAborted` after the catch (see runStep).
+ */
+export function isInterruption(error: unknown): error is LegAborted | LeaseLostError | FailpointCrash {
+  return error instanceof LegAborted || error instanceof LeaseLostError || error instanceof FailpointCrash;
+}
+
+/**
  * A leg's signals and timers: the lease heartbeat (and the freshest session record it brought
- * back), the budget timer, and two abort signals — one for the step in flight (cancel, budget,
- * lease loss) and one for lease loss only, which is all that may stop a once-only call.
+ * back), the budget timer, and three abort signals — one for the step in flight (cancel, budget,
+ * lease loss), one for work a cancel must not cut short (budget, lease loss), and one for lease
+ * loss only, which is all that may stop a once-only call. Each aborts with a LegAborted.
  */
 export class LegSignals {
   readonly #step = new AbortController();
+  readonly #uncancellable = new AbortController();
   readonly #lease = new AbortController();
   readonly #heartbeat: Heartbeat;
   #record: SessionRecord;
@@ -77,6 +96,16 @@ export class LegSignals {
     return this.#step.signal;
   }
 
+  /**
+   * Aborts on budget or lease loss, never on a cancel: for work the cancel needs finished before
+   * the turn can end — a release waiting for its tasks, the reconcile of an interrupted once-only
+   * call. Cut short by a cancel, each would start over at the next pass, on a signal already
+   * aborted, for ever.
+   */
+  get uncancellableSignal(): AbortSignal {
+    return this.#uncancellable.signal;
+  }
+
   /** Aborts on lease loss only: a once-only call in flight is never stopped by a cancel. */
   get leaseSignal(): AbortSignal {
     return this.#lease.signal;
@@ -127,9 +156,12 @@ export class LegSignals {
     }
   }
 
+  /** Aborts the signals `why` concerns; a signal aborted already keeps its first reason. */
   abort(why: AbortWhy): void {
-    if (!this.#step.signal.aborted) this.#step.abort(why);
-    if (why === 'lease-lost') this.#lease.abort(why);
+    const reason = new LegAborted(why);
+    this.#step.abort(reason);
+    if (why !== 'cancel') this.#uncancellable.abort(reason);
+    if (why === 'lease-lost') this.#lease.abort(reason);
   }
 
   get aborted(): boolean {
@@ -137,10 +169,10 @@ export class LegSignals {
   }
 
   throwIfLeaseLost(): void {
-    if (this.#lease.signal.aborted) throw new LegAborted('lease-lost');
+    this.#lease.signal.throwIfAborted();
   }
 
   throwIfAborted(): void {
-    if (this.#step.signal.aborted) throw new LegAborted(this.#step.signal.reason as AbortWhy);
+    this.#step.signal.throwIfAborted();
   }
 }

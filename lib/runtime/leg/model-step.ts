@@ -11,7 +11,6 @@ import { readTaskLines } from '../tasks/read-tasks.ts';
 import { untilAbandoned } from './abandon.ts';
 import { fitsInBudget, waitForRetry, yieldForBudget } from './hand-off.ts';
 import type { KickOutcome, LegContext } from './leg-context.ts';
-import { type AbortWhy, LegAborted } from './leg-signals.ts';
 import { runStep } from './retry.ts';
 
 /** The model step: one call with the whole transcript, journaled as a `model` entry. */
@@ -40,12 +39,7 @@ async function callModel(leg: LegContext, agent: AgentDefinition): Promise<void>
     );
     await deps.failpoint('mid-step');
     // A model client that ignores the leg's abort is left behind: the leg still hands off.
-    response = await untilAbandoned(
-      pending,
-      leg.signals.stepSignal,
-      deps.clock,
-      (why) => new LegAborted(why as AbortWhy),
-    );
+    response = await untilAbandoned(pending, leg.signals.stepSignal, deps.clock);
   } finally {
     // Before the entry is journaled: no partial is written after its response is whole.
     await stream?.close();

@@ -33,7 +33,9 @@ export async function releaseStep(leg: LegContext): Promise<KickOutcome | undefi
   while (left.length > 0 && deps.clock.now() < deadline) {
     if (leg.invocation.remainingMs() < deps.config.reserveMs + RELEASE_BUDGET_MARGIN_MS)
       return yieldForBudget(leg, 'a release waiting for its tasks');
-    await deps.clock.sleep(Math.min(RELEASE_POLL_MS, deadline - deps.clock.now()), leg.signals.stepSignal);
+    // A cancel arriving now changes nothing here (every task is being cancelled already): the
+    // release goes on, and the cancel is carried out after it.
+    await deps.clock.sleep(Math.min(RELEASE_POLL_MS, deadline - deps.clock.now()), leg.signals.uncancellableSignal);
     left = (await readTaskLines(deps.store, leg.key, left)).filter((t) => !isTaskFinished(t.status));
   }
   const stragglers = left.map((t) => t.taskId);

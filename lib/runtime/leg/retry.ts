@@ -1,20 +1,14 @@
 import type { AgentDefinition } from '../../agent/define-agent.ts';
 import { resolvePolicy, retryDelayAfter } from '../../agent/retry-policy.ts';
-import {
-  BatonError,
-  errorMessage,
-  InfrastructureError,
-  LeaseLostError,
-  PayloadTooLargeError,
-} from '../../core/errors.ts';
-import { FailpointCrash } from '../failpoints.ts';
+import { BatonError, errorMessage, isInfrastructureError, PayloadTooLargeError } from '../../core/errors.ts';
 import type { LegContext } from './leg-context.ts';
-import { LegAborted } from './leg-signals.ts';
+import { isInterruption } from './leg-signals.ts';
 
 /**
- * Retry classification: what a step's error means for the turn. An interruption of the leg
- * propagates; a retryable error is journaled with its backoff per the retry policy; anything
- * else ends the turn failed.
+ * Retry classification: what a step's error means for the turn. An interruption of the leg and
+ * the infrastructure's trouble (a throttled store read, a 5xx) propagate, spending no retry
+ * budget; a retryable error is journaled with its backoff per the retry policy; anything else
+ * ends the turn failed.
  */
 
 /** A retryable tool error, tagged with the tool it came from for the retry policy. */
@@ -39,14 +33,10 @@ export async function runStep(
     await run();
     return 'ok';
   } catch (error) {
-    // The leg's own interruptions and the store's failures are never the step's: the leg stops.
-    if (
-      error instanceof LegAborted ||
-      error instanceof LeaseLostError ||
-      error instanceof FailpointCrash ||
-      error instanceof InfrastructureError
-    )
-      throw error;
+    // The leg's own interruptions and the infrastructure's failures are never the step's: they
+    // go up to the leg, which stops, and the session is taken up again with the turn unharmed.
+    if (isInterruption(error) || isInfrastructureError(error)) throw error;
+    // An abort that reached us wrapped in another error is still the abort.
     leg.signals.throwIfAborted();
     if (error instanceof PayloadTooLargeError || !(error instanceof BatonError) || !error.retryable) {
       await leg.journal.append('outcome', { status: 'failed', error: `${source}: ${errorMessage(error)}` });

@@ -1,7 +1,7 @@
 import type { AgentDefinition } from '../../agent/define-agent.ts';
 import { DEFAULT_TASK_WAIT_TIMEOUT_MS } from '../../agent/define-agent.ts';
 import { TaskToolInput } from '../../agent/task-tools.ts';
-import { BatonError, errorMessage, StepError } from '../../core/errors.ts';
+import { BatonError, errorMessage, isInfrastructureError, StepError } from '../../core/errors.ts';
 import type { PendingCall } from '../../core/fold.ts';
 import { deriveChildSessionId, hashJson, type SessionKey } from '../../core/ids.ts';
 import { describeIssues } from '../../core/messages.ts';
@@ -22,6 +22,7 @@ import { cancelChild, readTaskLines } from '../tasks/read-tasks.ts';
 import { acceptTurn } from '../turn-intake.ts';
 import { waitForRetry, waitForTasks } from './hand-off.ts';
 import type { KickOutcome, LegContext } from './leg-context.ts';
+import { isInterruption } from './leg-signals.ts';
 import { runStep } from './retry.ts';
 
 /**
@@ -75,8 +76,13 @@ async function runTaskCalls(leg: LegContext, agent: AgentDefinition, calls: read
 /** The model asked for something that cannot be done; it reads why as the call's result. */
 class TaskRefusal extends Error {}
 
-/** Anything but a refusal is the store's or the queue's trouble: retried, never a status. */
+/**
+ * Anything but a refusal is the store's or the queue's trouble, never a status: a throttle, a 5xx
+ * or a lost connection goes up as it is (the leg stops, no retry budget spent), anything else is
+ * retried under the retry policy.
+ */
 function storeError(tool: string, error: unknown): Error {
+  if (isInterruption(error) || isInfrastructureError(error)) return error;
   if (error instanceof BatonError && !error.retryable && !(error instanceof StepError)) return error;
   return new StepError(`${tool}: ${errorMessage(error)}`, { retryable: true, cause: error });
 }

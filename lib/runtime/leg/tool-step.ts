@@ -9,7 +9,7 @@ import { MAX_NOT_BEFORE_MS } from './acquire.ts';
 import { approvalGate, requestApprovals } from './approval-step.ts';
 import { fitsInBudget, waitForRetry, yieldForBudget } from './hand-off.ts';
 import type { KickOutcome, LegContext } from './leg-context.ts';
-import { type AbortWhy, LegAborted } from './leg-signals.ts';
+import { LegAborted } from './leg-signals.ts';
 import { type PreparedCall, prepareCall, prepareCalls } from './prepared-call.ts';
 import { runStep, StepSourceError } from './retry.ts';
 
@@ -61,12 +61,11 @@ export async function toolStep(
 export async function reconcileStep(leg: LegContext, agent: AgentDefinition, pending: PendingCall): Promise<void> {
   const prepared = prepareCall(agent, pending);
   const key = pendingCallKey(leg.key, pending);
-  // The hook is asked about the input the call ran with: the parsed one. Like the once-only call
-  // it answers for, a reconcile is stopped by a lost lease only: a cancel waits for its verdict,
-  // since the turn cannot end with the call open.
+  // The hook is asked about the input the call ran with: the parsed one. A cancel does not cut
+  // the reconcile short: the turn cannot end before it knows the answer.
   const tool = prepared.tool;
   const verdict = tool?.reconcile
-    ? await leg.signals.duringOnceOnly(() => tool.reconcile!(key, prepared.input, leg.signals.leaseSignal))
+    ? await tool.reconcile(key, prepared.input, leg.signals.uncancellableSignal)
     : ({ verdict: 'unknown' } as const);
   leg.signals.throwIfLeaseLost();
   leg.log.warn('once-only call found interrupted; reconciled', {
@@ -132,12 +131,7 @@ async function runTools(leg: LegContext, prepared: readonly PreparedCall[]): Pro
   );
   // A call that ignores the leg's abort is left behind (a once-only one is reconciled by the
   // next leg), so the leg still hands off and stops renewing a lease it can no longer use.
-  const settled = await untilAbandoned(
-    calling,
-    signals.stepSignal,
-    deps.clock,
-    (why) => new LegAborted(why as AbortWhy),
-  );
+  const settled = await untilAbandoned(calling, signals.stepSignal, deps.clock);
   await deps.failpoint('mid-step');
   signals.throwIfLeaseLost();
   let retryable: { source: string; error: Error } | undefined;
