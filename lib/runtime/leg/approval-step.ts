@@ -1,9 +1,7 @@
 import { callKey, identityOf } from '../../core/call-identity.ts';
 import type { SessionView } from '../../core/fold.ts';
-import { releaseToWait } from './fenced-release.ts';
-import type { KickOutcome, LegContext } from './leg-context.ts';
+import type { LegContext } from './leg-context.ts';
 import { type PreparedCall, preparedIdentity } from './prepared-call.ts';
-import { waitUntil } from './timer-step.ts';
 
 /** The prepared calls sorted by approval: to request, denied (with the reason), free to run. */
 export interface ApprovalGate {
@@ -83,20 +81,4 @@ export async function denyExpiredApproval(leg: LegContext, callId: string): Prom
   if (!awaited) return;
   await leg.journal.append('decision', { ...identityOf(awaited), approved: false, reason: 'approval timed out' });
   leg.log.warn('approval timed out; denied by default', { callId, modelSeq: awaited.modelSeq });
-}
-
-/**
- * Waits for a human (an approval, or a verdict on a parked call) holding no lease and no compute:
- * the release is refused when something arrived since the record was read, and the leg goes on.
- * With `wakeAt` (an approval timeout) the wait is a durable timer as well.
- */
-export async function waitForHuman(
-  leg: LegContext,
-  what: string,
-  wakeAt?: number | undefined,
-): Promise<KickOutcome | undefined> {
-  if (wakeAt !== undefined) return waitUntil(leg, wakeAt);
-  if (!(await releaseToWait(leg, undefined))) return undefined;
-  leg.log.info('waiting for a human', { what });
-  return what === 'approval' ? 'waiting' : 'parked';
 }

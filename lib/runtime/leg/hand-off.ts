@@ -1,5 +1,4 @@
 import { type RetryPolicy, retryDelayAfter } from '../../agent/retry-policy.ts';
-import { stepFits } from '../../core/budget.ts';
 import { contentDigest } from '../../core/content-digest.ts';
 import { errorMessage } from '../../core/errors.ts';
 import { type JournalEntry, legMarkerOf } from '../../core/journal.ts';
@@ -7,13 +6,13 @@ import { INLINE_PAYLOAD_LIMIT_BYTES, type Result } from '../../core/messages.ts'
 import { isPublished } from '../../core/next-action.ts';
 import { takeSnapshot } from '../../core/snapshot.ts';
 import { childContext } from '../../core/trace-context.ts';
+import type { KickReason } from '../../core/vocabulary.ts';
 import { type OutcomeStatus, type SessionState, TERMINAL_SESSION_STATES } from '../../core/vocabulary.ts';
 import { ttlSeconds } from '../deps.ts';
 import { release, releaseToWait, releaseUnlessEvent } from './fenced-release.ts';
 import { STEP_KINDS } from './journal-writer.ts';
 import type { KickOutcome, LegContext } from './leg-context.ts';
 import { isInterruption } from './leg-signals.ts';
-import { waitUntil } from './timer-step.ts';
 import { endConversationTurn } from './turn-end.ts';
 
 /**
@@ -30,11 +29,6 @@ import { endConversationTurn } from './turn-end.ts';
  */
 export const MAX_IDLE_LEGS = 10;
 
-/** Does a step of this declared maximum fit in what is left of the invocation? */
-export function fitsInBudget(leg: LegContext, maxDurationMs: number): boolean {
-  return stepFits(maxDurationMs, leg.invocation.remainingMs(), leg.deps.config.reserveMs);
-}
-
 /**
  * Ends the turn with an outcome and runs the rest of the finish protocol: publish, then the
  * release that records the publish. Returns undefined when an event (a cancel, a release, a turn)
@@ -43,17 +37,12 @@ export function fitsInBudget(leg: LegContext, maxDurationMs: number): boolean {
 export async function finish(
   leg: LegContext,
   status: OutcomeStatus,
-  output: unknown,
   error: string | undefined,
 ): Promise<KickOutcome | undefined> {
   // A turn has one outcome: once it is journaled, a later leg only publishes and releases it.
   if (!leg.journal.view.outcome) {
     if (error) leg.log.error('turn failed', { error });
-    await leg.journal.append('outcome', {
-      status,
-      ...(output !== undefined ? { output } : {}),
-      ...(error ? { error } : {}),
-    });
+    await leg.journal.append('outcome', { status, ...(error ? { error } : {}) });
   }
   const turnId = resultTurnId(leg);
   if (!resultPublished(leg)) {
@@ -86,7 +75,7 @@ export async function finishNow(
   error: string | undefined,
 ): Promise<KickOutcome> {
   for (;;) {
-    const left = await finish(leg, status, undefined, error);
+    const left = await finish(leg, status, error);
     if (left) return left;
   }
 }
@@ -322,7 +311,7 @@ export async function waitForTasks(leg: LegContext, deadline: number): Promise<K
 /** Hands the session to the next leg: a continuation first, then a release that may fail. */
 export async function yieldForBudget(leg: LegContext, what: string): Promise<KickOutcome | undefined> {
   if (leg.journal.stepsThisLeg === 0 && idleLegsAtEnd(leg.journal.entries) >= MAX_IDLE_LEGS) {
-    return finish(leg, 'failed', undefined, `step cannot fit in the budget: ${what}`);
+    return finish(leg, 'failed', `step cannot fit in the budget: ${what}`);
   }
   await leg.signals.stopHeartbeat();
   await leg.resources.closeAll();
@@ -406,4 +395,41 @@ function idleLegsAtEnd(entries: readonly JournalEntry[]): number {
     }
   }
   return legs;
+}
+
+/**
+ * Durable timers. `waitUntil` is the one way a leg waits for a time (a timer, an approval
+ * timeout, a retry backoff): it sends a kick due then (the work queue chains it past SQS's
+ * 15-minute cap), and releases the lease into `waiting` with `sweepAt` = the time, so the sweeper
+ * wakes the session too should the kick be lost. No lease and no compute are held meanwhile; an
+ * event (a cancel, a message, a decision) wakes the session earlier, and the leg that handles it
+ * decides again from the journal, so the timer itself must be journaled before the wait.
+ */
+export async function waitUntil(
+  leg: LegContext,
+  wakeAt: number,
+  reason: Extract<KickReason, 'wake' | 'retry'> = 'wake',
+): Promise<KickOutcome | undefined> {
+  await leg.deps.workQueue.sendKick({ v: 1, session: leg.key, reason }, { trace: leg.trace, notBefore: wakeAt });
+  // Due at wakeAt: the delayed kick (rounded up to whole seconds) finds it due, and the sweeper
+  // wakes it at the same time should that kick be lost.
+  if (!(await releaseToWait(leg, wakeAt))) return undefined;
+  leg.log.info('waiting for a time', { wakeAt, reason });
+  return 'waiting';
+}
+
+/**
+ * Waits for a human (an approval, or a verdict on a parked call) holding no lease and no compute:
+ * the release is refused when something arrived since the record was read, and the leg goes on.
+ * With `wakeAt` (an approval timeout) the wait is a durable timer as well.
+ */
+export async function waitForHuman(
+  leg: LegContext,
+  what: string,
+  wakeAt?: number | undefined,
+): Promise<KickOutcome | undefined> {
+  if (wakeAt !== undefined) return waitUntil(leg, wakeAt);
+  if (!(await releaseToWait(leg, undefined))) return undefined;
+  leg.log.info('waiting for a human', { what });
+  return what === 'approval' ? 'waiting' : 'parked';
 }

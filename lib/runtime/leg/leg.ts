@@ -9,19 +9,29 @@ import type { LegSpan } from '../../telemetry/telemetry.ts';
 import type { RuntimeDeps, RuntimeLogger } from '../deps.ts';
 import { LegResources } from '../leg-resources.ts';
 import { NOOP_LEG_SPAN, startLegSpan } from '../leg-tracing.ts';
-import { denyExpiredApproval, waitForHuman } from './approval-step.ts';
-import { failUnjournaled, finish, finishNow, waitForRetry, yieldForBudget } from './hand-off.ts';
+import { denyExpiredApproval } from './approval-step.ts';
+import {
+  failUnjournaled,
+  finish,
+  finishNow,
+  waitForHuman,
+  waitForRetry,
+  waitForTasks,
+  waitUntil,
+  yieldForBudget,
+} from './hand-off.ts';
 import { deliverInbox } from './inbox-step.ts';
 import type { Invocation } from './invocation.ts';
 import { refreshItemExpiry } from './item-expiry.ts';
 import { JournalWriter } from './journal-writer.ts';
 import type { KickOutcome, LegContext } from './leg-context.ts';
+import { type LegExit, WAIT_RETRY, yieldLeg } from './leg-exit.ts';
 import { LegAborted, LegSignals } from './leg-signals.ts';
 import { modelStep } from './model-step.ts';
 import { cancelTasks, releasePending, releaseStep } from './release-step.ts';
 import { refuseOrphanTask } from './task-start-check.ts';
 import { isTaskCall, taskStep } from './task-step.ts';
-import { waitUntil, wakeTimer } from './timer-step.ts';
+import { wakeTimer } from './timer-step.ts';
 import { reconcileStep, toolStep } from './tool-step.ts';
 import { finalOutcome, startTurn } from './turn-step.ts';
 
@@ -128,29 +138,52 @@ export class Leg implements LegContext {
       return finishNow(this, 'failed', `crash loop: ${recoveries} consecutive recoveries without progress`);
     }
     const refused = await refuseOrphanTask(this);
-    if (refused) return refused;
-    return this.#loop(agent);
+    const left = refused && (await this.#leave(refused));
+    return left || this.#loop(agent);
   }
 
+  /**
+   * Takes the next action until one leaves: a step returns how the leg should leave, and only
+   * here is that carried out. An exit refused by an event that arrived meanwhile (every exit out
+   * of `queued` is fenced on pendingVersion) goes on, to handle that event first.
+   */
   async #loop(agent: AgentDefinition): Promise<KickOutcome> {
     for (;;) {
+      let exit: LegExit | undefined;
       try {
-        const left = await this.#next(agent);
-        if (left) return left;
+        exit = await this.#next(agent);
       } catch (error) {
         if (!(error instanceof LegAborted) || error.why === 'lease-lost') throw error;
         // Cancel: the next pass writes the cancelled outcome. Budget: continue elsewhere.
-        if (error.why === 'budget') {
-          await this.journal.markLeg();
-          const left = await yieldForBudget(this, 'a step that ran past the budget');
-          if (left) return left;
-        }
+        if (error.why !== 'budget') continue;
+        await this.journal.markLeg();
+        exit = yieldLeg('a step that ran past the budget');
       }
+      const left = exit && (await this.#leave(exit));
+      if (left) return left;
     }
   }
 
-  /** Takes the next action; returns how the leg ends, or undefined to go on. */
-  async #next(agent: AgentDefinition): Promise<KickOutcome | undefined> {
+  /** Carries an exit out through the protocol; undefined when an event refused it and the leg goes on. */
+  #leave(exit: LegExit): Promise<KickOutcome | undefined> {
+    switch (exit.kind) {
+      case 'yield':
+        return yieldForBudget(this, exit.why);
+      case 'finish':
+        return finish(this, exit.status, exit.error);
+      case 'wait-retry':
+        return waitForRetry(this);
+      case 'wait-timer':
+        return waitUntil(this, exit.until);
+      case 'wait-tasks':
+        return waitForTasks(this, exit.until);
+      case 'wait-human':
+        return waitForHuman(this, exit.what, exit.until);
+    }
+  }
+
+  /** Takes the next action; returns how the leg should leave, or undefined to go on. */
+  async #next(agent: AgentDefinition): Promise<LegExit | undefined> {
     this.signals.throwIfLeaseLost();
     // A deferred marker waits only for a turn's input: anything else is marked first.
     if (this.#decide(agent).kind !== 'start-turn' || releasePending(this)) await this.journal.markLeg();
@@ -187,9 +220,9 @@ export class Leg implements LegContext {
         return undefined;
       case 'parked':
         this.log.warn('once-only call in an unknown state: parked for a human', { callId: action.callId });
-        return waitForHuman(this, 'parked call');
+        return { kind: 'wait-human', what: 'parked call' };
       case 'await-approval':
-        return waitForHuman(this, 'approval', action.wakeAt);
+        return { kind: 'wait-human', what: 'approval', until: action.wakeAt };
       case 'approval-timeout':
         await denyExpiredApproval(this, action.callId);
         return undefined;
@@ -197,16 +230,16 @@ export class Leg implements LegContext {
         await wakeTimer(this, action.call);
         return undefined;
       case 'wait-timer':
-        return waitUntil(this, action.wakeAt);
+        return { kind: 'wait-timer', until: action.wakeAt };
       case 'wait-retry':
-        return waitForRetry(this);
+        return WAIT_RETRY;
       case 'finish':
         await this.journal.append('outcome', finalOutcome(agent, action.text));
         return undefined;
       // Publishing goes straight on to the release, which records that the result was sent.
       case 'publish':
       case 'done':
-        return finish(this, this.journal.view.outcome!.status, undefined, undefined);
+        return { kind: 'finish', status: this.journal.view.outcome!.status };
     }
   }
 

@@ -9,15 +9,15 @@ import { traceModelCall } from '../leg-tracing.ts';
 import { type LiveTextWriter, liveTextWriter } from '../live-text-writer.ts';
 import { readTaskLines } from '../tasks/read-tasks.ts';
 import { untilAbandoned } from './abandon.ts';
-import { fitsInBudget, waitForRetry, yieldForBudget } from './hand-off.ts';
-import type { KickOutcome, LegContext } from './leg-context.ts';
+import type { LegContext } from './leg-context.ts';
+import { fitsInBudget, type LegExit, WAIT_RETRY, yieldLeg } from './leg-exit.ts';
 import { runStep } from './retry.ts';
 
 /** The model step: one call with the whole transcript, journaled as a `model` entry. */
-export async function modelStep(leg: LegContext, agent: AgentDefinition): Promise<KickOutcome | undefined> {
-  if (!fitsInBudget(leg, agent.model.maxDurationMs)) return yieldForBudget(leg, `model ${agent.model.id}`);
+export async function modelStep(leg: LegContext, agent: AgentDefinition): Promise<LegExit | undefined> {
+  if (!fitsInBudget(leg, agent.model.maxDurationMs)) return yieldLeg(`model ${agent.model.id}`);
   const outcome = await runStep(leg, 'model', agent, () => callModel(leg, agent));
-  return outcome === 'waiting' ? waitForRetry(leg) : undefined;
+  return outcome === 'waiting' ? WAIT_RETRY : undefined;
 }
 
 async function callModel(leg: LegContext, agent: AgentDefinition): Promise<void> {

@@ -1,8 +1,8 @@
 import { deriveChildSessionId } from '../../core/ids.ts';
 import { childKey, isTaskFinished, TaskTool, taskLedger } from '../../core/tasks.ts';
 import { cancelChild, readTaskLines } from '../tasks/read-tasks.ts';
-import { yieldForBudget } from './hand-off.ts';
-import type { KickOutcome, LegContext } from './leg-context.ts';
+import type { LegContext } from './leg-context.ts';
+import { type LegExit, yieldLeg } from './leg-exit.ts';
 
 /** How often the release looks again at the tasks it cancelled. */
 const RELEASE_POLL_MS = 200;
@@ -20,7 +20,7 @@ export function releasePending(leg: LegContext): boolean {
  * cancelled and which were still running (stragglers, reported failed from then on). Finished
  * tasks keep their results. A leg short of budget hands the rest to a continuation.
  */
-export async function releaseStep(leg: LegContext): Promise<KickOutcome | undefined> {
+export async function releaseStep(leg: LegContext): Promise<LegExit | undefined> {
   const { deps } = leg;
   const mark = leg.signals.record.releaseRequested!;
   const ledger = taskLedger(leg.journal.entries);
@@ -32,7 +32,7 @@ export async function releaseStep(leg: LegContext): Promise<KickOutcome | undefi
   let left = running;
   while (left.length > 0 && deps.clock.now() < deadline) {
     if (leg.invocation.remainingMs() < deps.config.reserveMs + RELEASE_BUDGET_MARGIN_MS)
-      return yieldForBudget(leg, 'a release waiting for its tasks');
+      return yieldLeg('a release waiting for its tasks');
     // A cancel arriving now changes nothing here (every task is being cancelled already): the
     // release goes on, and the cancel is carried out after it.
     await deps.clock.sleep(Math.min(RELEASE_POLL_MS, deadline - deps.clock.now()), leg.signals.uncancellableSignal);

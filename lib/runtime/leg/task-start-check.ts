@@ -1,6 +1,6 @@
 import { RELEASED_STRAGGLER_ERROR } from '../../core/tasks.ts';
-import { finish } from './hand-off.ts';
-import type { KickOutcome, LegContext } from './leg-context.ts';
+import type { LegContext } from './leg-context.ts';
+import type { LegExit } from './leg-exit.ts';
 import { startTurn } from './turn-step.ts';
 
 /**
@@ -8,7 +8,7 @@ import { startTurn } from './turn-step.ts';
  * released, cancelled or is gone wants no new work, so the task ends cancelled without a step.
  * This closes the race of a release with a start: whichever lands first, no child runs on.
  */
-export async function refuseOrphanTask(leg: LegContext): Promise<KickOutcome | undefined> {
+export async function refuseOrphanTask(leg: LegContext): Promise<LegExit | undefined> {
   const record = leg.signals.record;
   if (record.parent === undefined || leg.journal.view.turnId !== undefined) return undefined;
   const parent = await leg.deps.store.getSession(record.parent);
@@ -24,5 +24,5 @@ export async function refuseOrphanTask(leg: LegContext): Promise<KickOutcome | u
   leg.log.info('task refused before its first step', { parent: parent?.key.id, why });
   const left = await startTurn(leg);
   if (left) return left;
-  return finish(leg, 'cancelled', undefined, why);
+  return { kind: 'finish', status: 'cancelled', error: why };
 }

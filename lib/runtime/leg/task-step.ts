@@ -20,8 +20,8 @@ import { childContext } from '../../core/trace-context.ts';
 import { ttlSeconds } from '../deps.ts';
 import { cancelChild, readTaskLines } from '../tasks/read-tasks.ts';
 import { acceptTurn } from '../turn-intake.ts';
-import { waitForRetry, waitForTasks } from './hand-off.ts';
-import type { KickOutcome, LegContext } from './leg-context.ts';
+import type { LegContext } from './leg-context.ts';
+import { type LegExit, WAIT_RETRY } from './leg-exit.ts';
 import { isInterruption } from './leg-signals.ts';
 import { runStep } from './retry.ts';
 
@@ -34,12 +34,12 @@ export async function taskStep(
   leg: LegContext,
   agent: AgentDefinition,
   calls: readonly PendingCall[],
-): Promise<KickOutcome | undefined> {
+): Promise<LegExit | undefined> {
   const waits = calls.filter((p) => p.call.name === TaskTool.wait);
   const others = calls.filter((p) => p.call.name !== TaskTool.wait);
   if (others.length > 0) {
     const outcome = await runStep(leg, 'tools', agent, () => runTaskCalls(leg, agent, others));
-    return outcome === 'waiting' ? waitForRetry(leg) : undefined;
+    return outcome === 'waiting' ? WAIT_RETRY : undefined;
   }
   let waitUntil: number | undefined;
   const outcome = await runStep(leg, 'tools', agent, async () => {
@@ -48,9 +48,9 @@ export async function taskStep(
       if (due !== undefined) waitUntil = Math.min(waitUntil ?? due, due);
     }
   });
-  if (outcome === 'waiting') return waitForRetry(leg);
+  if (outcome === 'waiting') return WAIT_RETRY;
   if (waitUntil === undefined || leg.journal.view.outcome) return undefined;
-  return waitForTasks(leg, waitUntil);
+  return { kind: 'wait-tasks', until: waitUntil };
 }
 
 /** True when the pending call is one of the built-in task tools of this agent. */

@@ -7,8 +7,8 @@ import { traceToolCall } from '../leg-tracing.ts';
 import { untilAbandoned } from './abandon.ts';
 import { MAX_NOT_BEFORE_MS } from './acquire.ts';
 import { approvalGate, requestApprovals } from './approval-step.ts';
-import { fitsInBudget, waitForRetry, yieldForBudget } from './hand-off.ts';
-import type { KickOutcome, LegContext } from './leg-context.ts';
+import type { LegContext } from './leg-context.ts';
+import { fitsInBudget, type LegExit, WAIT_RETRY, yieldLeg } from './leg-exit.ts';
 import { LegAborted } from './leg-signals.ts';
 import { type PreparedCall, prepareCall, prepareCalls } from './prepared-call.ts';
 import { runStep, StepSourceError } from './retry.ts';
@@ -22,7 +22,7 @@ export async function toolStep(
   leg: LegContext,
   agent: AgentDefinition,
   calls: readonly PendingCall[],
-): Promise<KickOutcome | undefined> {
+): Promise<LegExit | undefined> {
   // Parsed once: the rule, the approval request and the tool all see this input.
   const prepared = prepareCalls(agent, calls);
   const gate = approvalGate(leg.journal.view, prepared);
@@ -41,7 +41,7 @@ export async function toolStep(
   if (gate.denied.length > 0) return undefined;
   const tools = calls.map((p) => agent.tools.find((t) => t.name === p.call.name));
   const longest = Math.max(0, ...tools.map((t) => t?.maxDurationMs ?? 0));
-  if (!fitsInBudget(leg, longest)) return yieldForBudget(leg, `tools ${calls.map((p) => p.call.name).join(', ')}`);
+  if (!fitsInBudget(leg, longest)) return yieldLeg(`tools ${calls.map((p) => p.call.name).join(', ')}`);
   // Only the once-only calls must end before the lease could pass to a recovery; the others may
   // outlive it (a recovery repeats them harmlessly), so only their durations count here.
   const onceOnly = tools.filter((t) => t?.effect === 'once');
@@ -50,11 +50,11 @@ export async function toolStep(
     const fresh = await leg.signals.renewNow();
     if (fresh.cancelRequested) return undefined;
     if (!onceOnlyFitsLease(leg.signals.leaseUntil, leg.deps.clock.now(), longestOnce)) {
-      return yieldForBudget(leg, 'a once-only call that the lease would not outlive');
+      return yieldLeg('a once-only call that the lease would not outlive');
     }
   }
   const outcome = await runStep(leg, 'tools', agent, () => runTools(leg, prepared));
-  return outcome === 'waiting' ? waitForRetry(leg) : undefined;
+  return outcome === 'waiting' ? WAIT_RETRY : undefined;
 }
 
 /** A once-only call whose watermark has no result: ask the tool whether it happened. */

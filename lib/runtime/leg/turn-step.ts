@@ -1,20 +1,20 @@
 import type { AgentDefinition } from '../../agent/define-agent.ts';
 import type { EntryDataOf } from '../../core/journal.ts';
-import { finish } from './hand-off.ts';
-import type { KickOutcome, LegContext } from './leg-context.ts';
+import type { LegContext } from './leg-context.ts';
+import type { LegExit } from './leg-exit.ts';
 
 /**
  * Starts the active turn: journals its input, which begins the turn's state in the fold. A small
  * input rides on the record the leg holds; a larger one is read from the turn item.
  */
-export async function startTurn(leg: LegContext): Promise<KickOutcome | undefined> {
+export async function startTurn(leg: LegContext): Promise<LegExit | undefined> {
   const { activeTurnId: turnId, activeInput } = leg.signals.record;
   if (activeInput !== undefined && activeInput.turnId === turnId) {
     await leg.journal.append('input', { input: activeInput.input }, turnId);
     return undefined;
   }
   const turn = await leg.deps.store.getTurn(leg.key, turnId!);
-  if (!turn) return finish(leg, 'failed', undefined, `turn ${turnId} not found`);
+  if (!turn) return { kind: 'finish', status: 'failed', error: `turn ${turnId} not found` };
   await leg.journal.append('input', { input: turn.input }, turnId);
   return undefined;
 }
