@@ -309,6 +309,3 @@ const delivered = (view: SessionView, id: string): SessionView => ({
 export function foldJournal(entries: readonly JournalEntry[], from: SessionView = EMPTY_VIEW): SessionView {
   return entries.reduce(applyEntry, from);
 }
-
-/** The next action lives beside the fold; re-exported here for the callers that know it by this file. */
-export { decideNext, type LegFacts, type NextAction, nextAction, nextWakeAt } from './next-action.ts';

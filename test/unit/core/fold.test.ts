@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { CorruptStateError } from '../../../lib/core/errors.ts';
-import { foldJournal, nextAction } from '../../../lib/core/fold.ts';
+import { foldJournal } from '../../../lib/core/fold.ts';
+import { nextAction } from '../../../lib/core/next-action.ts';
 import { journal, usage } from '../../fixtures/journal.ts';
 
 const NOW = 10_000;
