@@ -79,7 +79,6 @@ export async function acceptTicket(
         input,
         maxPendingInputs: deps.config.maxPendingInputs,
         sweepGraceMs: deps.config.sweepGraceMs,
-        ttlSeconds: itemTtlSeconds(deps.config, now),
       },
       deps,
     );

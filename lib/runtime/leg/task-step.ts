@@ -239,7 +239,6 @@ async function continueTask(
         ticketId: turnId,
         input: input.input,
         sweepGraceMs: deps.config.sweepGraceMs,
-        ttlSeconds: itemTtlSeconds(deps.config, deps.clock.now()),
       },
       deps,
     );

@@ -293,4 +293,27 @@ describe('protocol regressions (issue 22)', () => {
       afterDay14.record,
     );
   });
+
+  it('bug 11: a turn sent with send expires with its session, not never', async () => {
+    // Arrange
+    const { deps, store, clock, client, key, expiries } = chatDeps();
+    await acceptTicket(ticketBody('chat', 'T1', 'hello'), undefined, deps);
+    await drain(deps);
+
+    // Act: a turn is sent and runs; the session then lies unused past its retention.
+    await client.send(key.id, 'again', { id: 'T2' });
+    const sent = await expiries(['T2']);
+    await drain(deps);
+    const ended = await expiries(['T1', 'T2']);
+    clock.advance(46 * DAY_MS);
+    store.expireItems(Math.floor(clock.now() / 1000));
+
+    // Assert: the sent turn carried an expiry from its write on, no earlier than the record's,
+    // and nothing of the session is left after its retention.
+    expect(sent.items[0]).toBeGreaterThanOrEqual(sent.record);
+    expect(ended.items.every((ttl) => ttl !== undefined && ttl >= ended.record)).toBe(true);
+    expect(await store.getSession(key)).toBeUndefined();
+    expect(store.rawItem(key, turnSk('T2'))).toBeUndefined();
+    expect(await store.readJournal(key)).toEqual([]);
+  });
 });
