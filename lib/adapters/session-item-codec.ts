@@ -92,6 +92,7 @@ const SessionItemSchema = z.object({
   sweepAt: int.optional(),
   handoff: z.string().optional(),
   expiryRefreshedAt: int.optional(),
+  retentionS: count.optional(),
   createdAt: int,
   updatedAt: int,
   ttl: int.optional(),
@@ -198,6 +199,7 @@ export function newSessionItem(session: NewSession): SessionItem {
     createdAt: session.now,
     updatedAt: session.now,
     ...(session.ttlSeconds === undefined ? {} : { ttl: session.ttlSeconds }),
+    ...(session.retentionS === undefined ? {} : { retentionS: session.retentionS }),
     ...(session.parent === undefined ? {} : { parentAgent: session.parent.agent, parentId: session.parent.id }),
   };
 }
@@ -260,6 +262,7 @@ export function decodeSession(raw: unknown, expected?: SessionKey): SessionRecor
     ...(item.sweepAt === undefined ? {} : { sweepAt: item.sweepAt }),
     ...(item.handoff === undefined ? {} : { handoff: item.handoff }),
     ...(item.expiryRefreshedAt === undefined ? {} : { expiryRefreshedAt: item.expiryRefreshedAt }),
+    ...(item.retentionS === undefined ? {} : { retentionS: item.retentionS }),
     createdAt: item.createdAt,
     updatedAt: item.updatedAt,
     ...(item.ttl === undefined ? {} : { expiresAt: item.ttl * 1000 }),
@@ -508,6 +511,13 @@ const SNAPSHOT_PREFIX = 'SNAP#';
 export const snapshotSk = (seq: number): string => `${SNAPSHOT_PREFIX}${String(seq).padStart(SEQ_DIGITS, '0')}`;
 export const SNAPSHOT_SK_MIN = snapshotSk(0);
 export const SNAPSHOT_SK_MAX = snapshotSk(10 ** SEQ_DIGITS - 1);
+
+/**
+ * Is the item at `sk` one a live session needs besides its record: a turn, a journal entry or a
+ * snapshot? refreshExpiry moves these forward, and only these (live text is transient).
+ */
+export const isRetainedItemSk = (sk: string): boolean =>
+  sk.startsWith(TURN_PREFIX) || sk.startsWith(JOURNAL_PREFIX) || sk.startsWith(SNAPSHOT_PREFIX);
 
 /** A snapshot is small derived state (never the transcript), so it is always stored inline. */
 const SnapshotItemSchema = z

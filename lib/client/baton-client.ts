@@ -24,6 +24,7 @@ import type { Clock } from '../ports/clock.ts';
 import type { LiveTextChunk, LiveTextStore } from '../ports/live-text.ts';
 import type { TicketQueue, WorkQueue } from '../ports/queues.ts';
 import type { SessionRecord, SessionStore, TurnOutcome } from '../ports/session-store.ts';
+import { sessionItemTtlSeconds } from '../runtime/expiry.ts';
 import { cancelChild, readTaskLines } from '../runtime/tasks/read-tasks.ts';
 import { acceptTurn } from '../runtime/turn-intake.ts';
 import { EVENTS_PAGE_ENTRIES, readJournalPage, turnStartCursor } from './journal-pages.ts';
@@ -703,13 +704,13 @@ export class BatonClient implements BatonTransport {
   /**
    * Best-effort, as the runtime's own: the journal up to `last` never changes, so any reader may
    * write the snapshot of it (write-once per seq; the runtime trusts it only if the entry hash
-   * matches). It expires with the session's record. A reader without write access to the table
+   * matches). It expires with the session's other items. A reader without write access to the table
    * (grantReadSessions) simply folds the tail again next time.
    */
   async #leaveSnapshot(record: SessionRecord, fold: SessionFold, last: JournalEntry | undefined): Promise<void> {
     const snapshot = last === undefined ? undefined : snapshotAt(fold.view, fold.ledger, last);
     if (snapshot === undefined) return;
-    const ttlSeconds = record.expiresAt === undefined ? undefined : Math.ceil(record.expiresAt / 1000);
+    const ttlSeconds = sessionItemTtlSeconds(record, this.deps.clock.now());
     await this.deps.store.putSnapshot(record.key, snapshot, ttlSeconds).catch(() => undefined);
   }
 

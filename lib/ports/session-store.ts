@@ -55,6 +55,11 @@ export interface SessionRecord {
   readonly handoff?: string | undefined;
   /** When every item of the session last had its expiry moved forward (refreshExpiry); absent: never. */
   readonly expiryRefreshedAt?: number | undefined;
+  /**
+   * The retention (s) the session's items were written under since then: with that time, it tells
+   * until when every item lives (lib/runtime/expiry.ts). Absent on records written before it was kept.
+   */
+  readonly retentionS?: number | undefined;
   readonly createdAt: number;
   readonly updatedAt: number;
   /** When the retention TTL lets the store delete it (epoch ms); deletion may lag, so readers check. */
@@ -90,6 +95,8 @@ export interface NewSession {
   /** Created already finished: a ticket refused at intake, recorded so `status` can show why. */
   readonly rejected?: boolean | undefined;
   readonly ttlSeconds?: number | undefined;
+  /** The retention its items are written under (SessionRecord.retentionS). */
+  readonly retentionS?: number | undefined;
   /** The agent declares `conversation: true`: the session takes further turns. */
   readonly conversation?: boolean | undefined;
   /** A background task's session: the session that started it. */
@@ -267,6 +274,14 @@ export interface TakeInboxRequest {
   readonly taken: readonly { readonly id: string; readonly index: number }[];
 }
 
+export interface RefreshExpiryRequest {
+  /** The items' new expiry (epoch s). */
+  readonly ttlSeconds: number;
+  readonly now: number;
+  /** The retention `ttlSeconds` was computed under (SessionRecord.retentionS). */
+  readonly retentionS: number;
+}
+
 /** How much of the journal one read returns. */
 export interface JournalReadOptions {
   /**
@@ -330,11 +345,11 @@ export interface SessionStore {
 
   /**
    * Moves the expiry of every item of the session but the record (turns, journal, snapshots) that
-   * expires before `ttlSeconds` forward to it, and stamps `expiryRefreshedAt` on the record: a
-   * session in use longer than the retention keeps its first entries. Items without an expiry are
-   * left so. Returns how many moved.
+   * expires before `ttlSeconds` forward to it, then stamps `expiryRefreshedAt` (= `now`) and
+   * `retentionS` on the record: a session in use longer than the retention keeps its first
+   * entries. Items without an expiry are left so. Returns how many moved.
    */
-  refreshExpiry(key: SessionKey, request: { readonly ttlSeconds: number; readonly now: number }): Promise<number>;
+  refreshExpiry(key: SessionKey, request: RefreshExpiryRequest): Promise<number>;
 
   /** Appends at entry.seq, conditional on the seq being free; throws SeqTakenError otherwise. */
   append(key: SessionKey, entry: JournalEntry, ttlSeconds?: number): Promise<void>;

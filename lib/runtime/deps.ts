@@ -8,6 +8,7 @@ import type { LiveTextStore } from '../ports/live-text.ts';
 import type { ResultPublisher, TicketQueue, WorkQueue } from '../ports/queues.ts';
 import type { SessionStore } from '../ports/session-store.ts';
 import type { Telemetry, TelemetryLogger } from '../telemetry/telemetry.ts';
+import { itemTtlAfter, recordTtlAfter, retentionSeconds } from './expiry.ts';
 import type { FailpointHook } from './failpoints.ts';
 import type { LiveTextPolicy } from './live-text-writer.ts';
 
@@ -57,5 +58,16 @@ export interface RuntimeDeps {
   readonly ids: IdSource;
 }
 
+/** The session record's expiry (epoch s) for a write at `now`. */
 export const ttlSeconds = (config: RuntimeConfig, now: number): number =>
-  Math.floor(now / 1000) + config.retentionDays * 24 * 3600;
+  recordTtlAfter(retentionSeconds(config.retentionDays), now);
+
+/** An item's expiry (epoch s) for a write at `now`: it outlives the record (lib/runtime/expiry.ts). */
+export const itemTtlSeconds = (config: RuntimeConfig, now: number): number =>
+  itemTtlAfter(retentionSeconds(config.retentionDays), now);
+
+/** A new session record's expiry, and the retention its items are written under (NewSession). */
+export const newSessionExpiry = (config: RuntimeConfig, now: number) => ({
+  ttlSeconds: ttlSeconds(config, now),
+  retentionS: retentionSeconds(config.retentionDays),
+});

@@ -14,7 +14,7 @@ import { BlobRef, describeIssues, Ticket, TicketId } from '../core/messages.ts';
 import { tenantRefusal } from '../core/tenancy.ts';
 import { childContext, newTraceId, type TraceContext } from '../core/trace-context.ts';
 import type { RuntimeDeps } from './deps.ts';
-import { ttlSeconds } from './deps.ts';
+import { itemTtlSeconds, newSessionExpiry } from './deps.ts';
 import { acceptTurn, inlineInput } from './turn-intake.ts';
 
 export type IntakeDeps = Pick<
@@ -70,7 +70,6 @@ export async function acceptTicket(
   }
 
   const now = deps.clock.now();
-  const retention = ttlSeconds(deps.config, now);
   if (ticket.sessionId !== undefined) {
     const turn = await acceptTurn(
       {
@@ -80,7 +79,6 @@ export async function acceptTicket(
         input,
         maxPendingInputs: deps.config.maxPendingInputs,
         sweepGraceMs: deps.config.sweepGraceMs,
-        ttlSeconds: retention,
       },
       deps,
     );
@@ -98,7 +96,7 @@ export async function acceptTicket(
   const turn = await deps.store.putTurn(
     key,
     { turnId, ticketId: ticket.ticketId, input, inputHash, createdAt: now },
-    retention,
+    itemTtlSeconds(deps.config, now),
   );
   if (!turn.created && turn.turn.inputHash !== inputHash) throw new TicketConflictError(ticket.ticketId);
 
@@ -110,7 +108,7 @@ export async function acceptTicket(
     traceId: trace?.traceId ?? newTraceId(),
     now,
     sweepAt: now + deps.config.sweepGraceMs,
-    ttlSeconds: retention,
+    ...newSessionExpiry(deps.config, now),
     conversation: agent.conversation === true,
   });
   // Kick even when the session existed: the first kick may be what was lost. A duplicate is dropped.
@@ -262,12 +260,11 @@ export async function recordRejectedTicket(
   }
   // Claim the ticket id's turn for the refusal. If a ticket with this id wrote it first, that
   // ticket owns the id (it may be between its turn and its session write): leave it alone.
-  const retention = ttlSeconds(deps.config, now);
   const rejectedId = `rejected:${ids.ticketId}`;
   const claimed = await deps.store.putTurn(
     key,
     { turnId: ids.ticketId, ticketId: ids.ticketId, input: null, inputHash: rejectedId, createdAt: now },
-    retention,
+    itemTtlSeconds(deps.config, now),
   );
   if (!claimed.created && claimed.turn.inputHash !== rejectedId) {
     await refusalOnly();
@@ -282,7 +279,7 @@ export async function recordRejectedTicket(
     traceId: trace?.traceId ?? newTraceId(),
     now,
     sweepAt: now,
-    ttlSeconds: retention,
+    ...newSessionExpiry(deps.config, now),
     rejected: true,
   });
   await deps.results.publish(rejection(ids, key, ids.ticketId, reason), {});

@@ -5,6 +5,7 @@ import { DEFAULT_MAX_PENDING_INPUTS } from '../core/vocabulary.ts';
 import type { Clock } from '../ports/clock.ts';
 import type { WorkQueue } from '../ports/queues.ts';
 import type { ActiveInput, EnqueueRefusal, SessionRecord, SessionStore } from '../ports/session-store.ts';
+import { sessionItemTtlSeconds } from './expiry.ts';
 
 /** What accepting a further turn needs: the store, the work queue and a clock. */
 export interface TurnIntakeDeps {
@@ -26,7 +27,6 @@ export interface NewTurn {
   readonly steer?: boolean | undefined;
   /** When the sweeper kicks an idle session should the kick be lost. */
   readonly sweepGraceMs: number;
-  readonly ttlSeconds?: number | undefined;
 }
 
 export interface AcceptedTurn {
@@ -53,9 +53,9 @@ export function inlineInput(turnId: string, input: unknown): ActiveInput | undef
 
 /**
  * Accepts a further turn of a conversation from any process: checks the session can take it,
- * persists the input as a turn (conditional put: a resend converges), queues it atomically behind
- * the active turn, then kicks. Throws TurnRefusedError naming why a turn is refused, and
- * TicketConflictError when the id was used for another input.
+ * persists the input as a turn (conditional put: a resend converges) expiring with the session's
+ * other items, queues it atomically behind the active turn, then kicks. Throws TurnRefusedError
+ * naming why a turn is refused, and TicketConflictError when the id was used for another input.
  */
 export async function acceptTurn(turn: NewTurn, deps: TurnIntakeDeps): Promise<AcceptedTurn> {
   const { key, turnId } = turn;
@@ -69,7 +69,7 @@ export async function acceptTurn(turn: NewTurn, deps: TurnIntakeDeps): Promise<A
   const put = await deps.store.putTurn(
     key,
     { turnId, ticketId: turn.ticketId, input: turn.input, inputHash, createdAt: now },
-    turn.ttlSeconds,
+    sessionItemTtlSeconds(existing, now),
   );
   if (!put.created && put.turn.inputHash !== inputHash) throw new TicketConflictError(turnId);
   const result = await deps.store.enqueueTurn(key, {

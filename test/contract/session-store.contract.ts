@@ -604,21 +604,24 @@ export function describeSessionStoreContract(name: string, makeHarness: MakeHarn
     });
 
     describe('refreshExpiry', () => {
-      it('moves every item expiring earlier forward, stamps the record, and leaves later and absent expiries', async () => {
-        // Arrange: a turn, two entries and a snapshot written with the creation's expiry, one entry without any.
+      it('moves every turn, entry and snapshot expiring earlier forward, stamps the record, and leaves later and absent expiries and other items', async () => {
+        // Arrange: a turn, two entries and a snapshot written with the creation's expiry, one
+        // entry without any, and a transient item (live text) beside them.
         const harness = await makeHarness();
         const { store } = harness;
         const now = Date.now();
         const key = newKey();
         const early = 1_800_000_000;
-        await store.createSession(newSession(key, now, { ttlSeconds: early }));
+        await store.createSession(newSession(key, now, { ttlSeconds: early, retentionS: 100 }));
         await store.putTurn(key, { turnId: 'turn-1', ticketId: 't', input: {}, inputHash: 'h', createdAt: now }, early);
         await store.append(key, entry(1, 1), early);
         await store.append(key, entry(2, 1), early + 1_000);
         await store.append(key, entry(3, 1));
+        await harness.putRawItem(key, 'L#000000000004#000000', { text: 'partial', ttl: early });
+        const created = await store.getSession(key);
 
         // Act
-        const moved = await store.refreshExpiry(key, { ttlSeconds: early + 500, now: now + 1 });
+        const moved = await store.refreshExpiry(key, { ttlSeconds: early + 500, now: now + 1, retentionS: 200 });
 
         // Assert
         const ttl = async (sk: string) => (await harness.rawItem(key, sk))?.ttl;
@@ -626,8 +629,10 @@ export function describeSessionStoreContract(name: string, makeHarness: MakeHarn
         expect([await ttl(turnSk('turn-1')), await ttl(journalSk(1))]).toEqual([early + 500, early + 500]);
         expect(await ttl(journalSk(2))).toBe(early + 1_000);
         expect(await ttl(journalSk(3))).toBeUndefined();
+        expect(await ttl('L#000000000004#000000')).toBe(early);
         expect(await ttl(META_SK)).toBe(early);
-        expect((await store.getSession(key))?.expiryRefreshedAt).toBe(now + 1);
+        expect(created?.retentionS).toBe(100);
+        expect(await store.getSession(key)).toMatchObject({ expiryRefreshedAt: now + 1, retentionS: 200 });
         expect((await store.readJournal(key)).map((e) => e.seq)).toEqual([1, 2, 3]);
       });
     });

@@ -30,6 +30,7 @@ import type {
   NewSession,
   PostInboxRequest,
   PostInboxResult,
+  RefreshExpiryRequest,
   ReleaseRequest,
   ReleaseResult,
   RenewRequest,
@@ -60,6 +61,7 @@ import {
   encodeSnapshot,
   encodeTurn,
   isOwnCreate,
+  isRetainedItemSk,
   JOURNAL_SK_MAX,
   journalSk,
   keyOfPk,
@@ -551,7 +553,7 @@ export class DynamoDbSessionStore implements SessionStore {
    * expiring earlier forward, and stamps the record last. Each update is conditioned on the item still being
    * there and still expiring earlier, so nothing deleted in between comes back.
    */
-  async refreshExpiry(key: SessionKey, request: { ttlSeconds: number; now: number }): Promise<number> {
+  async refreshExpiry(key: SessionKey, request: RefreshExpiryRequest): Promise<number> {
     const due: string[] = [];
     let startKey: Item | undefined;
     do {
@@ -567,7 +569,7 @@ export class DynamoDbSessionStore implements SessionStore {
         }),
       );
       for (const item of page.Items ?? [])
-        if (typeof item.ttl === 'number' && item.ttl < request.ttlSeconds && item.sk !== META_SK)
+        if (typeof item.ttl === 'number' && item.ttl < request.ttlSeconds && isRetainedItemSk(String(item.sk)))
           due.push(String(item.sk));
       startKey = page.LastEvaluatedKey;
     } while (startKey !== undefined);
@@ -582,10 +584,10 @@ export class DynamoDbSessionStore implements SessionStore {
     };
     for (let i = 0; i < due.length; i += REFRESH_CONCURRENCY)
       await Promise.all(due.slice(i, i + REFRESH_CONCURRENCY).map(moveForward));
-    // The record's own expiry moves at every acquire and release; here it only learns when.
+    // The record's own expiry moves at every acquire and release; here it learns its items'.
     const x = new Expression();
     await this.#update(key, META_SK, x, {
-      update: `SET ${x.name('expiryRefreshedAt')} = ${x.value(request.now)}`,
+      update: `SET ${x.name('expiryRefreshedAt')} = ${x.value(request.now)}, ${x.name('retentionS')} = ${x.value(request.retentionS)}`,
       condition: `attribute_exists(${x.name('pk')})`,
     });
     return due.length;

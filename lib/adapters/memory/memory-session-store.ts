@@ -18,6 +18,7 @@ import type {
   NewSession,
   PostInboxRequest,
   PostInboxResult,
+  RefreshExpiryRequest,
   ReleaseRequest,
   ReleaseResult,
   RenewRequest,
@@ -47,6 +48,7 @@ import {
   encodeSnapshot,
   encodeTurn,
   isOwnCreate,
+  isRetainedItemSk,
   journalSk,
   keyOfPk,
   META_SK,
@@ -197,6 +199,24 @@ export class MemorySessionStore implements SessionStore {
     if (item === undefined) partition.delete(sk);
     else partition.set(sk, { ...item, pk, sk });
     this.#items.set(pk, partition);
+  }
+
+  /**
+   * Deletes every item, records included, whose `ttl` (epoch s) is before `nowSeconds`, as
+   * DynamoDB's TTL does (there, at some point after): a test jumps time past a retention and
+   * sees what a session would have lost. Returns how many items it deleted.
+   */
+  expireItems(nowSeconds: number): number {
+    let deleted = 0;
+    for (const [pk, partition] of this.#items) {
+      for (const [sk, item] of partition) {
+        if (typeof item.ttl !== 'number' || item.ttl >= nowSeconds) continue;
+        partition.delete(sk);
+        if (sk === META_SK) this.#metaHistory.delete(pk);
+        deleted++;
+      }
+    }
+    return deleted;
   }
 
   async createSession(session: NewSession): Promise<{ created: boolean; record: SessionRecord }> {
@@ -511,18 +531,22 @@ export class MemorySessionStore implements SessionStore {
     });
   }
 
-  async refreshExpiry(key: SessionKey, request: { ttlSeconds: number; now: number }): Promise<number> {
+  async refreshExpiry(key: SessionKey, request: RefreshExpiryRequest): Promise<number> {
     return this.#write('refreshExpiry', key, () => {
       const partition = this.#items.get(pkOf(key));
       if (partition === undefined || !partition.has(META_SK)) return 0;
       let moved = 0;
       for (const [sk, item] of partition) {
-        if (sk === META_SK || typeof item.ttl !== 'number' || item.ttl >= request.ttlSeconds) continue;
+        if (!isRetainedItemSk(sk) || typeof item.ttl !== 'number' || item.ttl >= request.ttlSeconds) continue;
         partition.set(sk, { ...item, ttl: request.ttlSeconds });
         moved++;
       }
-      // The record's own expiry moves at every acquire and release; here it only learns when.
-      this.#setMeta(key, { ...(this.#meta(key) as Item), expiryRefreshedAt: request.now });
+      // The record's own expiry moves at every acquire and release; here it learns its items'.
+      this.#setMeta(key, {
+        ...(this.#meta(key) as Item),
+        expiryRefreshedAt: request.now,
+        retentionS: request.retentionS,
+      });
       return moved;
     });
   }

@@ -8,7 +8,7 @@ import { takeSnapshot } from '../../core/snapshot.ts';
 import { childContext } from '../../core/trace-context.ts';
 import type { KickReason } from '../../core/vocabulary.ts';
 import { type OutcomeStatus, type SessionState, TERMINAL_SESSION_STATES } from '../../core/vocabulary.ts';
-import { ttlSeconds } from '../deps.ts';
+import { itemTtlSeconds, ttlSeconds } from '../deps.ts';
 import { release, releaseToWait, releaseUnlessEvent } from './fenced-release.ts';
 import { STEP_KINDS } from './journal-writer.ts';
 import type { KickOutcome, LegContext } from './leg-context.ts';
@@ -369,7 +369,7 @@ async function snapshot(leg: LegContext): Promise<void> {
   const taken = takeSnapshot(leg.journal.view, leg.journal.entries);
   if (!taken) return;
   try {
-    await leg.deps.store.putSnapshot(leg.key, taken, ttlSeconds(leg.deps.config, leg.deps.clock.now()));
+    await leg.deps.store.putSnapshot(leg.key, taken, itemTtlSeconds(leg.deps.config, leg.deps.clock.now()));
   } catch (error) {
     leg.log.warn('snapshot not written; the next leg folds the journal', {
       seq: taken.seq,

@@ -1,22 +1,23 @@
 import { errorMessage } from '../../core/errors.ts';
-import { ttlSeconds } from '../deps.ts';
+import { itemTtlSeconds } from '../deps.ts';
+import { itemsNeedRefresh, retentionSeconds } from '../expiry.ts';
 import type { LegContext } from './leg-context.ts';
 
 /**
- * Every item of a session expires a retention after it was written, so a conversation in use for
- * longer would lose its first entries. Once half a retention has passed since the items' expiry
- * last moved (or since the session began), the holder moves it forward for all of them: a read of
- * the partition's keys and one small write per item, about twice a retention. Best-effort: a
- * failure is logged and the next leg tries again.
+ * Keeps every item of the session living at least as long as its record, whose expiry this leg
+ * moves (its acquire did, its release will): once the record's would come near its items' floor,
+ * moves all of them forward (a read of the partition's keys, one small write per item) and the
+ * floor with them; see lib/runtime/expiry.ts for why this is rare. Best-effort: a failure is
+ * logged and the next leg tries again, within the slack the rule leaves.
  */
 export async function refreshItemExpiry(leg: LegContext): Promise<void> {
   const { deps, key } = leg;
-  const record = leg.signals.record;
   const now = deps.clock.now();
-  const halfRetentionMs = (deps.config.retentionDays * 24 * 3600 * 1000) / 2;
-  if (now - (record.expiryRefreshedAt ?? record.createdAt) < halfRetentionMs) return;
+  const retentionS = retentionSeconds(deps.config.retentionDays);
+  if (!itemsNeedRefresh(leg.signals.record, retentionS, now)) return;
   try {
-    const moved = await deps.store.refreshExpiry(key, { ttlSeconds: ttlSeconds(deps.config, now), now });
+    const ttlSeconds = itemTtlSeconds(deps.config, now);
+    const moved = await deps.store.refreshExpiry(key, { ttlSeconds, now, retentionS });
     leg.log.info('moved the expiry of the session’s items forward', { items: moved });
   } catch (error) {
     leg.log.warn('item expiry not moved; the next leg tries again', { error: errorMessage(error) });

@@ -10,7 +10,7 @@ import type { SessionKey } from '../../core/ids.ts';
 import type { EntryDataOf, JournalEntry } from '../../core/journal.ts';
 import { formatTraceparent, type TraceContext } from '../../core/trace-context.ts';
 import type { EntryKind, KickReason } from '../../core/vocabulary.ts';
-import { type RuntimeDeps, type RuntimeLogger, ttlSeconds } from '../deps.ts';
+import { itemTtlSeconds, type RuntimeDeps, type RuntimeLogger } from '../deps.ts';
 import type { LegSignals } from './leg-signals.ts';
 
 /** How many times a new owner re-reads and retries its leg marker when a stale write won the seq. */
@@ -170,7 +170,7 @@ export class JournalWriter {
     }
     const next = applyEntry(this.#view, entry);
     try {
-      await this.deps.store.append(this.key, entry, ttlSeconds(this.deps.config, this.deps.clock.now()));
+      await this.deps.store.append(this.key, entry, itemTtlSeconds(this.deps.config, this.deps.clock.now()));
     } catch (error) {
       // Fencing and validation errors keep their meaning; anything else is the store's trouble.
       if (error instanceof BatonError) throw error;

@@ -17,7 +17,7 @@ import {
   taskLedger,
 } from '../../core/tasks.ts';
 import { childContext } from '../../core/trace-context.ts';
-import { ttlSeconds } from '../deps.ts';
+import { itemTtlSeconds, newSessionExpiry } from '../deps.ts';
 import { cancelChild, readTaskLines } from '../tasks/read-tasks.ts';
 import { acceptTurn } from '../turn-intake.ts';
 import type { LegContext } from './leg-context.ts';
@@ -184,11 +184,10 @@ async function startTask(
   }
   const now = deps.clock.now();
   const turnId = firstTaskTurnId(taskId);
-  const retention = ttlSeconds(deps.config, now);
   await deps.store.putTurn(
     key,
     { turnId, ticketId: turnId, input: input.input, inputHash: hashJson(input.input), createdAt: now },
-    retention,
+    itemTtlSeconds(deps.config, now),
   );
   const created = await deps.store.createSession({
     key,
@@ -197,7 +196,7 @@ async function startTask(
     traceId: leg.signals.record.traceId,
     now,
     sweepAt: now + deps.config.sweepGraceMs,
-    ttlSeconds: retention,
+    ...newSessionExpiry(deps.config, now),
     conversation: true,
     parent: leg.key,
   });
@@ -240,7 +239,6 @@ async function continueTask(
         ticketId: turnId,
         input: input.input,
         sweepGraceMs: deps.config.sweepGraceMs,
-        ttlSeconds: ttlSeconds(deps.config, deps.clock.now()),
       },
       deps,
     );

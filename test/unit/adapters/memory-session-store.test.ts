@@ -132,3 +132,34 @@ describe('MemorySessionStore faults and hooks', () => {
     expect(store.journalBytesWritten).toBeLessThan(1_000);
   });
 });
+
+describe('MemorySessionStore TTL deletion', () => {
+  it('deletes the items whose expiry is before the time given, records included, as DynamoDB’s TTL does', async () => {
+    // Arrange: entries expiring at 100, 200 and never; a record expiring at 300.
+    const store = new MemorySessionStore();
+    await store.createSession({
+      key,
+      ticketId: 't',
+      activeTurnId: 't',
+      traceId: 'a'.repeat(32),
+      now: NOW,
+      sweepAt: NOW + 1,
+      ttlSeconds: 300,
+    });
+    await store.append(key, message(1), 100);
+    await store.append(key, message(2), 200);
+    await store.append(key, message(3));
+
+    // Act
+    const first = store.expireItems(200);
+    const journal = await store.readJournal(key);
+    const second = store.expireItems(301);
+
+    // Assert
+    expect(first).toBe(1);
+    expect(journal.map((entry) => entry.seq)).toEqual([2, 3]);
+    expect(second).toBe(2);
+    expect(await store.getSession(key)).toBeUndefined();
+    expect((await store.readJournal(key)).map((entry) => entry.seq)).toEqual([3]);
+  });
+});

@@ -2,7 +2,10 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { dispatcher } from '../../../examples/dispatcher/agent.ts';
 import { MemoryTicketQueue } from '../../../lib/adapters/memory/memory-queues.ts';
+import { journalSk, META_SK, turnSk } from '../../../lib/adapters/session-item-codec.ts';
+import { defineAgent } from '../../../lib/agent/define-agent.ts';
 import { defineTool } from '../../../lib/agent/define-tool.ts';
+import { scriptedModel } from '../../../lib/agent/scripted-model.ts';
 import { BatonClient } from '../../../lib/client/baton-client.ts';
 import { deriveSessionId, type SessionKey } from '../../../lib/core/ids.ts';
 import { TaskTool } from '../../../lib/core/tasks.ts';
@@ -27,6 +30,47 @@ const throttled = () =>
     $metadata: { httpStatusCode: 400 },
     $retryable: { throttling: true },
   });
+
+const DAY_MS = 24 * 3_600_000;
+
+/** A conversation that answers `turn N: TEXT`, N counting the turn inputs so far. */
+const chat = defineAgent({
+  name: 'chat',
+  instructions: 'Echo.',
+  conversation: true,
+  model: scriptedModel({
+    maxDurationMs: 1_000,
+    script: (messages) => {
+      const texts = messages.flatMap((m) => (m.role === 'user' ? m.content : [])).filter((c) => c.type === 'text');
+      const last = texts.at(-1);
+      return { final: `turn ${texts.length}: ${last?.type === 'text' ? last.text : ''}` };
+    },
+  }),
+});
+
+/** A chat on the memory twin with a 30-day retention, a client, and the expiry of every item it holds. */
+function chatDeps() {
+  const test = makeTestDeps([chat], {
+    config: { leaseTtlMs: 1_500, reserveMs: 200, retentionDays: 30, sweepGraceMs: 1_500 },
+  });
+  const client = new BatonClient({
+    store: test.store,
+    tickets: new MemoryTicketQueue(),
+    workQueue: test.deps.workQueue,
+    clock: test.deps.clock,
+  });
+  const key = keyOf('chat', 'T1');
+  /** The expiries (epoch s) of the record, and of its turns and entries. */
+  const expiries = async (turnIds: readonly string[]) => {
+    const entries = (await test.store.readJournal(key)).map((e) => test.store.rawItem(key, journalSk(e.seq)));
+    const turns = turnIds.map((id) => test.store.rawItem(key, turnSk(id)));
+    return {
+      record: Number(test.store.rawItem(key, META_SK)?.ttl),
+      items: [...turns, ...entries].map((item) => item?.ttl as number | undefined),
+    };
+  };
+  return { ...test, client, key, expiries };
+}
 
 /** A dispatcher delegating to `lookup-agent`, and a client on the same store. */
 function delegating(overrides: Partial<RuntimeDeps> = {}) {
@@ -221,5 +265,55 @@ describe('protocol regressions (issue 22)', () => {
     expect(seen).toEqual({ status: 'cancelled', cancel: 'already-finished' });
     expect((await client.status(key.id))?.status).toBe('cancelled');
     expect(await client.cancel(key.id)).toBe('already-finished');
+  });
+
+  it('bug 8: a conversation used on day 0 and day 14 keeps the head of its journal on day 31', async () => {
+    // Arrange
+    const { deps, store, clock, results, client, key, expiries } = chatDeps();
+    await acceptTicket(ticketBody('chat', 'T1', 'hello'), undefined, deps);
+    await drain(deps);
+    clock.advance(14 * DAY_MS);
+    await client.send(key.id, 'again', { id: 'T2' });
+    await drain(deps);
+    const afterDay14 = await expiries(['T1', 'T2']);
+
+    // Act: DynamoDB's TTL deletes what has expired by day 31; the conversation goes on.
+    clock.advance(17 * DAY_MS);
+    store.expireItems(Math.floor(clock.now() / 1000));
+    await client.send(key.id, 'still there?', { id: 'T3' });
+    await drain(deps);
+
+    // Assert: the third turn read the whole conversation; no item expired before the record.
+    expect(results.bodies.map((r) => [r.turnId, r.status, r.output])).toEqual([
+      ['T1', 'completed', 'turn 1: hello'],
+      ['T2', 'completed', 'turn 2: again'],
+      ['T3', 'completed', 'turn 3: still there?'],
+    ]);
+    expect(Math.min(...afterDay14.items.map((ttl) => ttl ?? Number.POSITIVE_INFINITY))).toBeGreaterThanOrEqual(
+      afterDay14.record,
+    );
+  });
+
+  it('bug 11: a turn sent with send expires with its session, not never', async () => {
+    // Arrange
+    const { deps, store, clock, client, key, expiries } = chatDeps();
+    await acceptTicket(ticketBody('chat', 'T1', 'hello'), undefined, deps);
+    await drain(deps);
+
+    // Act: a turn is sent and runs; the session then lies unused past its retention.
+    await client.send(key.id, 'again', { id: 'T2' });
+    const sent = await expiries(['T2']);
+    await drain(deps);
+    const ended = await expiries(['T1', 'T2']);
+    clock.advance(46 * DAY_MS);
+    store.expireItems(Math.floor(clock.now() / 1000));
+
+    // Assert: the sent turn carried an expiry from its write on, no earlier than the record's,
+    // and nothing of the session is left after its retention.
+    expect(sent.items[0]).toBeGreaterThanOrEqual(sent.record);
+    expect(ended.items.every((ttl) => ttl !== undefined && ttl >= ended.record)).toBe(true);
+    expect(await store.getSession(key)).toBeUndefined();
+    expect(store.rawItem(key, turnSk('T2'))).toBeUndefined();
+    expect(await store.readJournal(key)).toEqual([]);
   });
 });

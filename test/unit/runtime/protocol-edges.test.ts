@@ -6,6 +6,7 @@ import { defineTool } from '../../../lib/agent/define-tool.ts';
 import { LeaseLostError } from '../../../lib/core/errors.ts';
 import { deriveSessionId } from '../../../lib/core/ids.ts';
 import { type Clock, systemClock } from '../../../lib/ports/clock.ts';
+import { itemTtlSeconds } from '../../../lib/runtime/deps.ts';
 import { FailpointCrash } from '../../../lib/runtime/failpoints.ts';
 import { Heartbeat } from '../../../lib/runtime/heartbeat.ts';
 import { acceptTicket } from '../../../lib/runtime/intake.ts';
@@ -233,24 +234,44 @@ describe('protocol edges (issue 13, "Also")', () => {
     expect(Number(store.rawItem(key, META_SK)?.ttl)).toBeGreaterThanOrEqual(legStartedTtl);
     expect(legStartedTtl - createdTtl).toBeGreaterThanOrEqual(20 * 3600);
   });
-  it('moves the expiry of every item of a session forward once half the retention has passed, so its first entries stay', async () => {
-    // Arrange: retention 1 day; the first leg runs 13 hours after intake wrote the turn.
+  it('moves the expiry of every item of a session forward before its record’s could pass it, so its first entries stay', async () => {
+    // Arrange: retention 1 day, so items live a day and a half. The first leg runs 13 hours after
+    // intake wrote the turn: the record's new expiry would come within 3 hours (an eighth of a
+    // retention) of the items'.
     const { deps, store, clock } = makeTestDeps([lookupAgent()]);
     const key = keyOf('lookup-agent', 'T-items');
     await acceptTicket(ticketBody('lookup-agent', 'T-items', { ids: ['a'] }), undefined, deps);
     const turnTtl = Number(store.rawItem(key, 'T#T-items')?.ttl);
     clock.set(clock.now() + 13 * 3_600_000);
-    const refreshedTtl = Math.floor(clock.now() / 1000) + 24 * 3600;
+    const refreshedAt = clock.now();
 
     // Act
     await drain(deps);
 
     // Assert
-    expect(Number(store.rawItem(key, 'T#T-items')?.ttl)).toBeGreaterThanOrEqual(refreshedTtl);
-    expect(refreshedTtl - turnTtl).toBeGreaterThanOrEqual(13 * 3600);
-    expect((await store.getSession(key))?.expiryRefreshedAt).toBeGreaterThanOrEqual(
-      refreshedTtl * 1000 - 24 * 3_600_000,
-    );
+    const refreshedTtl = Number(store.rawItem(key, 'T#T-items')?.ttl);
+    expect(refreshedTtl).toBe(itemTtlSeconds(deps.config, refreshedAt));
+    expect(refreshedTtl - turnTtl).toBe(13 * 3600);
+    expect(refreshedTtl).toBeGreaterThan(Number(store.rawItem(key, META_SK)?.ttl));
+    expect(await store.getSession(key)).toMatchObject({ expiryRefreshedAt: refreshedAt, retentionS: 24 * 3600 });
     expect(store.writes.refreshExpiry).toBe(1);
+  });
+
+  it('leaves the items’ expiry alone while it is well ahead of the record’s: no write per leg', async () => {
+    // Arrange: the first leg runs 8 hours after intake; the items still outlive the record's new
+    // expiry by 4 hours.
+    const { deps, store, clock } = makeTestDeps([lookupAgent()]);
+    const key = keyOf('lookup-agent', 'T-items-early');
+    await acceptTicket(ticketBody('lookup-agent', 'T-items-early', { ids: ['a'] }), undefined, deps);
+    const turnTtl = Number(store.rawItem(key, 'T#T-items-early')?.ttl);
+    clock.set(clock.now() + 8 * 3_600_000);
+
+    // Act
+    await drain(deps);
+
+    // Assert
+    expect(store.writes.refreshExpiry).toBe(0);
+    expect(Number(store.rawItem(key, 'T#T-items-early')?.ttl)).toBe(turnTtl);
+    expect(turnTtl).toBeGreaterThan(Number(store.rawItem(key, META_SK)?.ttl));
   });
 });
