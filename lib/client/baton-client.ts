@@ -25,6 +25,7 @@ import type { LiveTextChunk, LiveTextStore } from '../ports/live-text.ts';
 import type { TicketQueue, WorkQueue } from '../ports/queues.ts';
 import type { SessionRecord, SessionStore, TurnOutcome } from '../ports/session-store.ts';
 import { sessionItemTtlSeconds } from '../runtime/expiry.ts';
+import { type PostDeps, post } from '../runtime/protocol/post.ts';
 import { cancelChild, readTaskLines } from '../runtime/tasks/read-tasks.ts';
 import { acceptTurn } from '../runtime/turn-intake.ts';
 import { EVENTS_PAGE_ENTRIES, readJournalPage, turnStartCursor } from './journal-pages.ts';
@@ -493,13 +494,8 @@ export class BatonClient implements BatonTransport {
     const record = await this.deps.store.findSession(sessionId);
     if (!record) return 'not-found';
     if (await this.#reportedEnded(record)) return 'already-finished';
-    const now = this.deps.clock.now();
-    const bumped = await this.deps.store.bump(record.key, { now, cancel: true, sweepAt: now + 1_000 });
-    if (!bumped.ok) return bumped.reason === 'finished' ? 'already-finished' : 'not-found';
-    await this.deps.workQueue.sendKick(
-      { v: 1, session: record.key, reason: 'cancel' },
-      { trace: childContext(record.traceId) },
-    );
+    const posted = await post(this.#postDeps, record.key, { kind: 'cancel' });
+    if (!posted.ok) return posted.reason === 'finished' ? 'already-finished' : 'not-found';
     return 'requested';
   }
 
@@ -515,17 +511,8 @@ export class BatonClient implements BatonTransport {
     const id = options.id ?? randomUUID();
     const mode = options.mode ?? SendMode.queue;
     if (mode === SendMode.inject && (await this.#turnRunning(record))) {
-      const now = this.deps.clock.now();
-      const posted = await this.deps.store.postInbox(record.key, {
-        item: { kind: 'message', id, text: messageText(input) },
-        now,
-        sweepAt: now + (this.deps.sweepGraceMs ?? DEFAULT_SWEEP_GRACE_MS),
-        maxPending: this.deps.maxPendingInputs ?? DEFAULT_MAX_PENDING_INPUTS,
-      });
-      if (!posted.ok)
-        throw new TurnRefusedError(posted.reason, `message ${id} refused: session ${sessionId} is ${posted.reason}`);
-      await this.#wake(record);
-      return { sessionId, turnId: id, mode, accepted: posted.posted };
+      const posted = await this.#post(record, { kind: 'message', id, text: messageText(input) }, `message ${id}`);
+      return { sessionId, turnId: id, mode, accepted: posted };
     }
     const turn = await acceptTurn(
       {
@@ -621,14 +608,13 @@ export class BatonClient implements BatonTransport {
     const now = this.deps.clock.now();
     const waitUntil = now + (options.waitMs ?? Number.POSITIVE_INFINITY);
     if (TERMINAL_SESSION_STATES.includes(record.state)) return this.#releaseEnded(record, timeoutMs, waitUntil);
-    const bumped = await this.deps.store.bump(record.key, { now, release: { timeoutMs }, sweepAt: now + 1_000 });
-    if (!bumped.ok) {
-      const current = bumped.current ?? record;
-      if (bumped.reason === 'finished') return this.#releaseEnded(current, timeoutMs, waitUntil);
+    const posted = await post(this.#postDeps, record.key, { kind: 'release', timeoutMs });
+    if (!posted.ok) {
+      const current = posted.current ?? record;
+      if (posted.reason === 'finished') return this.#releaseEnded(current, timeoutMs, waitUntil);
       throw new TurnRefusedError('not-found', `session ${sessionId} not found`);
     }
-    await this.#wake(record);
-    const mark = bumped.record.releaseRequested!;
+    const mark = posted.record.releaseRequested!;
     const deadline = Math.min(mark.at + mark.timeoutMs + RELEASE_GRACE_MS, waitUntil);
     let after = 0;
     for (;;) {
@@ -652,7 +638,7 @@ export class BatonClient implements BatonTransport {
     const running = (await readTaskLines(this.deps.store, record.key, ledger.tasks)).filter(
       (t) => t.status === TaskStatus.running,
     );
-    await Promise.all(running.map((t) => cancelChild(this.deps, childKey(record.key, t), record.traceId)));
+    await Promise.all(running.map((t) => cancelChild(this.#postDeps, childKey(record.key, t))));
     const bound = this.deps.clock.now() + timeoutMs;
     const deadline = Math.min(bound, waitUntil);
     let left = running;
@@ -714,24 +700,17 @@ export class BatonClient implements BatonTransport {
     await this.deps.store.putSnapshot(record.key, snapshot, ttlSeconds).catch(() => undefined);
   }
 
-  async #post(record: SessionRecord, item: InboxItem): Promise<void> {
-    const now = this.deps.clock.now();
-    const posted = await this.deps.store.postInbox(record.key, {
-      item,
-      now,
-      sweepAt: now + (this.deps.sweepGraceMs ?? DEFAULT_SWEEP_GRACE_MS),
-      maxPending: this.deps.maxPendingInputs ?? DEFAULT_MAX_PENDING_INPUTS,
-    });
-    if (!posted.ok) throw new TurnRefusedError(posted.reason, `session ${record.key.id} is ${posted.reason}`);
-    await this.#wake(record);
+  /** Posts an inbox item (the protocol's `post`); false when one of its id was posted before. */
+  async #post(record: SessionRecord, item: InboxItem, what: string = item.kind): Promise<boolean> {
+    const maxPending = this.deps.maxPendingInputs ?? DEFAULT_MAX_PENDING_INPUTS;
+    const posted = await post(this.#postDeps, record.key, { kind: 'inbox', item, maxPending });
+    if (!posted.ok)
+      throw new TurnRefusedError(posted.reason, `${what} refused: session ${record.key.id} is ${posted.reason}`);
+    return posted.posted;
   }
 
-  /** A kick for whoever should act on what was posted; a holder drops it and sees the version bump. */
-  async #wake(record: SessionRecord): Promise<void> {
-    await this.deps.workQueue.sendKick(
-      { v: 1, session: record.key, reason: 'wake' },
-      { trace: childContext(record.traceId) },
-    );
+  get #postDeps(): PostDeps {
+    return { ...this.deps, sweepGraceMs: this.deps.sweepGraceMs ?? DEFAULT_SWEEP_GRACE_MS };
   }
 
   /** Has the session ended, as `status` reports it? The turn is read only when its outcome decides. */

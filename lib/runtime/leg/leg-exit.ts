@@ -4,7 +4,7 @@ import type { LegContext } from './leg-context.ts';
 
 /**
  * How a step says its leg should leave. Steps decide; only the leg (leg.ts) carries an exit out,
- * through the protocol's exits (hand-off.ts), so every way a session leaves a leg — and every
+ * through the protocol's exits (lib/runtime/protocol/exits.ts), so every way a session leaves a leg — and every
  * write that moves it — is in one place.
  */
 export type LegExit =

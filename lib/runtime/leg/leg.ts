@@ -9,7 +9,6 @@ import type { LegSpan } from '../../telemetry/telemetry.ts';
 import type { RuntimeDeps, RuntimeLogger } from '../deps.ts';
 import { LegResources } from '../leg-resources.ts';
 import { NOOP_LEG_SPAN, startLegSpan } from '../leg-tracing.ts';
-import { denyExpiredApproval } from './approval-step.ts';
 import {
   failUnjournaled,
   finish,
@@ -19,7 +18,8 @@ import {
   waitForTasks,
   waitUntil,
   yieldForBudget,
-} from './hand-off.ts';
+} from '../protocol/exits.ts';
+import { denyExpiredApproval } from './approval-step.ts';
 import { deliverInbox } from './inbox-step.ts';
 import type { Invocation } from './invocation.ts';
 import { refreshItemExpiry } from './item-expiry.ts';

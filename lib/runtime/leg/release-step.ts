@@ -1,5 +1,6 @@
 import { deriveChildSessionId } from '../../core/ids.ts';
 import { childKey, isTaskFinished, TaskTool, taskLedger } from '../../core/tasks.ts';
+import { postDepsOf } from '../protocol/post.ts';
 import { cancelChild, readTaskLines } from '../tasks/read-tasks.ts';
 import type { LegContext } from './leg-context.ts';
 import { type LegExit, yieldLeg } from './leg-exit.ts';
@@ -26,7 +27,7 @@ export async function releaseStep(leg: LegContext): Promise<LegExit | undefined>
   const ledger = taskLedger(leg.journal.entries);
   const running = (await readTaskLines(deps.store, leg.key, ledger.tasks)).filter((t) => !isTaskFinished(t.status));
   const cancelled = running.map((t) => t.taskId);
-  await Promise.all(running.map((t) => cancelChild(deps, childKey(leg.key, t), leg.signals.record.traceId)));
+  await Promise.all(running.map((t) => cancelChild(postDepsOf(deps), childKey(leg.key, t))));
   await cancelUnjournaledStarts(leg);
   const deadline = mark.at + mark.timeoutMs;
   let left = running;
@@ -49,7 +50,7 @@ export async function cancelTasks(leg: LegContext): Promise<void> {
   const ledger = taskLedger(leg.journal.entries);
   if (ledger.tasks.length === 0 && !leg.journal.view.pendingCalls.some((p) => p.call.name === TaskTool.start)) return;
   const running = (await readTaskLines(leg.deps.store, leg.key, ledger.tasks)).filter((t) => !isTaskFinished(t.status));
-  await Promise.all(running.map((t) => cancelChild(leg.deps, childKey(leg.key, t), leg.signals.record.traceId)));
+  await Promise.all(running.map((t) => cancelChild(postDepsOf(leg.deps), childKey(leg.key, t))));
   await cancelUnjournaledStarts(leg);
 }
 
@@ -64,7 +65,7 @@ async function cancelUnjournaledStarts(leg: LegContext): Promise<void> {
       const agent = (p.call.input as { agent?: unknown } | null)?.agent;
       if (typeof agent !== 'string' || !leg.deps.agents.has(agent)) return undefined;
       const id = deriveChildSessionId(leg.key, p.modelSeq, p.call.id);
-      return cancelChild(leg.deps, { tenant: leg.key.tenant, agent, id }, leg.signals.record.traceId);
+      return cancelChild(postDepsOf(leg.deps), { tenant: leg.key.tenant, agent, id });
     }),
   );
 }

@@ -18,6 +18,7 @@ import {
 } from '../../core/tasks.ts';
 import { childContext } from '../../core/trace-context.ts';
 import { itemTtlSeconds, newSessionExpiry } from '../deps.ts';
+import { postDepsOf } from '../protocol/post.ts';
 import { cancelChild, readTaskLines } from '../tasks/read-tasks.ts';
 import { acceptTurn } from '../turn-intake.ts';
 import type { LegContext } from './leg-context.ts';
@@ -125,7 +126,7 @@ async function runTaskCall(leg: LegContext, agent: AgentDefinition, pending: Pen
       const task = findTask(ledger.tasks, taskId);
       const [line] = await readTaskLines(leg.deps.store, leg.key, [task]);
       if (isTaskFinished(line!.status)) return { taskId, status: line!.status };
-      await cancelChild(leg.deps, childKey(leg.key, task), leg.signals.record.traceId);
+      await cancelChild(postDepsOf(leg.deps), childKey(leg.key, task));
       return { taskId, status: 'cancelling' };
     }
     case TaskTool.wait:
@@ -179,7 +180,7 @@ async function startTask(
   const key: SessionKey = { tenant: leg.key.tenant, agent: input.agent, id: taskId };
   const parent = await deps.store.getSession(leg.key);
   if (released || parent?.releaseRequested) {
-    await cancelChild(deps, key, leg.signals.record.traceId);
+    await cancelChild(postDepsOf(deps), key);
     throw new TaskRefusal(`session ${leg.key.id} was released: it starts no new tasks`);
   }
   const now = deps.clock.now();

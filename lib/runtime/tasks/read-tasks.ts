@@ -1,9 +1,7 @@
 import type { SessionKey } from '../../core/ids.ts';
 import { childKey, type LedgerTask, reportTask, type TaskLine } from '../../core/tasks.ts';
-import { childContext } from '../../core/trace-context.ts';
-import type { Clock } from '../../ports/clock.ts';
-import type { WorkQueue } from '../../ports/queues.ts';
 import type { SessionStore } from '../../ports/session-store.ts';
+import { type PostDeps, post } from '../protocol/post.ts';
 
 /**
  * Reads what the store holds about each task (its child's record and current turn) and reports
@@ -29,21 +27,10 @@ export async function readTaskLines(
   );
 }
 
-/** What cancelling a child needs: the store, the work queue, a clock. */
-export interface CancelDeps {
-  readonly store: Pick<SessionStore, 'bump'>;
-  readonly workQueue: WorkQueue;
-  readonly clock: Clock;
-}
-
 /**
- * Asks a child to cancel: the flag on its record (seen by its holder at the next renewal, or by
- * the next leg) and a kick. A child already finished, or never created, is left as it is.
+ * Asks a child to cancel: the protocol's `post(cancel)` (its holder sees it at the next renewal,
+ * or the next leg does). A child already finished, or never created, is left as it is.
  */
-export async function cancelChild(deps: CancelDeps, key: SessionKey, traceId: string): Promise<boolean> {
-  const now = deps.clock.now();
-  const bumped = await deps.store.bump(key, { now, cancel: true, sweepAt: now + 1_000 });
-  if (!bumped.ok) return false;
-  await deps.workQueue.sendKick({ v: 1, session: key, reason: 'cancel' }, { trace: childContext(traceId) });
-  return true;
+export async function cancelChild(deps: PostDeps, key: SessionKey): Promise<boolean> {
+  return (await post(deps, key, { kind: 'cancel' })).ok;
 }

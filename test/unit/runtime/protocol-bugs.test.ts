@@ -7,7 +7,7 @@ import { StepError, TicketConflictError } from '../../../lib/core/errors.ts';
 import { deriveSessionId } from '../../../lib/core/ids.ts';
 import { FailpointCrash } from '../../../lib/runtime/failpoints.ts';
 import { acceptTicket, recordRejectedTicket } from '../../../lib/runtime/intake.ts';
-import { PUBLISH_RETRY_POLICY } from '../../../lib/runtime/leg/hand-off.ts';
+import { PUBLISH_RETRY_POLICY } from '../../../lib/runtime/protocol/publish.ts';
 import { runKick } from '../../../lib/runtime/step-runner.ts';
 import { drain, invocation, lookupAgent, makeTestDeps, ticketBody } from '../../fixtures/runtime.ts';
 

@@ -7,7 +7,7 @@ import { deriveSessionId } from '../../../lib/core/ids.ts';
 import { type JournalEntry, legMarkerOf } from '../../../lib/core/journal.ts';
 import { FailpointCrash } from '../../../lib/runtime/failpoints.ts';
 import { acceptTicket } from '../../../lib/runtime/intake.ts';
-import { MAX_IDLE_LEGS } from '../../../lib/runtime/leg/hand-off.ts';
+import { MAX_IDLE_LEGS } from '../../../lib/runtime/protocol/exits.ts';
 import { runKick } from '../../../lib/runtime/step-runner.ts';
 import { unrulyWorkQueue } from '../../../lib/runtime/unruly-work-queue.ts';
 import { drain, invocation, lookupAgent, makeTestDeps, ticketBody } from '../../fixtures/runtime.ts';

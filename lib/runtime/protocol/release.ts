@@ -2,7 +2,7 @@ import { LeaseLostError } from '../../core/errors.ts';
 import type { SessionState } from '../../core/vocabulary.ts';
 import type { ReleaseResult } from '../../ports/session-store.ts';
 import { ttlSeconds } from '../deps.ts';
-import type { LegContext } from './leg-context.ts';
+import type { LegContext } from '../leg/leg-context.ts';
 
 /**
  * The releases of a leg's lease. Every release that leaves the session not queued (waiting, idle

@@ -1,6 +1,6 @@
 import { ttlSeconds } from '../deps.ts';
-import { leaveUnlessEvent } from './fenced-release.ts';
-import type { LegContext } from './leg-context.ts';
+import type { LegContext } from '../leg/leg-context.ts';
+import { leaveUnlessEvent } from './release.ts';
 
 /**
  * Ends a conversation turn: the next queued turn becomes active and gets a kick, or the session
