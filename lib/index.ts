@@ -73,3 +73,4 @@ export type {
   ToolSpec,
   UserContent,
 } from './ports/model-client.ts';
+export { type AbortWhy, LegAborted } from './runtime/leg/leg-signals.ts';
