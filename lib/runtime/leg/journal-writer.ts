@@ -68,11 +68,15 @@ export class JournalWriter {
    * Reads the journal (one pass: the transcript needs every entry) and folds it. No snapshot:
    * folding thousands of entries takes milliseconds, less than the request that would fetch one;
    * snapshots serve readers that skip the transcript (status, tasks). Throws CorruptStateError
-   * when stored state fails validation.
+   * when stored state fails validation, LeaseLostError when a newer owner has marked it.
    */
   async load(): Promise<void> {
     this.#entries = await this.deps.store.readJournal(this.key);
     this.#view = foldJournal(this.#entries);
+    // A leg paused between its acquire and this read may find a newer owner's marker already
+    // there: its own marker would land after it, at a free seq, and fence nothing. It stops.
+    if (this.#view.legEpoch > this.signals.epoch)
+      throw new LeaseLostError(`a newer owner (epoch ${this.#view.legEpoch}) marked the journal first`);
   }
 
   /**

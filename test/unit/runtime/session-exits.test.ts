@@ -280,4 +280,57 @@ describe('a leg that ends a turn or a session (issue 22)', () => {
     expect(kinds.indexOf('reconciled')).toBeLessThan(kinds.indexOf('outcome'));
     expect((await store.getTurn(key, 'C10b'))?.outcome?.status).toBe('cancelled');
   });
+
+  it('a leg paused between its acquire and its journal read, which finds a newer owner’s marker, stops without writing (simulator seed)', async () => {
+    // Arrange: leg A acquires, then stalls (its journal read and its renewals with it) as a paused
+    // process would; its lease expires and a recovery, leg B, marks the journal and runs the turn.
+    const { deps, store, clock, results } = makeTestDeps([chat]);
+    const key = keyOf('chat', 'P1');
+    let resumeA!: () => void;
+    const stalled = new Promise<void>((resolve) => {
+      resumeA = resolve;
+    });
+    let ownerA: string | undefined;
+    let reachedA!: () => void;
+    const reached = new Promise<void>((resolve) => {
+      reachedA = resolve;
+    });
+    const gated = new Proxy(store, {
+      get(target, name, receiver) {
+        const value = Reflect.get(target, name, receiver);
+        if (name === 'readJournal')
+          return async (...args: Parameters<typeof store.readJournal>) => {
+            if (ownerA === undefined) {
+              ownerA = (await target.getSession(key))?.owner;
+              reachedA();
+              await stalled;
+            }
+            return target.readJournal(...args);
+          };
+        if (name === 'renew')
+          return async (...args: Parameters<typeof store.renew>) => {
+            if (args[1].owner === ownerA) await stalled;
+            return target.renew(...args);
+          };
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const stalling = { ...deps, store: gated };
+    await acceptTicket(ticketBody('chat', 'P1', 'hello'), undefined, deps);
+    const [kick] = (deps.workQueue as typeof deps.workQueue & { receive(): { body: never }[] }).receive();
+    const legA = runKick(kick!.body, invocation(60_000, clock), stalling);
+    await reached;
+
+    // Act
+    clock.advance(deps.config.leaseTtlMs + 1);
+    const legB = await runKick({ v: 1, session: key, reason: 'recovery' }, invocation(60_000, clock), stalling);
+    resumeA();
+
+    // Assert: A stops; the journal holds no entry of A's after B's marker, and the turn ran once.
+    expect(legB).toBe('finished');
+    expect(await legA).toBe('lease-lost');
+    const entries = await store.readJournal(key);
+    expect(entries.map((e) => e.epoch)).toEqual(entries.map(() => 2));
+    expect(results.bodies.map((r) => r.status)).toEqual(['completed']);
+  });
 });
