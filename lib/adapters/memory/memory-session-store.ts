@@ -196,6 +196,29 @@ export class MemorySessionStore implements SessionStore {
     this.#items.set(pk, partition);
   }
 
+  /** The sort keys of every item a session's partition holds (META, turns, journal, snapshots), in key order. */
+  sortKeys(key: SessionKey): string[] {
+    return [...(this.#items.get(pkOf(key))?.keys() ?? [])].sort();
+  }
+
+  /**
+   * Deletes every item whose `ttl` (epoch seconds) is before `nowSeconds`, as DynamoDB's TTL
+   * does. DynamoDB deletes lazily (up to days later) and this twin deletes only when asked, so a
+   * test decides the moment, including the earliest one DynamoDB allows. Returns how many went.
+   */
+  expireItems(nowSeconds: number): number {
+    let removed = 0;
+    for (const [pk, partition] of this.#items) {
+      for (const [sk, item] of partition) {
+        if (typeof item.ttl !== 'number' || item.ttl >= nowSeconds) continue;
+        partition.delete(sk);
+        removed++;
+      }
+      if (partition.size === 0) this.#items.delete(pk);
+    }
+    return removed;
+  }
+
   async createSession(session: NewSession): Promise<{ created: boolean; record: SessionRecord }> {
     const item = newSessionItem(session);
     return this.#write('createSession', session.key, () => {

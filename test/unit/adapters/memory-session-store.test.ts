@@ -132,3 +132,30 @@ describe('MemorySessionStore faults and hooks', () => {
     expect(store.journalBytesWritten).toBeLessThan(1_000);
   });
 });
+
+describe('MemorySessionStore expiry', () => {
+  it('deletes the items whose ttl has passed, as DynamoDB TTL would, and keeps the rest and items without one', async () => {
+    // Arrange
+    const store = new MemorySessionStore();
+    await store.createSession({
+      key,
+      ticketId: 't',
+      activeTurnId: 't',
+      traceId: 'a'.repeat(32),
+      now: NOW,
+      sweepAt: NOW + 1,
+      ttlSeconds: 200,
+    });
+    await store.append(key, message(1), 100);
+    await store.append(key, message(2), 300);
+    await store.append(key, message(3));
+
+    // Act
+    const removed = store.expireItems(250);
+
+    // Assert
+    expect(removed).toBe(2);
+    expect(store.sortKeys(key)).toEqual(['J#000000000002', 'J#000000000003']);
+    expect(await store.getSession(key)).toBeUndefined();
+  });
+});
