@@ -20,13 +20,13 @@ import { type Downstream, unit } from './services.ts';
 /** A model call takes this long on the simulated clock (the heartbeat has something to renew through). */
 const MODEL_LATENCY_MS = 200;
 
-/** The orders the simulated services know: every second one was lost in transit (a refund follows). */
+/** The orders the simulated services know: three in four were lost in transit (a refund follows, mostly). */
 export const orderFacts = (orderId: string) => {
   const r = unit(orderId);
   const n = Number(/\d+/.exec(orderId)?.[0] ?? 0);
   return {
     order: { orderId, customerId: `C-${Math.floor(r * 9000 + 1000)}`, totalCents: Math.floor(r * 40_000) + 1_000 },
-    shipment: { orderId, status: n % 2 === 0 ? 'lost-in-transit' : n % 3 === 0 ? 'delivered' : 'delayed' },
+    shipment: { orderId, status: n % 4 !== 1 ? 'lost-in-transit' : n % 3 === 0 ? 'delivered' : 'delayed' },
     risk: n % 5 === 0 ? 0.9 : 0.1,
   };
 };

@@ -53,7 +53,7 @@ export async function runCommand(ctx: ClientContext, command: Exclude<Command, {
         if (answer === 'requested') facts.cancels.push(session.key);
         if (before && TERMINAL_SESSION_STATES.includes(before.status) && answer === 'requested')
           facts.violate(
-            'status-agrees',
+            'cancel-agrees-with-status',
             `${sid}: status said ${before.status}, then cancel answered requested (the session was not finished)`,
           );
         return;

@@ -1,3 +1,4 @@
+import type { Theme } from './plan.ts';
 import type { Rng } from './rng.ts';
 import type { ActorKind, GateFault, OpKind } from './scheduler.ts';
 
@@ -9,6 +10,14 @@ import type { ActorKind, GateFault, OpKind } from './scheduler.ts';
 export interface FaultProfile {
   /** Per opened gate of a worker, intake, sweeper or client: the actor dies there. */
   readonly crash: number;
+  /**
+   * Per downstream call of a worker (before it reaches the service, or before its answer comes
+   * back): the worker dies there. Far likelier than `crash`, so interrupted once-only calls —
+   * and the reconciles, parks and resolves that follow them — are common, not one in thousands.
+   */
+  readonly crashInCall: number;
+  /** The same, for a once-only call or its reconcile: the interruptions the protocol exists for. */
+  readonly crashInEffect: number;
   /** Per opened gate of a worker: it freezes past its lease, then goes on. */
   readonly pause: number;
   readonly throttleRead: number;
@@ -32,6 +41,8 @@ export interface FaultProfile {
 
 export const NO_FAULTS: FaultProfile = {
   crash: 0,
+  crashInCall: 0,
+  crashInEffect: 0,
   pause: 0,
   throttleRead: 0,
   throttleWrite: 0,
@@ -46,12 +57,23 @@ export const NO_FAULTS: FaultProfile = {
   serviceError: 0,
 };
 
-/** A seed's mix: about one run in ten injects nothing but interleavings; the others a random subset. */
-export function drawProfile(rng: Rng): FaultProfile {
+/**
+ * A seed's mix: about one run in ten injects nothing but interleavings; the others a random
+ * subset. A run about once-only effects always interrupts them and often cannot reconcile them.
+ */
+export function drawProfile(rng: Rng, theme: Theme): FaultProfile {
+  if (theme === 'effects')
+    return {
+      ...drawProfile(rng, 'mixed'),
+      crashInEffect: rng.pick([0.3, 0.6]),
+      reconcileUnknown: rng.pick([0.5, 0.8]),
+    };
   if (rng.chance(0.1)) return NO_FAULTS;
   const some = (p: number, rates: readonly number[]) => (rng.chance(p) ? rng.pick(rates) : 0);
   return {
     crash: some(0.6, [0.003, 0.01, 0.03]),
+    crashInCall: some(0.4, [0.05, 0.2]),
+    crashInEffect: some(0.5, [0.2, 0.5]),
     pause: some(0.4, [0.003, 0.01, 0.02]),
     throttleRead: some(0.5, [0.01, 0.03, 0.08]),
     throttleWrite: some(0.5, [0.01, 0.03, 0.08]),
@@ -72,8 +94,18 @@ export type GateVerdict = { readonly kind: 'crash' } | { readonly kind: 'pause' 
 
 const CRASHABLE: readonly ActorKind[] = ['worker', 'intake', 'sweeper', 'client'];
 
-export function gateVerdict(rng: Rng, profile: FaultProfile, actor: ActorKind, op: OpKind): GateVerdict {
+export function gateVerdict(
+  rng: Rng,
+  profile: FaultProfile,
+  actor: ActorKind,
+  op: OpKind,
+  name: string,
+): GateVerdict {
   if (CRASHABLE.includes(actor) && rng.chance(profile.crash)) return { kind: 'crash' };
+  if (actor === 'worker' && op === 'service') {
+    const effect = name.startsWith('svc.refund') || name.startsWith('svc.reconcile');
+    if (rng.chance(effect ? profile.crashInEffect : profile.crashInCall)) return { kind: 'crash' };
+  }
   if (actor === 'worker' && rng.chance(profile.pause)) return { kind: 'pause' };
   switch (op) {
     case 'read':

@@ -36,24 +36,76 @@ export type Command =
   /** Nobody uses anything for a good part of the retention (the clock jumps, expired items go). */
   | { readonly kind: 'idle-gap'; readonly fraction: number };
 
+/**
+ * A run's emphasis (swarm testing): a mix of everything, or many once-only calls interrupted and
+ * reconciled, or busy conversations under sends, cancels and releases. A narrow run reaches deep
+ * states of its kind far more often than a run that spreads itself over all of them.
+ */
+export type Theme = 'mixed' | 'effects' | 'conversations';
+
 export interface Plan {
+  readonly theme: Theme;
   readonly sessions: readonly PlannedSession[];
   readonly commands: readonly Command[];
+  /**
+   * When each command may start, in virtual ms after the run's start: spread over the run, so
+   * commands meet turns in every phase (starting, mid-step, finishing, idle), not only the first.
+   */
+  readonly at: readonly number[];
+  /** For some commands: the moment to pounce on, once due (see Pounce); undefined: any moment. */
+  readonly pounce: readonly (Pounce | undefined)[];
 }
+
+/**
+ * A moment of a session's protocol worth aiming a command at, the way FoundationDB's buggify
+ * aims faults: a turn ending (its result being published, its record about to move on), or the
+ * session's leg reading its tasks (a release waiting for them, a wait, a model call's task status).
+ */
+export type Pounce = 'turn-end' | 'task-read';
 
 const CONVERSATIONS: readonly AgentName[] = ['support-desk', 'dispatcher', 'pay-desk'];
 
-export function makePlan(rng: Rng): Plan {
+const AGENT_WEIGHTS: Record<Theme, readonly (readonly [AgentName, number])[]> = {
+  mixed: [
+    ['support-desk', 4],
+    ['order-investigator', 3],
+    ['dispatcher', 2],
+    ['long-haul', 2],
+    ['pay-desk', 1],
+  ],
+  effects: [
+    ['order-investigator', 5],
+    ['dispatcher', 2],
+    ['support-desk', 2],
+    ['pay-desk', 1],
+  ],
+  conversations: [
+    ['support-desk', 3],
+    ['dispatcher', 3],
+    ['pay-desk', 1],
+  ],
+};
+
+/** How likely each kind of command is, by theme (send, ticket-turn, resubmit, cancel, release, approve, resolve, idle-gap). */
+const COMMAND_WEIGHTS: Record<Theme, Record<Exclude<Command['kind'], 'submit'>, number>> = {
+  mixed: { send: 6, 'ticket-turn': 2, resubmit: 1, cancel: 2, release: 1.5, approve: 2, resolve: 1, 'idle-gap': 1.2 },
+  effects: { send: 3, 'ticket-turn': 1, resubmit: 1, cancel: 2, release: 0.5, approve: 3, resolve: 3, 'idle-gap': 0.3 },
+  conversations: { send: 5, 'ticket-turn': 2, resubmit: 0.5, cancel: 4, release: 3, approve: 1, resolve: 0.5, 'idle-gap': 1 },
+};
+
+export function drawTheme(rng: Rng): Theme {
+  return rng.weighted<Theme>([
+    ['mixed', 6],
+    ['effects', 2],
+    ['conversations', 2],
+  ]);
+}
+
+export function makePlan(rng: Rng, theme: Theme): Plan {
   const count = rng.int(1, 3);
   const sessions: PlannedSession[] = [];
   for (let i = 1; i <= count; i++) {
-    const agent = rng.weighted<AgentName>([
-      ['support-desk', 4],
-      ['order-investigator', 3],
-      ['dispatcher', 2],
-      ['long-haul', 2],
-      ['pay-desk', 1],
-    ]);
+    const agent = rng.weighted<AgentName>(AGENT_WEIGHTS[theme]);
     const ticketId = `s${i}-${agent}`;
     sessions.push({
       name: `s${i}`,
@@ -70,15 +122,16 @@ export function makePlan(rng: Rng): Plan {
   const more = rng.int(2, 10);
   for (let i = 0; i < more; i++) {
     const session = rng.pick(sessions);
+    const w = COMMAND_WEIGHTS[theme];
     const kind = rng.weighted<Command['kind']>([
-      ['send', conversations.length ? 6 : 0],
-      ['ticket-turn', conversations.length ? 2 : 0],
-      ['resubmit', 1],
-      ['cancel', 2],
-      ['release', conversations.length ? 1.5 : 0],
-      ['approve', 2],
-      ['resolve', 1],
-      ['idle-gap', conversations.length ? 0.8 : 0],
+      ['send', conversations.length ? w.send : 0],
+      ['ticket-turn', conversations.length ? w['ticket-turn'] : 0],
+      ['resubmit', w.resubmit],
+      ['cancel', w.cancel],
+      ['release', conversations.length ? w.release : 0],
+      ['approve', w.approve],
+      ['resolve', w.resolve],
+      ['idle-gap', conversations.length ? w['idle-gap'] : 0],
     ]);
     const conversation = conversations.length ? rng.pick(conversations) : session;
     switch (kind) {
@@ -103,6 +156,8 @@ export function makePlan(rng: Rng): Plan {
         break;
       case 'release':
         commands.push({ kind, session: conversation, timeoutS: rng.int(1, 5), waitMs: rng.int(1, 8) * 1000 });
+        // A cancel close behind a release meets it while it waits for its tasks.
+        if (rng.chance(0.3)) commands.push({ kind: 'cancel', session: conversation, statusFirst: false });
         break;
       case 'approve':
         commands.push({ kind, session, approved: rng.chance(0.75) });
@@ -114,7 +169,22 @@ export function makePlan(rng: Rng): Plan {
         commands.push({ kind, session } as Command);
     }
   }
-  return { sessions, commands };
+  const at: number[] = [];
+  let time = 0;
+  for (const command of commands) {
+    if (command.kind === 'submit') at.push(rng.int(0, 500));
+    else {
+      // Mostly a few seconds apart, sometimes in a burst.
+      time += rng.chance(0.25) ? rng.int(0, 300) : rng.int(300, 6_000);
+      at.push(time);
+    }
+  }
+  const pounce = commands.map((command): Pounce | undefined => {
+    if (command.kind !== 'cancel' && command.kind !== 'release') return undefined;
+    if (!rng.chance(0.5)) return undefined;
+    return command.session.agent === 'dispatcher' && rng.chance(0.5) ? 'task-read' : 'turn-end';
+  });
+  return { theme, sessions, commands, at, pounce };
 }
 
 function firstInput(rng: Rng, agent: AgentName): unknown {

@@ -92,6 +92,14 @@ async function operatorRound(world: World, atRest: boolean): Promise<boolean> {
     const waiting = await world.memory.listSessions({ state: 'waiting', limit: 10_000 });
     const found: { key: (typeof waiting)[number]['key']; question: string; kind: 'approval' | 'parked' }[] = [];
     for (const record of waiting) {
+      // A record that has not moved since the last look asks the same questions: no journal read.
+      const look = `${record.key.id}:${record.epoch}:${record.pendingVersion}:${record.updatedAt}`;
+      const cached = world.operatorLooks.get(look);
+      if (cached) {
+        found.push(...cached);
+        continue;
+      }
+      const before = found.length;
       let entries: Awaited<ReturnType<typeof world.memory.readJournal>>;
       let view: ReturnType<typeof foldJournal>;
       try {
@@ -108,6 +116,7 @@ async function operatorRound(world: World, atRest: boolean): Promise<boolean> {
       const parked = view.pendingCalls.find((p) => p.call.id === view.parkedCallId);
       if (parked)
         found.push({ key: record.key, kind: 'parked', question: `parked ${record.key.id} ${pendingCallKey(record.key, parked)}` });
+      world.operatorLooks.set(look, found.slice(before));
     }
     return found;
   });
@@ -160,5 +169,5 @@ function describePlan(world: World): string {
     .filter((c) => c.kind !== 'submit')
     .map((c) => ('session' in c ? `${c.kind}${'mode' in c ? `/${c.mode}` : ''}:${c.session.name}` : `${c.kind}`))
     .join(' ');
-  return `${sessions}; then ${commands || 'nothing'}`;
+  return `[${world.plan.theme}] ${sessions}; then ${commands || 'nothing'}`;
 }

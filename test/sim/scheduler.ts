@@ -93,8 +93,9 @@ export class Scheduler {
     name: string,
     body: () => Promise<T>,
     settled: (result: { ok: true; value: T } | { ok: false; error: unknown }) => void,
+    priority = this.rng.float(),
   ): Actor {
-    const actor = new Actor(this.actors.length + 1, kind, name, this.rng.float());
+    const actor = new Actor(this.actors.length + 1, kind, name, priority);
     this.actors.push(actor);
     this.trace.event(actor.name, 'start');
     const run = this.runAs(actor, () => Promise.resolve().then(body));

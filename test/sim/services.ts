@@ -36,9 +36,14 @@ export const unit = (text: string): number => createHash('sha256').update(text).
 
 export class Downstream {
   readonly executions: Execution[] = [];
-  readonly voided = new Set<string>();
-  /** Calls refused because reconcile had voided their key: effects that will never happen. */
-  readonly refused: { key: string; sessionId: string }[] = [];
+  /** Voided keys, with the actor whose reconcile voided each. */
+  readonly voided = new Map<string, number>();
+  /**
+   * Calls refused because reconcile had voided their key: effects that will never happen. `stale`:
+   * the caller started before the leg that voided the key (an owner paused past its lease that
+   * goes on to call): the refusal is the protocol's safety net, not a lost effect.
+   */
+  readonly refused: { key: string; sessionId: string; stale: boolean }[] = [];
   /** Every reconcile verdict given, by key. */
   readonly verdicts: { key: string; verdict: string }[] = [];
 
@@ -65,8 +70,10 @@ export class Downstream {
   async refund(tool: string, input: { orderId: string; amountCents: number }, ctx: CallContext) {
     await this.clock.sleep(Math.round(200 * (0.5 + unit(`lat:${ctx.idempotencyKey}`))), ctx.signal);
     await this.sim.gate(`svc.refund(${shortKey(ctx.idempotencyKey)})`, 'service');
-    if (this.voided.has(ctx.idempotencyKey)) {
-      this.refused.push({ key: ctx.idempotencyKey, sessionId: ctx.sessionId });
+    const voider = this.voided.get(ctx.idempotencyKey);
+    if (voider !== undefined) {
+      const caller = this.sim.current()?.id ?? 0;
+      this.refused.push({ key: ctx.idempotencyKey, sessionId: ctx.sessionId, stale: caller < voider });
       throw new StepError(`refunds: key ${ctx.idempotencyKey} was voided by reconcile`, { retryable: false });
     }
     this.executions.push({
@@ -90,7 +97,7 @@ export class Downstream {
       : this.rng.chance(this.faults().reconcileUnknown)
         ? ({ verdict: 'unknown' } as const)
         : ({ verdict: 'notDone' } as const);
-    if (verdict.verdict === 'notDone') this.voided.add(key);
+    if (verdict.verdict === 'notDone') this.voided.set(key, this.sim.current()?.id ?? 0);
     this.verdicts.push({ key, verdict: verdict.verdict });
     return verdict;
   }

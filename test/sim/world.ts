@@ -12,13 +12,14 @@ import { acceptTicket, recordRejectedTicket } from '../../lib/runtime/intake.ts'
 import { runKick } from '../../lib/runtime/step-runner.ts';
 import { sweep } from '../../lib/runtime/sweeper.ts';
 import { createMemoryTelemetry } from '../../lib/telemetry/memory-telemetry.ts';
+import { noopTelemetry } from '../../lib/telemetry/telemetry.ts';
 import { simAgents } from './agents.ts';
 import { SimClock, SIM_START_MS } from './clock.ts';
 import { type ClientContext, runCommand } from './commands.ts';
 import { Facts } from './facts.ts';
 import { checkpoint, retireExpired } from './invariants.ts';
 import { drawProfile, type FaultProfile, gateVerdict, isInjected, NO_FAULTS } from './faults.ts';
-import { type Command, makePlan, type Plan } from './plan.ts';
+import { type Command, drawTheme, makePlan, type Plan } from './plan.ts';
 import { gatedStore } from './ports.ts';
 import { type Message, SimResults, SimTicketQueue, SimWorkQueue } from './queues.ts';
 import { Rng } from './rng.ts';
@@ -88,12 +89,15 @@ export class World {
   #next = 0;
   #invocations = 0;
   #nextSweepAt = SIM_START_MS;
+  #playing = true;
   steps = 0;
   crashes = 0;
   /** What an idle gap's checkpoint saw of each session, to tell afterwards which ones expired. */
   pendingRetirement: { key: SessionKey; terminal: boolean; items: number }[] = [];
   /** Questions the operator is answering now. */
   readonly operatorBusy = new Set<string>();
+  /** What the operator found waiting for a human, by the record's version when it looked. */
+  readonly operatorLooks = new Map<string, { key: SessionKey; question: string; kind: 'approval' | 'parked' }[]>();
 
   constructor(readonly options: WorldOptions) {
     const root = new Rng(options.seed);
@@ -102,7 +106,8 @@ export class World {
     this.#commandRng = root.fork();
     const planRng = root.fork();
     const serviceRng = root.fork();
-    this.chaosProfile = drawProfile(root.fork());
+    const theme = drawTheme(root.fork());
+    this.chaosProfile = drawProfile(root.fork(), theme);
     this.profile = this.chaosProfile;
     let clock: SimClock | undefined;
     this.trace = new Trace(() => clock?.now() ?? SIM_START_MS, SIM_START_MS, { everything: options.traceAll === true });
@@ -122,7 +127,8 @@ export class World {
       results: this.results,
       clock,
       agents: agentRegistry(simAgents(this.services, clock)),
-      telemetry: createMemoryTelemetry(),
+      // Log lines only when someone will read them (--verbose): kept for every seed, they cost GC time.
+      telemetry: options.traceAll ? createMemoryTelemetry() : noopTelemetry,
       failpoint: noFailpoints,
       config: SIM_CONFIG,
       random: () => this.rng.float(),
@@ -136,7 +142,7 @@ export class World {
       maxPendingInputs: SIM_CONFIG.maxPendingInputs,
       sweepGraceMs: SIM_CONFIG.sweepGraceMs,
     });
-    this.plan = makePlan(planRng);
+    this.plan = makePlan(planRng, theme);
   }
 
   get clientContext(): ClientContext {
@@ -173,7 +179,7 @@ export class World {
     const gates = this.sim.enabledGates(now).length;
     const kicks = this.work.queue.visible(now);
     const tickets = this.tickets.queue.visible(now);
-    const command = phase === 'chaos' ? this.#issuableCommand() : undefined;
+    const command = phase === 'chaos' ? await this.#issuableCommand() : undefined;
     if (gates + kicks.length + tickets.length === 0 && command === undefined) {
       const next = await this.#nextEventAt();
       if (next === undefined) return false;
@@ -219,14 +225,41 @@ export class World {
   #openGate(): void {
     const now = this.clock.now();
     const gate = this.sim.chooseGate(now)!;
-    const verdict = gateVerdict(this.#faultRng, this.profile, gate.actor.kind, gate.kind);
+    const verdict = gateVerdict(this.#faultRng, this.profile, gate.actor.kind, gate.kind, gate.op);
     if (verdict.kind === 'crash') {
       this.crashes++;
       this.sim.crash(gate.actor, `at ${gate.op}`);
     } else if (verdict.kind === 'pause') {
       const ms = SIM_CONFIG.leaseTtlMs + this.#faultRng.int(1, 2 * SIM_CONFIG.leaseTtlMs);
       this.sim.pause(gate.actor, now + ms, now);
-    } else this.sim.open(gate, verdict.fault);
+    } else {
+      this.sim.open(gate, verdict.fault);
+      this.#pounce(gate.actor.name, gate.op);
+    }
+  }
+
+  /** When a pouncing command stops waiting for its moment. */
+  #pounceGivesUpAt(): number {
+    return SIM_START_MS + (this.plan.at[this.#next] ?? 0) + 20_000;
+  }
+
+  /**
+   * Issues the next command now if it waits for this moment: a worker of its session has just
+   * been let through the call that marks it. The command's client gets the highest priority, so
+   * it goes on before that worker's next calls: into the window it was aimed at.
+   */
+  #pounce(actor: string, op: string): void {
+    const command = this.plan.commands[this.#next];
+    const pounce = this.plan.pounce[this.#next];
+    if (!pounce || !command || !('session' in command) || !this.#playing) return;
+    if (this.clock.now() < SIM_START_MS + this.plan.at[this.#next]!) return;
+    const sid = command.session.key.id.slice(0, 6);
+    if (!actor.startsWith('w') || !actor.includes(sid)) return;
+    const hit =
+      pounce === 'turn-end' ? op.startsWith(`results.publish(${sid}`) : op.startsWith('store.getTurn(') && op.includes(' task-');
+    if (!hit) return;
+    this.trace.event('sim', 'POUNCE', `${command.kind} ${command.session.name} at ${pounce}`);
+    void this.#issue(command, 2);
   }
 
   /** A Lambda invocation of the step function for one kick, with a deadline on the simulated clock. */
@@ -288,27 +321,32 @@ export class World {
     actor.onCrash = () => this.tickets.queue.returnLater(message);
   }
 
-  /** The next command, when one may start now (a few clients at a time; an idle gap only when all is still). */
-  #issuableCommand(): Command | undefined {
+  /**
+   * The next command, when one may start now: a few clients at a time; an idle gap only when all
+   * is still. A gap that cannot come (the world is idle but a session waits for a human, which no
+   * command behind the gap will answer) is given up.
+   */
+  async #issuableCommand(): Promise<Command | undefined> {
     const command = this.plan.commands[this.#next];
     if (command === undefined) return undefined;
-    if (command.kind === 'idle-gap') return command;
-    return this.sim.liveActors('client').length < 3 ? command : undefined;
+    if (this.clock.now() < SIM_START_MS + this.plan.at[this.#next]!) return undefined;
+    // A pouncing command waits for its moment (#pounce), for a while; then it goes anyway.
+    if (this.plan.pounce[this.#next] && this.clock.now() < this.#pounceGivesUpAt()) return undefined;
+    if (command.kind !== 'idle-gap') return this.sim.liveActors('client').length < 3 ? command : undefined;
+    if (await this.#stillForRetention()) return command;
+    if (this.idleNow() && this.sim.liveActors().every((a) => a.kind === 'sweeper') && (await this.#nextEventAt()) === undefined) {
+      this.trace.event('sim', 'gap given up');
+      this.#next++;
+    }
+    return undefined;
   }
 
-  async #issue(command: Command): Promise<void> {
+  async #issue(command: Command, priority?: number): Promise<void> {
+    this.#next++;
     if (command.kind === 'idle-gap') {
-      if (!(await this.#stillForRetention())) {
-        // Not now: the gap waits for a quiet moment; now and then it is given up, so a world
-        // that never comes to rest (a session waiting for a human) does not hold the rest back.
-        if (this.rng.chance(0.2)) this.#next++;
-        return;
-      }
-      this.#next++;
       await this.idleGap(command.fraction);
       return;
     }
-    this.#next++;
     const n = ++this.#invocations;
     const name = `${command.kind} ${command.session.name}`;
     this.sim.spawn(
@@ -319,12 +357,14 @@ export class World {
         if (!result.ok && !isInjected(result.error))
           this.facts.violate('client-completes', `${name}: the client threw ${errorMessage(result.error)}`);
       },
+      priority,
     );
   }
 
   /** Skips the commands that can no longer run (an idle gap that never found a quiet moment). */
   skipRemainingCommands(): void {
     this.#next = this.plan.commands.length;
+    this.#playing = false;
   }
 
   /**
@@ -398,6 +438,9 @@ export class World {
       if (at !== undefined) times.push(at);
     }
     for (const actor of this.sim.liveActors()) if (actor.pausedUntil > now && actor.gates > 0) times.push(actor.pausedUntil);
+    // The next command's time, while the fault phase plays them.
+    const commandAt = this.plan.pounce[this.#next] ? this.#pounceGivesUpAt() : SIM_START_MS + (this.plan.at[this.#next] ?? 0);
+    if (this.#playing && this.#next < this.plan.commands.length && commandAt > now) times.push(commandAt);
     const due = await this.#earliestSweepAt();
     if (due !== undefined) {
       // The sweeper kicks a session once its sweepAt has passed, at its next poll.
