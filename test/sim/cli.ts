@@ -31,7 +31,9 @@ for (let seed = first; seed < first + count; seed++) {
   const result = await runSeed(seed, { traceAll: values.verbose });
   ran++;
   if (values.verbose) {
-    console.log(`seed ${seed}: ${result.ok ? 'ok' : 'FAILED'} trace ${result.traceHash} ${JSON.stringify(result.stats)}`);
+    console.log(
+      `seed ${seed}: ${result.ok ? 'ok' : 'FAILED'} trace ${result.traceHash} ${JSON.stringify(result.stats)}`,
+    );
     console.log(`  plan: ${result.plan}`);
     console.log(`  faults: ${JSON.stringify(result.profile)}`);
     for (const line of result.traceAll ?? []) console.log(`  ${line}`);
@@ -47,7 +49,9 @@ for (let seed = first; seed < first + count; seed++) {
     if (values['stop-on-failure']) break;
   }
   if (!values.quiet && !values.verbose && ran % 100 === 0)
-    console.error(`… ${ran} seeds, ${failed.length} failed, ${(ran / ((performance.now() - started) / 1000)).toFixed(1)} seeds/s`);
+    console.error(
+      `… ${ran} seeds, ${failed.length} failed, ${(ran / ((performance.now() - started) / 1000)).toFixed(1)} seeds/s`,
+    );
 }
 const seconds = (performance.now() - started) / 1000;
 

@@ -59,7 +59,10 @@ export class SimClock implements Clock {
     for (;;) {
       let next: Timer | undefined;
       for (const timer of this.#timers)
-        if (timer.at <= timeMs && (next === undefined || timer.at < next.at || (timer.at === next.at && timer.seq < next.seq)))
+        if (
+          timer.at <= timeMs &&
+          (next === undefined || timer.at < next.at || (timer.at === next.at && timer.seq < next.seq))
+        )
           next = timer;
       if (next === undefined) break;
       this.#drop(next);

@@ -1,8 +1,8 @@
 import type { BatonClient } from '../../lib/client/baton-client.ts';
 import { InvalidInputError, TurnRefusedError } from '../../lib/core/errors.ts';
-import { pendingCallKey } from '../../lib/core/fold.ts';
-import { foldJournal } from '../../lib/core/fold.ts';
+import { foldJournal, pendingCallKey } from '../../lib/core/fold.ts';
 import type { SessionKey } from '../../lib/core/ids.ts';
+import type { Ticket } from '../../lib/core/messages.ts';
 import { TERMINAL_SESSION_STATES } from '../../lib/core/vocabulary.ts';
 import type { SessionStore } from '../../lib/ports/session-store.ts';
 import type { Facts } from './facts.ts';
@@ -39,7 +39,13 @@ export async function runCommand(ctx: ClientContext, command: Exclude<Command, {
         return;
       case 'ticket-turn':
         // A producer's further turn: the ticket names the session; intake accepts or refuses it.
-        await ctx.tickets.submit({ v: 1, ticketId: command.id, agent: session.agent, sessionId: sid, input: command.input as {} | null });
+        await ctx.tickets.submit({
+          v: 1,
+          ticketId: command.id,
+          agent: session.agent,
+          sessionId: sid,
+          input: command.input as Ticket['input'],
+        });
         return;
       case 'send': {
         facts.sentTurns.add(`${sid}/${command.id}`);
@@ -79,7 +85,11 @@ export async function runCommand(ctx: ClientContext, command: Exclude<Command, {
 }
 
 /** A human answers the first approval the session waits for. Returns the question's identity, if any. */
-export async function answerApprovals(ctx: ClientContext, key: SessionKey, approved: boolean): Promise<string | undefined> {
+export async function answerApprovals(
+  ctx: ClientContext,
+  key: SessionKey,
+  approved: boolean,
+): Promise<string | undefined> {
   const status = await ctx.client.status(key.id);
   const pending = status?.pendingApprovals?.[0];
   if (!pending) return undefined;
@@ -106,7 +116,11 @@ export async function resolveParked(ctx: ClientContext, key: SessionKey): Promis
   const callKey = pendingCallKey(key, pending);
   const question = `parked ${key.id} ${callKey}`;
   const done = ctx.services.executed(callKey);
-  await ctx.client.resolve(key.id, parked.callId, done ? { done, output: { refundId: refundIdOf(callKey) } } : { done });
+  await ctx.client.resolve(
+    key.id,
+    parked.callId,
+    done ? { done, output: { refundId: refundIdOf(callKey) } } : { done },
+  );
   ctx.facts.answered.add(question);
   return question;
 }

@@ -90,17 +90,14 @@ export function drawProfile(rng: Rng, theme: Theme): FaultProfile {
 }
 
 /** What happens to one gate as it opens: the actor dies or freezes there, or the call meets a fault. */
-export type GateVerdict = { readonly kind: 'crash' } | { readonly kind: 'pause' } | { readonly kind: 'go'; readonly fault?: GateFault };
+export type GateVerdict =
+  | { readonly kind: 'crash' }
+  | { readonly kind: 'pause' }
+  | { readonly kind: 'go'; readonly fault?: GateFault };
 
 const CRASHABLE: readonly ActorKind[] = ['worker', 'intake', 'sweeper', 'client'];
 
-export function gateVerdict(
-  rng: Rng,
-  profile: FaultProfile,
-  actor: ActorKind,
-  op: OpKind,
-  name: string,
-): GateVerdict {
+export function gateVerdict(rng: Rng, profile: FaultProfile, actor: ActorKind, op: OpKind, name: string): GateVerdict {
   if (CRASHABLE.includes(actor) && rng.chance(profile.crash)) return { kind: 'crash' };
   if (actor === 'worker' && op === 'service') {
     const effect = name.startsWith('svc.refund') || name.startsWith('svc.reconcile');

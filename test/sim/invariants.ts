@@ -73,7 +73,8 @@ async function checkQuiet(world: World, sessions: Map<string, SessionFacts>): Pr
   for (const [resultId, statuses] of results) {
     const [sid, ...rest] = resultId.split('/');
     const turnId = rest.join('/');
-    if (statuses.size > 1) facts.violate('one-outcome', `${resultId}: results published with statuses ${[...statuses].join(', ')}`);
+    if (statuses.size > 1)
+      facts.violate('one-outcome', `${resultId}: results published with statuses ${[...statuses].join(', ')}`);
     const s = sessions.get(sid ?? '');
     // A refused ticket's result carries a turn id of its own; a retired session's items are gone.
     if (!s || turnId.includes('~rejected-') || turnId.startsWith('refused:')) continue;
@@ -84,7 +85,7 @@ async function checkQuiet(world: World, sessions: Map<string, SessionFacts>): Pr
   for (const [id, accepted] of facts.turns) {
     if (facts.verified.has(id) || facts.retired.has(accepted.key.id)) continue;
     const s = sessions.get(accepted.key.id);
-    if (!s || !s.turns.some((t) => t.turnId === accepted.turnId))
+    if (!s?.turns.some((t) => t.turnId === accepted.turnId))
       facts.violate('accepted-kept', `${id}: an accepted turn (${accepted.via}) is gone from the store`);
   }
 
@@ -145,13 +146,15 @@ function checkTurn(
   }
   facts.verified.add(name);
   const journaled = (s.entries ?? []).filter((e) => e.kind === 'outcome' && e.turnId === turn.turnId);
-  if (journaled.length > 1)
-    facts.violate('one-outcome', `${name}: ${journaled.length} outcome entries in the journal`);
+  if (journaled.length > 1) facts.violate('one-outcome', `${name}: ${journaled.length} outcome entries in the journal`);
   for (const entry of journaled)
     if (entry.kind === 'outcome' && entry.data.status !== outcome.status)
       facts.violate('one-outcome', `${name}: journal says ${entry.data.status}, the turn says ${outcome.status}`);
   if (outcome.error && INJECTED_TEXT.test(outcome.error))
-    facts.violate('faults-never-fail-turns', `${name} failed on an infrastructure fault: ${outcome.error.slice(0, 160)}`);
+    facts.violate(
+      'faults-never-fail-turns',
+      `${name} failed on an infrastructure fault: ${outcome.error.slice(0, 160)}`,
+    );
   if (outcome.error?.includes('stored state failed validation'))
     facts.violate('journal-intact', `${name} failed: ${outcome.error.slice(0, 160)}`);
   if (!published || published.size === 0)
@@ -196,7 +199,7 @@ function checkEffects(world: World, sessions: Map<string, SessionFacts>): void {
     const s = sessions.get(e.sessionId);
     if (!s || s.entries === undefined) continue;
     const intent = s.entries.find((x) => x.kind === 'intent' && x.data.idempotencyKey === e.key);
-    if (!intent || intent.kind !== 'intent') {
+    if (intent?.kind !== 'intent') {
       facts.violate('watermark-first', `${e.key} executed without an intent entry`);
       continue;
     }
@@ -254,7 +257,10 @@ export async function finalCheck(world: World): Promise<void> {
       else if (r.state === 'queued' || r.state === 'running')
         facts.violate('settles', `${id}: ${r.state} with nothing due (no sweepAt, no kick)`);
       else if (!s.terminal && r.pendingVersion > r.seenVersion)
-        facts.violate('settles', `${id}: ${r.state} with unseen events (pendingVersion ${r.pendingVersion} > ${r.seenVersion}) and nothing due`);
+        facts.violate(
+          'settles',
+          `${id}: ${r.state} with unseen events (pendingVersion ${r.pendingVersion} > ${r.seenVersion}) and nothing due`,
+        );
       if (r.cancelRequested && !s.terminal)
         facts.violate('cancel-carried-out', `${id}: cancelRequested, yet ${r.state} with nothing due`);
       // A session that ended (a cancel cascades to its tasks as a release would) has no holder left

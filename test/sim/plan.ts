@@ -25,7 +25,13 @@ export type Command =
   | { readonly kind: 'submit'; readonly session: PlannedSession }
   /** The same ticket again, as a producer that never heard back sends it. */
   | { readonly kind: 'resubmit'; readonly session: PlannedSession }
-  | { readonly kind: 'send'; readonly session: PlannedSession; readonly id: string; readonly mode: SendMode; readonly input: unknown }
+  | {
+      readonly kind: 'send';
+      readonly session: PlannedSession;
+      readonly id: string;
+      readonly mode: SendMode;
+      readonly input: unknown;
+    }
   /** A further turn as a ticket on the tickets queue, through intake. */
   | { readonly kind: 'ticket-turn'; readonly session: PlannedSession; readonly id: string; readonly input: unknown }
   /** With `statusFirst`, the client reads status, then cancels: the two must agree. */
@@ -90,7 +96,16 @@ const AGENT_WEIGHTS: Record<Theme, readonly (readonly [AgentName, number])[]> = 
 const COMMAND_WEIGHTS: Record<Theme, Record<Exclude<Command['kind'], 'submit'>, number>> = {
   mixed: { send: 6, 'ticket-turn': 2, resubmit: 1, cancel: 2, release: 1.5, approve: 2, resolve: 1, 'idle-gap': 1.2 },
   effects: { send: 3, 'ticket-turn': 1, resubmit: 1, cancel: 2, release: 0.5, approve: 3, resolve: 3, 'idle-gap': 0.3 },
-  conversations: { send: 5, 'ticket-turn': 2, resubmit: 0.5, cancel: 4, release: 3, approve: 1, resolve: 0.5, 'idle-gap': 1 },
+  conversations: {
+    send: 5,
+    'ticket-turn': 2,
+    resubmit: 0.5,
+    cancel: 4,
+    release: 3,
+    approve: 1,
+    resolve: 0.5,
+    'idle-gap': 1,
+  },
 };
 
 export function drawTheme(rng: Rng): Theme {
@@ -149,7 +164,12 @@ export function makePlan(rng: Rng, theme: Theme): Plan {
         });
         break;
       case 'ticket-turn':
-        commands.push({ kind, session: conversation, id: `${conversation.name}-t${++sent}`, input: turnInput(rng, conversation.agent) });
+        commands.push({
+          kind,
+          session: conversation,
+          id: `${conversation.name}-t${++sent}`,
+          input: turnInput(rng, conversation.agent),
+        });
         break;
       case 'cancel':
         commands.push({ kind, session, statusFirst: rng.chance(0.5) });

@@ -1,5 +1,11 @@
 import type { z } from 'zod';
-import { checkMessageSize, delaySecondsOf, messageAttributesOf, resultIdOf, validateMessage } from '../../lib/adapters/queue-messages.ts';
+import {
+  checkMessageSize,
+  delaySecondsOf,
+  messageAttributesOf,
+  resultIdOf,
+  validateMessage,
+} from '../../lib/adapters/queue-messages.ts';
 import { Kick, Result, Ticket } from '../../lib/core/messages.ts';
 import type { TraceContext } from '../../lib/core/trace-context.ts';
 import type { ResultPublisher, SendOptions, TicketQueue, WorkQueue } from '../../lib/ports/queues.ts';
@@ -136,7 +142,10 @@ export class SimResults implements ResultPublisher {
   ) {}
 
   async publish(result: Result, options?: SendOptions): Promise<void> {
-    const fault = await this.sim.gate(`results.publish(${result.sessionId.slice(0, 6)} ${result.turnId} ${result.status})`, 'publish');
+    const fault = await this.sim.gate(
+      `results.publish(${result.sessionId.slice(0, 6)} ${result.turnId} ${result.status})`,
+      'publish',
+    );
     const body = validateMessage(Result, result, 'result');
     checkMessageSize(body, messageAttributesOf(options), 'result');
     if (fault === 'throttle') throw throttleError();

@@ -52,7 +52,10 @@ export async function runSeed(seed: number, options: RunOptions = {}): Promise<S
   let releasesConfirmed = false;
   for (;;) {
     if (world.steps > MAX_STEPS || world.clock.now() > drainEnds) {
-      world.facts.violate('settles', `the world did not come to rest within ${MAX_STEPS} steps and ${MAX_DRAIN_MS / 60_000} minutes`);
+      world.facts.violate(
+        'settles',
+        `the world did not come to rest within ${MAX_STEPS} steps and ${MAX_DRAIN_MS / 60_000} minutes`,
+      );
       break;
     }
     if (world.idleNow() && (await operatorRound(world, false))) continue;
@@ -111,11 +114,19 @@ async function operatorRound(world: World, atRest: boolean): Promise<boolean> {
       const callId = view.awaitingApproval[0];
       if (callId !== undefined) {
         const asked = entries.findLast((e) => e.kind === 'approval' && e.data.callId === callId);
-        found.push({ key: record.key, kind: 'approval', question: `approval ${record.key.id} ${callId} @${asked?.seq}` });
+        found.push({
+          key: record.key,
+          kind: 'approval',
+          question: `approval ${record.key.id} ${callId} @${asked?.seq}`,
+        });
       }
       const parked = view.pendingCalls.find((p) => p.call.id === view.parkedCallId);
       if (parked)
-        found.push({ key: record.key, kind: 'parked', question: `parked ${record.key.id} ${pendingCallKey(record.key, parked)}` });
+        found.push({
+          key: record.key,
+          kind: 'parked',
+          question: `parked ${record.key.id} ${pendingCallKey(record.key, parked)}`,
+        });
       world.operatorLooks.set(look, found.slice(before));
     }
     return found;
@@ -134,7 +145,10 @@ async function operatorRound(world: World, atRest: boolean): Promise<boolean> {
     world.sim.spawn(
       'operator',
       `op(${kind} ${key.id.slice(0, 6)})`,
-      () => (kind === 'approval' ? answerApprovals(world.clientContext, key, approved) : resolveParked(world.clientContext, key)),
+      () =>
+        kind === 'approval'
+          ? answerApprovals(world.clientContext, key, approved)
+          : resolveParked(world.clientContext, key),
       (result) => {
         world.operatorBusy.delete(question);
         if (!result.ok && !(result.error instanceof InvalidInputError))
@@ -155,7 +169,10 @@ function confirmReleases(world: World): boolean {
       () => world.client.release(key.id, { waitMs: 90_000 }),
       (result) => {
         if (result.ok && !result.value.released)
-          world.facts.violate('release-carried-out', `${key.id}: a release asked again at rest answered released: false`);
+          world.facts.violate(
+            'release-carried-out',
+            `${key.id}: a release asked again at rest answered released: false`,
+          );
         if (!result.ok && !(result.error instanceof InvalidInputError))
           world.facts.violate('client-completes', `the operator's release threw ${errorMessage(result.error)}`);
       },

@@ -89,7 +89,9 @@ export class Downstream {
   }
 
   /** Did the refund with this key happen? notDone voids the key; sometimes the service cannot tell. */
-  async reconcile(key: string): Promise<{ verdict: 'done'; output: unknown } | { verdict: 'notDone' } | { verdict: 'unknown' }> {
+  async reconcile(
+    key: string,
+  ): Promise<{ verdict: 'done'; output: unknown } | { verdict: 'notDone' } | { verdict: 'unknown' }> {
     await this.sim.gate(`svc.reconcile(${shortKey(key)})`, 'service');
     const done = this.executions.some((e) => e.key === key);
     const verdict = done
@@ -118,4 +120,5 @@ const shortKey = (key: string): string => {
 };
 
 /** The digest an approval and an execution are compared by. */
-export const inputDigest = (input: unknown): string => createHash('sha256').update(canonicalJson(input)).digest('hex').slice(0, 16);
+export const inputDigest = (input: unknown): string =>
+  createHash('sha256').update(canonicalJson(input)).digest('hex').slice(0, 16);

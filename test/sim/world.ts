@@ -14,17 +14,17 @@ import { sweep } from '../../lib/runtime/sweeper.ts';
 import { createMemoryTelemetry } from '../../lib/telemetry/memory-telemetry.ts';
 import { noopTelemetry } from '../../lib/telemetry/telemetry.ts';
 import { simAgents } from './agents.ts';
-import { SimClock, SIM_START_MS } from './clock.ts';
+import { SIM_START_MS, SimClock } from './clock.ts';
 import { type ClientContext, runCommand } from './commands.ts';
 import { Facts } from './facts.ts';
+import { drawProfile, type FaultProfile, gateVerdict, isInjected } from './faults.ts';
 import { checkpoint, retireExpired } from './invariants.ts';
-import { drawProfile, type FaultProfile, gateVerdict, isInjected, NO_FAULTS } from './faults.ts';
 import { type Command, drawTheme, makePlan, type Plan } from './plan.ts';
 import { gatedStore } from './ports.ts';
 import { type Message, SimResults, SimTicketQueue, SimWorkQueue } from './queues.ts';
 import { Rng } from './rng.ts';
-import { Downstream } from './services.ts';
 import { type Actor, Scheduler } from './scheduler.ts';
+import { Downstream } from './services.ts';
 import { Trace } from './trace.ts';
 
 /**
@@ -256,7 +256,9 @@ export class World {
     const sid = command.session.key.id.slice(0, 6);
     if (!actor.startsWith('w') || !actor.includes(sid)) return;
     const hit =
-      pounce === 'turn-end' ? op.startsWith(`results.publish(${sid}`) : op.startsWith('store.getTurn(') && op.includes(' task-');
+      pounce === 'turn-end'
+        ? op.startsWith(`results.publish(${sid}`)
+        : op.startsWith('store.getTurn(') && op.includes(' task-');
     if (!hit) return;
     this.trace.event('sim', 'POUNCE', `${command.kind} ${command.session.name} at ${pounce}`);
     void this.#issue(command, 2);
@@ -334,7 +336,11 @@ export class World {
     if (this.plan.pounce[this.#next] && this.clock.now() < this.#pounceGivesUpAt()) return undefined;
     if (command.kind !== 'idle-gap') return this.sim.liveActors('client').length < 3 ? command : undefined;
     if (await this.#stillForRetention()) return command;
-    if (this.idleNow() && this.sim.liveActors().every((a) => a.kind === 'sweeper') && (await this.#nextEventAt()) === undefined) {
+    if (
+      this.idleNow() &&
+      this.sim.liveActors().every((a) => a.kind === 'sweeper') &&
+      (await this.#nextEventAt()) === undefined
+    ) {
       this.trace.event('sim', 'gap given up');
       this.#next++;
     }
@@ -392,7 +398,9 @@ export class World {
     if (this.sim.liveActors().some((a) => a.kind !== 'sweeper')) return false;
     if (this.work.queue.pending.length > 0 || this.tickets.queue.pending.length > 0) return false;
     const records = await this.sim.outside(() => this.memory.listSessions({ limit: 10_000 }));
-    return records.every((r) => r.sweepAt === undefined && (r.state === 'idle' || ['completed', 'failed', 'cancelled'].includes(r.state)));
+    return records.every(
+      (r) => r.sweepAt === undefined && (r.state === 'idle' || ['completed', 'failed', 'cancelled'].includes(r.state)),
+    );
   }
 
   /** The sweeper's schedule: an invocation every minute, each polling for a minute. */
@@ -437,9 +445,12 @@ export class World {
       const at = queue.nextVisibleAt(now);
       if (at !== undefined) times.push(at);
     }
-    for (const actor of this.sim.liveActors()) if (actor.pausedUntil > now && actor.gates > 0) times.push(actor.pausedUntil);
+    for (const actor of this.sim.liveActors())
+      if (actor.pausedUntil > now && actor.gates > 0) times.push(actor.pausedUntil);
     // The next command's time, while the fault phase plays them.
-    const commandAt = this.plan.pounce[this.#next] ? this.#pounceGivesUpAt() : SIM_START_MS + (this.plan.at[this.#next] ?? 0);
+    const commandAt = this.plan.pounce[this.#next]
+      ? this.#pounceGivesUpAt()
+      : SIM_START_MS + (this.plan.at[this.#next] ?? 0);
     if (this.#playing && this.#next < this.plan.commands.length && commandAt > now) times.push(commandAt);
     const due = await this.#earliestSweepAt();
     if (due !== undefined) {
@@ -473,4 +484,3 @@ export class World {
     };
   }
 }
-
