@@ -50,7 +50,7 @@ const refundTool = (services: Downstream, approval: { requiresApproval?: boolean
     maxDurationMs: 1_000,
     ...approval,
     run: (input, ctx) => services.refund('issueRefund', input, ctx),
-    reconcile: (key) => services.reconcile(key),
+    reconcile: (key, _input, signal) => services.reconcile(key, signal),
   });
 
 /** The support-desk conversation (examples/support-desk), its refunds approved by a human. */

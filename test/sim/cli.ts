@@ -1,10 +1,12 @@
+import { appendFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { runSeed, type SeedResult } from './run.ts';
 
 /**
  * `npm run sim -- --seeds N [--seed S] [--verbose]`: runs seeds S, S+1, … S+N−1 (S defaults to
  * 1) and prints each failing seed with the invariants it broke and the last events of its trace;
- * `--seed S` alone replays one seed, identically. Ends with the seeds per second.
+ * `--seed S` alone replays one seed, identically; `--report FILE` writes each failing seed's
+ * violations as a JSON line. Ends with the seeds per second.
  */
 const { values } = parseArgs({
   options: {
@@ -13,6 +15,8 @@ const { values } = parseArgs({
     verbose: { type: 'boolean', default: false },
     'stop-on-failure': { type: 'boolean', default: false },
     quiet: { type: 'boolean', default: false },
+    /** Writes each failing seed's violations to this file, one JSON line per seed. */
+    report: { type: 'string' },
   },
 });
 
@@ -23,6 +27,7 @@ if (!Number.isInteger(first) || !Number.isInteger(count) || count < 1) {
   process.exit(2);
 }
 
+if (values.report) writeFileSync(values.report, '');
 const started = performance.now();
 const failed: SeedResult[] = [];
 const byInvariant = new Map<string, { seeds: number[]; example: string }>();
@@ -46,6 +51,8 @@ for (let seed = first; seed < first + count; seed++) {
       byInvariant.set(v.invariant, entry);
     }
     if (!values.quiet) printFailure(result);
+    if (values.report)
+      appendFileSync(values.report, `${JSON.stringify({ seed, plan: result.plan, violations: result.violations })}\n`);
     if (values['stop-on-failure']) break;
   }
   if (!values.quiet && !values.verbose && ran % 100 === 0)

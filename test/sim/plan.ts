@@ -65,9 +65,10 @@ export interface Plan {
 /**
  * A moment of a session's protocol worth aiming a command at, the way FoundationDB's buggify
  * aims faults: a turn ending (its result being published, its record about to move on), or the
- * session's leg reading its tasks (a release waiting for them, a wait, a model call's task status).
+ * session's leg reading its tasks (a release waiting for them, a wait, a model call's task status),
+ * or the session's leg calling a once-only tool or reconciling one.
  */
-export type Pounce = 'turn-end' | 'task-read';
+export type Pounce = 'turn-end' | 'task-read' | 'effect';
 
 const CONVERSATIONS: readonly AgentName[] = ['support-desk', 'dispatcher', 'pay-desk'];
 
@@ -191,18 +192,23 @@ export function makePlan(rng: Rng, theme: Theme): Plan {
   }
   const at: number[] = [];
   let time = 0;
-  for (const command of commands) {
+  commands.forEach((command, i) => {
     if (command.kind === 'submit') at.push(rng.int(0, 500));
     else {
-      // Mostly a few seconds apart, sometimes in a burst.
-      time += rng.chance(0.25) ? rng.int(0, 300) : rng.int(300, 6_000);
+      // Mostly a few seconds apart, sometimes in a burst; a cancel right behind a release, closely.
+      const behindRelease = command.kind === 'cancel' && commands[i - 1]?.kind === 'release';
+      time += behindRelease || rng.chance(0.25) ? rng.int(0, 300) : rng.int(300, 6_000);
       at.push(time);
     }
-  }
-  const pounce = commands.map((command): Pounce | undefined => {
+  });
+  const pounce = commands.map((command, i): Pounce | undefined => {
     if (command.kind !== 'cancel' && command.kind !== 'release') return undefined;
+    const dispatcher = command.session.agent === 'dispatcher';
+    // A cancel right behind a dispatcher's release aims at the release's wait for its tasks.
+    if (command.kind === 'cancel' && dispatcher && commands[i - 1]?.kind === 'release') return 'task-read';
     if (!rng.chance(0.5)) return undefined;
-    return command.session.agent === 'dispatcher' && rng.chance(0.5) ? 'task-read' : 'turn-end';
+    if (dispatcher && rng.chance(0.5)) return 'task-read';
+    return command.kind === 'cancel' && rng.chance(0.3) ? 'effect' : 'turn-end';
   });
   return { theme, sessions, commands, at, pounce };
 }

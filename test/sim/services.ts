@@ -91,7 +91,10 @@ export class Downstream {
   /** Did the refund with this key happen? notDone voids the key; sometimes the service cannot tell. */
   async reconcile(
     key: string,
+    signal: AbortSignal,
   ): Promise<{ verdict: 'done'; output: unknown } | { verdict: 'notDone' } | { verdict: 'unknown' }> {
+    // Asking the downstream takes time too, under the leg's signal as every call's does.
+    await this.clock.sleep(Math.round(300 * (0.5 + unit(`rec:${key}`))), signal);
     await this.sim.gate(`svc.reconcile(${shortKey(key)})`, 'service');
     const done = this.executions.some((e) => e.key === key);
     const verdict = done

@@ -258,7 +258,9 @@ export class World {
     const hit =
       pounce === 'turn-end'
         ? op.startsWith(`results.publish(${sid}`)
-        : op.startsWith('store.getTurn(') && op.includes(' task-');
+        : pounce === 'effect'
+          ? op.startsWith(`svc.refund(${sid}`) || op.startsWith(`svc.reconcile(${sid}`)
+          : op.startsWith('store.getTurn(') && op.includes(' task-');
     if (!hit) return;
     this.trace.event('sim', 'POUNCE', `${command.kind} ${command.session.name} at ${pounce}`);
     void this.#issue(command, 2);
