@@ -111,16 +111,15 @@ async function operatorRound(world: World, atRest: boolean): Promise<boolean> {
       } catch {
         continue;
       }
-      const callId = view.awaitingApproval[0];
-      if (callId !== undefined) {
-        const asked = entries.findLast((e) => e.kind === 'approval' && e.data.callId === callId);
+      const awaited = view.awaitingApproval[0];
+      if (awaited !== undefined) {
         found.push({
           key: record.key,
           kind: 'approval',
-          question: `approval ${record.key.id} ${callId} @${asked?.seq}`,
+          question: `approval ${record.key.id} ${awaited.callId} @${awaited.seq}`,
         });
       }
-      const parked = view.pendingCalls.find((p) => p.call.id === view.parkedCallId);
+      const parked = view.pendingCalls.find((p) => p.call.id === view.parked?.callId);
       if (parked)
         found.push({
           key: record.key,
