@@ -201,10 +201,15 @@ export class MemorySessionStore implements SessionStore {
     this.#items.set(pk, partition);
   }
 
+  /** The sort keys of every item a session's partition holds (META, turns, journal, snapshots), in key order. */
+  sortKeys(key: SessionKey): string[] {
+    return [...(this.#items.get(pkOf(key))?.keys() ?? [])].sort();
+  }
+
   /**
    * Deletes every item, records included, whose `ttl` (epoch s) is before `nowSeconds`, as
-   * DynamoDB's TTL does (there, at some point after): a test jumps time past a retention and
-   * sees what a session would have lost. Returns how many items it deleted.
+   * DynamoDB's TTL does (there, lazily, up to days later): a test decides the moment, the
+   * earliest one DynamoDB allows included. Returns how many items it deleted.
    */
   expireItems(nowSeconds: number): number {
     let deleted = 0;
@@ -215,6 +220,7 @@ export class MemorySessionStore implements SessionStore {
         if (sk === META_SK) this.#metaHistory.delete(pk);
         deleted++;
       }
+      if (partition.size === 0) this.#items.delete(pk);
     }
     return deleted;
   }
