@@ -4,7 +4,7 @@ import { childContext } from '../core/trace-context.ts';
 import { DEFAULT_MAX_PENDING_INPUTS } from '../core/vocabulary.ts';
 import type { Clock } from '../ports/clock.ts';
 import type { WorkQueue } from '../ports/queues.ts';
-import type { ActiveInput, EnqueueRefusal, SessionRecord, SessionStore } from '../ports/session-store.ts';
+import { type ActiveInput, EnqueueRefusal, type SessionRecord, type SessionStore } from '../ports/session-store.ts';
 import { sessionItemTtlSeconds } from './expiry.ts';
 
 /** What accepting a further turn needs: the store, the work queue and a clock. */
@@ -72,6 +72,10 @@ export async function acceptTurn(turn: NewTurn, deps: TurnIntakeDeps): Promise<A
     sessionItemTtlSeconds(existing, now),
   );
   if (!put.created && put.turn.inputHash !== inputHash) throw new TicketConflictError(turnId);
+  // A resend of a turn refused before gets the same answer: its sender (a redelivered ticket
+  // whose refusal result was not yet published, say) learns it again.
+  const refusedBefore = earlierRefusal(turnId, put.turn.outcome?.error);
+  if (refusedBefore) throw refusedBefore;
   const result = await deps.store.enqueueTurn(key, {
     turnId,
     now,
@@ -116,5 +120,15 @@ function refusal(
     released: `${session} was released: it takes no further turns`,
     full: `${session} already has ${current?.turnQueue.length ?? 'too many'} turns waiting, its limit of pending inputs${maxPending === undefined ? '' : ` (${maxPending})`}; wait for one to finish or raise maxPendingInputs`,
   };
-  return new TurnRefusedError(reason, `turn ${turnId} refused: ${why[reason]}`);
+  return new TurnRefusedError(reason, `turn ${turnId} refused (${reason}): ${why[reason]}`);
+}
+
+/** The refusal a turn's stored outcome records, if it was refused at its enqueue. */
+function earlierRefusal(turnId: string, error: string | undefined): TurnRefusedError | undefined {
+  const reason = error?.startsWith(`turn ${turnId} refused (`)
+    ? error.slice(`turn ${turnId} refused (`.length).split(')')[0]
+    : undefined;
+  return reason !== undefined && (Object.values(EnqueueRefusal) as string[]).includes(reason)
+    ? new TurnRefusedError(reason as EnqueueRefusal, error!)
+    : undefined;
 }

@@ -246,15 +246,16 @@ describe('conversations', () => {
 
     // Act
     const refused = await send('T2', 'too late').catch((e: unknown) => e);
-    const resent = await send('T2', 'too late');
+    const resent = await send('T2', 'too late').catch((e: unknown) => e);
 
     // Assert
     expect(refused).toMatchObject({ reason: 'finished', message: expect.stringMatching(/has ended \(\w+\)/) });
     expect((await store.getTurn(key, 'T2'))?.outcome).toMatchObject({
       status: 'failed',
-      error: expect.stringMatching(/turn T2 refused: session .* has ended \(\w+\)/),
+      error: expect.stringMatching(/turn T2 refused \(finished\): session .* has ended \(\w+\)/),
     });
-    expect(resent.queued).toBe(false);
+    // A resend of the same id gets the same answer.
+    expect(resent).toMatchObject({ reason: 'finished', message: (refused as Error).message });
   });
 
   it('takes a further turn as a ticket that names the session', async () => {
