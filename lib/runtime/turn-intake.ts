@@ -88,9 +88,11 @@ export async function acceptTurn(turn: NewTurn, deps: TurnIntakeDeps): Promise<A
   if (!result.ok) {
     const refused = refusal(result.reason, key, turnId, result.current, maxPending);
     // The turn this send wrote would list as queued for good: every refused turn gets the
-    // refusal as its outcome, so each stored turn has exactly one. A resend of the same id
-    // converges on it; a sender that tries again later uses a new id.
-    if (put.created)
+    // refusal as its outcome, so each stored turn has exactly one. A resend of the same id gets
+    // the same answer; a sender that tries again later uses a new id. A turn an earlier send
+    // wrote (and died before its enqueue) is settled too when the session takes no more turns:
+    // no concurrent send of it can be accepted then, as one could past a full queue.
+    if (put.created || (put.turn.outcome === undefined && takesNoMoreTurns(result.reason)))
       await deps.store.setTurnOutcome(key, turnId, { status: 'failed', error: refused.message, at: now });
     throw refused;
   }
@@ -122,6 +124,9 @@ function refusal(
   };
   return new TurnRefusedError(reason, `turn ${turnId} refused (${reason}): ${why[reason]}`);
 }
+
+const takesNoMoreTurns = (reason: EnqueueRefusal): boolean =>
+  reason === EnqueueRefusal.finished || reason === EnqueueRefusal.released;
 
 /** The refusal a turn's stored outcome records, if it was refused at its enqueue. */
 function earlierRefusal(turnId: string, error: string | undefined): TurnRefusedError | undefined {
