@@ -23,7 +23,7 @@ import type { BlobStore } from '../ports/blob-store.ts';
 import type { Clock } from '../ports/clock.ts';
 import type { LiveTextChunk, LiveTextStore } from '../ports/live-text.ts';
 import type { TicketQueue, WorkQueue } from '../ports/queues.ts';
-import type { SessionRecord, SessionStore, TurnOutcome } from '../ports/session-store.ts';
+import type { SessionRecord, SessionStore, TurnOutcome, TurnRecord } from '../ports/session-store.ts';
 import { sessionItemTtlSeconds } from '../runtime/expiry.ts';
 import { type PostDeps, post } from '../runtime/protocol/post.ts';
 import { cancelChild, readTaskLines } from '../runtime/tasks/read-tasks.ts';
@@ -774,7 +774,7 @@ export class BatonClient implements BatonTransport {
       ? {
           turns: (await this.deps.store.listTurns(record.key)).map((t) => ({
             turnId: t.turnId,
-            status: t.outcome ? 'finished' : t.turnId === record.activeTurnId ? record.state : 'queued',
+            status: turnStatus(record, t),
             ...(t.outcome ? { outcome: t.outcome.status } : {}),
           })),
         }
@@ -840,6 +840,17 @@ const describeRef = (ref: CallRef): string =>
  */
 function reportedStatus(record: SessionRecord, outcome: TurnOutcome | undefined): SessionState {
   return record.conversation ? record.state : reportedState(record.state, outcome?.status);
+}
+
+/**
+ * A conversation turn's status as `status` lists it: finished (it has its outcome), the record's
+ * state for the active turn, queued behind it, or `accepting` — written by an intake that has not
+ * queued it yet (its ticket comes back, or was dead-lettered), so no queue holds it.
+ */
+function turnStatus(record: SessionRecord, turn: TurnRecord): string {
+  if (turn.outcome) return 'finished';
+  if (turn.turnId === record.activeTurnId) return record.state;
+  return record.turnQueue.includes(turn.turnId) ? 'queued' : 'accepting';
 }
 
 /** How far a follower has seen a streaming response: chunks up to `chunk` of the one at `seq`. */

@@ -87,12 +87,12 @@ export async function acceptTurn(turn: NewTurn, deps: TurnIntakeDeps): Promise<A
   });
   if (!result.ok) {
     const refused = refusal(result.reason, key, turnId, result.current, maxPending);
-    // The turn this send wrote would list as queued for good: every refused turn gets the
-    // refusal as its outcome, so each stored turn has exactly one. A resend of the same id gets
-    // the same answer; a sender that tries again later uses a new id. A turn an earlier send
-    // wrote (and died before its enqueue) is settled too when the session takes no more turns:
-    // no concurrent send of it can be accepted then, as one could past a full queue.
-    if (put.created || (put.turn.outcome === undefined && takesNoMoreTurns(result.reason)))
+    // The turn would list as queued for good: every refused turn gets the refusal as its
+    // outcome, so each stored turn has exactly one — the one this send wrote, or one an earlier
+    // send wrote before it died. A resend of the same id gets the same answer; a sender that
+    // tries again later uses a new id. A concurrent send of the same id may have been accepted
+    // past a full queue meanwhile: such a turn is on the record, and is left to its leg.
+    if (put.turn.outcome === undefined && !(await acceptedMeanwhile(deps.store, key, turnId, result.reason)))
       await deps.store.setTurnOutcome(key, turnId, { status: 'failed', error: refused.message, at: now });
     throw refused;
   }
@@ -125,8 +125,17 @@ function refusal(
   return new TurnRefusedError(reason, `turn ${turnId} refused (${reason}): ${why[reason]}`);
 }
 
-const takesNoMoreTurns = (reason: EnqueueRefusal): boolean =>
-  reason === EnqueueRefusal.finished || reason === EnqueueRefusal.released;
+/** Was the turn accepted by a concurrent send after this one was refused? Only a full queue or a stale view can pass later. */
+async function acceptedMeanwhile(
+  store: SessionStore,
+  key: SessionKey,
+  turnId: string,
+  reason: EnqueueRefusal,
+): Promise<boolean> {
+  if (reason !== EnqueueRefusal.full && reason !== EnqueueRefusal.stale) return false;
+  const record = await store.getSession(key);
+  return record?.activeTurnId === turnId || record?.turnQueue.includes(turnId) === true;
+}
 
 /** The refusal a turn's stored outcome records, if it was refused at its enqueue. */
 function earlierRefusal(turnId: string, error: string | undefined): TurnRefusedError | undefined {

@@ -96,9 +96,10 @@ export async function answerApprovals(
   const entries = await ctx.store.readJournal(key);
   const asked = entries.findLast((e) => e.kind === 'approval' && e.data.callId === pending.callId);
   const question = `approval ${key.id} ${pending.callId} @${asked?.seq}`;
+  // Recorded before the call: a call whose response is lost may still have landed its decision.
+  ctx.facts.approvals.push({ sessionId: key.id, callId: pending.callId, digest: inputDigest(pending.input), approved });
   await ctx.client.approve(key.id, pending.callId, { approved });
   ctx.facts.answered.add(question);
-  ctx.facts.approvals.push({ sessionId: key.id, callId: pending.callId, digest: inputDigest(pending.input), approved });
   return question;
 }
 

@@ -138,9 +138,12 @@ function checkTurn(
         ? `the active turn of a ${s.record.state} session`
         : s.record.turnQueue.includes(turn.turnId)
           ? `queued behind ${s.record.activeTurnId}`
-          : 'listed queued by status, but in no queue';
-    // A turn that status lists as queued but that no queue holds will never run: status lies.
-    if (where.startsWith('listed')) facts.violate('status-agrees', `${name} has no outcome at rest: ${where}`);
+          : 'in no queue';
+    // A turn item written by an intake that never acknowledged its ticket (it died, or the ticket
+    // went to the DLQ) promised nothing; status lists it as `accepting`, not queued.
+    if (where === 'in no queue' && !facts.turns.has(name)) return;
+    // An accepted turn that no queue holds will never run.
+    if (where === 'in no queue') facts.violate('status-agrees', `${name} has no outcome at rest: ${where}`);
     else facts.violate('turn-settled', `${name} has no outcome at rest: ${where}`);
     return;
   }

@@ -1,7 +1,7 @@
 import type { AgentDefinition } from '../../agent/define-agent.ts';
 import { CorruptStateError, errorMessage, LeaseLostError } from '../../core/errors.ts';
 import type { SessionKey } from '../../core/ids.ts';
-import { decideNext, isCrashLoop, recoveriesWithoutProgress } from '../../core/next-action.ts';
+import { decideNext, interruptedOnceOnly, isCrashLoop, recoveriesWithoutProgress } from '../../core/next-action.ts';
 import { childContext, type TraceContext } from '../../core/trace-context.ts';
 import type { KickReason } from '../../core/vocabulary.ts';
 import type { SessionRecord } from '../../ports/session-store.ts';
@@ -32,7 +32,7 @@ import { cancelTasks, releasePending, releaseStep } from './release-step.ts';
 import { refuseOrphanTask } from './task-start-check.ts';
 import { isTaskCall, taskStep } from './task-step.ts';
 import { wakeTimer } from './timer-step.ts';
-import { reconcileStep, toolStep } from './tool-step.ts';
+import { parkInterrupted, reconcileStep, toolStep } from './tool-step.ts';
 import { finalOutcome, startTurn } from './turn-step.ts';
 
 /**
@@ -135,7 +135,10 @@ export class Leg implements LegContext {
       this.journal.entries,
     );
     if (isCrashLoop(this.journal.view, this.reason === 'recovery', recoveries, agent.limits.maxRecoveries)) {
-      return finishNow(this, 'failed', `crash loop: ${recoveries} consecutive recoveries without progress`);
+      const why = `crash loop: ${recoveries} consecutive recoveries without progress`;
+      const interrupted = interruptedOnceOnly(this.journal.view);
+      if (!interrupted) return finishNow(this, 'failed', why);
+      await parkInterrupted(this, interrupted, why);
     }
     const refused = await refuseOrphanTask(this);
     const left = refused && (await this.#leave(refused));

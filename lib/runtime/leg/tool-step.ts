@@ -179,3 +179,13 @@ function jsonProblem(value: unknown): string | undefined {
     return `returned output that is not JSON: ${errorMessage(error)}`;
   }
 }
+
+/**
+ * A crash loop over an interrupted once-only call (its reconcile, or the call, kills every leg
+ * that tries) parks the call for a human instead of failing the turn: a failed turn would leave
+ * unknown, and unsaid, whether the call ran. The verdict is the operator's (`baton resolve`).
+ */
+export async function parkInterrupted(leg: LegContext, pending: PendingCall, why: string): Promise<void> {
+  leg.log.error('crash loop over an interrupted once-only call: parked for a human', { callId: pending.call.id, why });
+  await leg.journal.append('reconciled', { callId: pending.call.id, verdict: 'unknown' });
+}
