@@ -15,6 +15,7 @@ import type { Queue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import {
   ANY_TENANT,
+  API_ROLES,
   ENV,
   NAME_PATTERN,
   RUNTIME_DEFAULTS,
@@ -69,6 +70,18 @@ export interface BatonProducer {
   /** Tenant names it may use; `'*'` for every tenant. */
   readonly tenants: readonly string[];
 }
+
+/** What a caller of the HTTP API may do (see `apiTenants`). */
+export type ApiRole = (typeof API_ROLES)[number];
+
+/**
+ * One API caller's grant: the tenants it sees and its roles, or its tenants alone, which grants
+ * every role (the form from before roles existed).
+ */
+export type ApiGrant =
+  | readonly string[]
+  | '*'
+  | { readonly tenants: readonly string[] | '*'; readonly roles: readonly ApiRole[] | '*' };
 
 /** What a team tunes; every field has a default. */
 export interface BatonRuntimeProps {
@@ -180,12 +193,16 @@ export interface BatonRuntimeProps {
    */
   readonly removalPolicy?: RemovalPolicy;
   /**
-   * Who may call the HTTP API and which tenants each sees: IAM principal ARN (a role, a user, or
-   * an assumed role's role) → tenant names, or `'*'` for every tenant. Each principal is granted
-   * `lambda:InvokeFunctionUrl` on the API's function URL (IAM auth); no one else can call it.
+   * Who may call the HTTP API, which tenants each sees and what it may do there: IAM principal
+   * ARN (a role, a user, or an assumed role's role) → `{ tenants, roles }`, tenants being names
+   * or `'*'`, roles some of `submit`, `converse` (send, inject, steer), `approve`, `operate`
+   * (cancel, release, resolve) and `read`, or `'*'`. A tenant list alone grants every role. Each
+   * principal is granted `lambda:InvokeFunctionUrl` on the API's function URL (IAM auth); no one
+   * else can call it. The roles that run agents (intake, step) are refused: an agent never
+   * decides its own approval.
    * @default {} (the API is deployed; nobody may call it)
    */
-  readonly apiTenants?: Readonly<Record<string, readonly string[] | '*'>>;
+  readonly apiTenants?: Readonly<Record<string, ApiGrant>>;
   /**
    * Bedrock model or cross-region inference profile ids the agents call: the step function may
    * invoke exactly these (see `grantModelInvoke`).
@@ -226,8 +243,8 @@ export class BatonRuntime extends Construct {
   readonly monitoring: BatonMonitoring;
   /** The `service` dimension the functions' metrics carry (see `serviceName`). */
   readonly serviceName: string;
-  /** Principal ARN → tenants, for the API; grows with `grantInvokeApi` until synth. */
-  readonly #apiTenants: Record<string, readonly string[] | '*'>;
+  /** Principal ARN → tenants and roles, for the API; grows with `grantInvokeApi` until synth. */
+  readonly #apiTenants: Record<string, ApiGrant>;
 
   constructor(scope: Construct, id: string, props: BatonRuntimeProps = {}) {
     super(scope, id);
@@ -287,13 +304,15 @@ export class BatonRuntime extends Construct {
       [ENV.sweepWindowMs]: String(settings.sweepWindow.toMilliseconds()),
     });
 
-    // The API loads no agents: it reads the table and sends tickets and cancel kicks.
+    // The API loads the agents (with what they read at import) to admit inputs; it runs none.
     this.apiFunction = fn('api', API_TIMEOUT, API_MEMORY_MB, {
+      ...props.agentEnvironment,
       [ENV.ticketsQueueUrl]: this.ticketsQueue.queueUrl,
       [ENV.bucket]: this.bucket.bucketName,
       // Lazy: grantInvokeApi adds principals after construction.
       [ENV.apiTenants]: Lazy.string({ produce: () => JSON.stringify(this.#apiTenants) }),
     });
+    for (const principal of Object.keys(settings.apiTenants)) this.#refuseAgentRunner(principal);
     this.apiUrl = this.#exposeApi(settings.apiTenants);
     if (props.producers !== undefined) {
       // The API submits its callers' tickets under its own role, having checked their tenants
@@ -370,13 +389,26 @@ export class BatonRuntime extends Construct {
   }
 
   /**
-   * Lets a role call the HTTP API (SigV4 on the function URL) and see `tenants` (`'*'` for all):
-   * the principal is granted `lambda:InvokeFunctionUrl` and added to the API's tenant map.
+   * Lets a role call the HTTP API (SigV4 on the function URL), see `tenants` (`'*'` for all) and
+   * do what `roles` allow (default: every role): the principal is granted
+   * `lambda:InvokeFunctionUrl` and added to the API's map. The roles of the functions that run
+   * agents are refused: an agent never decides its own approval.
    */
-  grantInvokeApi(role: IRole, tenants: readonly string[] | '*'): void {
-    checkApiTenants(role.roleArn, tenants);
-    this.#apiTenants[role.roleArn] = tenants;
+  grantInvokeApi(role: IRole, tenants: readonly string[] | '*', roles: readonly ApiRole[] | '*' = '*'): void {
+    const grant: ApiGrant = { tenants, roles };
+    checkApiTenants(role.roleArn, grant);
+    this.#refuseAgentRunner(role.roleArn);
+    this.#apiTenants[role.roleArn] = grant;
     this.apiFunction.function.grantInvokeUrl(role);
+  }
+
+  /** The agents run under the intake and step roles: none of them may call the API, where approvals are decided. */
+  #refuseAgentRunner(principal: string): void {
+    for (const fn of [this.intakeFunction, this.stepFunction])
+      if (principal === fn.role.roleArn)
+        throw new Error(
+          `BatonRuntime: ${fn.function.node.id}'s role runs the agents and may not call the API: an agent never decides its own approval`,
+        );
   }
 
   /**
@@ -467,7 +499,7 @@ export class BatonRuntime extends Construct {
   }
 
   /** A function URL with IAM auth; only the mapped principals may invoke it. */
-  #exposeApi(tenants: Readonly<Record<string, readonly string[] | '*'>>): FunctionUrl {
+  #exposeApi(tenants: Readonly<Record<string, ApiGrant>>): FunctionUrl {
     const api = this.apiFunction.function;
     const url = api.addFunctionUrl({ authType: FunctionUrlAuthType.AWS_IAM });
     for (const principal of Object.keys(tenants)) api.grantInvokeUrl(new ArnPrincipal(principal));
@@ -534,7 +566,7 @@ interface Settings {
   readonly memorySize: number;
   readonly logRetention: RetentionDays;
   readonly removalPolicy: RemovalPolicy;
-  readonly apiTenants: Readonly<Record<string, readonly string[] | '*'>>;
+  readonly apiTenants: Readonly<Record<string, ApiGrant>>;
 }
 
 /** Defaults applied and the combinations that cannot work refused, naming the prop. */
@@ -614,15 +646,22 @@ function resolveSettings(props: BatonRuntimeProps): Settings {
   return settings;
 }
 
-/** An API principal must be an IAM ARN (or a token that becomes one), its tenants '*' or names. */
-function checkApiTenants(principal: string, tenants: readonly string[] | '*'): void {
+/** An API principal must be an IAM ARN (or a token that becomes one), its tenants '*' or names, its roles '*' or roles. */
+function checkApiTenants(principal: string, grant: ApiGrant): void {
   if (!Token.isUnresolved(principal) && !/^arn:aws[\w-]*:(iam|sts)::\d{12}:/.test(principal))
     throw new Error(
       `BatonRuntime: apiTenants: '${principal}' is not an IAM principal ARN (arn:aws:iam::ACCOUNT:role/NAME)`,
     );
+  const { tenants, roles }: { tenants: readonly string[] | '*'; roles: readonly string[] | '*' } =
+    typeof grant === 'object' && 'tenants' in grant ? grant : { tenants: grant, roles: '*' };
   if (tenants !== '*' && (tenants.length === 0 || tenants.some((t) => !NAME_PATTERN.test(t))))
     throw new Error(
       `BatonRuntime: apiTenants: the tenants of ${principal} must be '*' or a non-empty list of tenant names`,
+    );
+  const known: readonly string[] = API_ROLES;
+  if (roles !== '*' && (roles.length === 0 || roles.some((r) => !known.includes(r))))
+    throw new Error(
+      `BatonRuntime: apiTenants: the roles of ${principal} must be '*' or a non-empty list of ${API_ROLES.join(', ')}`,
     );
 }
 

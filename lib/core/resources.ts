@@ -77,6 +77,12 @@ export const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 export const ANY_TENANT = '*';
 
 /**
+ * What a caller of the HTTP API may do, beside which tenants it sees (lib/core/roles.ts says which
+ * operation needs which). Here because the construct checks the roles it is given at synth.
+ */
+export const API_ROLES = ['submit', 'converse', 'approve', 'operate', 'read'] as const;
+
+/**
  * The runtime's tunables when a deployment sets none, defined once: the CDK construct's props,
  * the functions' configuration parser, the runtime's config and the local stack default to these.
  */
@@ -111,7 +117,7 @@ export const ENV = {
   sweepWindowMs: 'BATON_SWEEP_WINDOW_MS',
   retentionDays: 'BATON_RETENTION_DAYS',
   maxRecoveries: 'BATON_MAX_RECOVERIES',
-  /** The API function's tenancy: JSON, IAM principal ARN → tenant names or "*". */
+  /** The API function's callers: JSON, IAM principal ARN → tenant names or "*", or { tenants, roles }. */
   apiTenants: 'BATON_API_TENANTS',
   /** JSON: sender id → tenants it may submit for (lib/core/tenancy.ts); unset, any sender any tenant. */
   producers: 'BATON_PRODUCERS',

@@ -13,6 +13,7 @@ import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../core/json-depth.ts';
 import { BlobRef, describeIssues, Ticket, TicketId } from '../core/messages.ts';
 import { tenantRefusal } from '../core/tenancy.ts';
 import { childContext, newTraceId, type TraceContext } from '../core/trace-context.ts';
+import { admitInput } from './admission.ts';
 import type { RuntimeDeps } from './deps.ts';
 import { ttlSeconds } from './deps.ts';
 import { acceptTurn, inlineInput } from './turn-intake.ts';
@@ -58,16 +59,7 @@ export async function acceptTicket(
       `unknown agent "${ticket.agent}" (deployed: ${[...deps.agents.keys()].join(', ') || 'none'})`,
     );
   const input = await resolveInput(ticket.input, tenant, agent, deps);
-  const bytes = Buffer.byteLength(JSON.stringify(input));
-  if (bytes > agent.limits.maxPayloadBytes)
-    throw new PayloadTooLargeError(`ticket ${ticket.ticketId} input`, bytes, agent.limits.maxPayloadBytes);
-  if (agent.input) {
-    const parsed = agent.input.safeParse(input);
-    if (!parsed.success)
-      throw new InvalidInputError(
-        `ticket ${ticket.ticketId}: input does not match agent ${agent.name}: ${describeIssues(parsed.error)}`,
-      );
-  }
+  admitInput(input, agent, `ticket ${ticket.ticketId} input`);
 
   const now = deps.clock.now();
   const retention = ttlSeconds(deps.config, now);
@@ -139,8 +131,6 @@ function parseTicket(body: string): Ticket {
   if (exceedsJsonDepth(json)) throw new InvalidInputError(`ticket is nested deeper than ${MAX_JSON_DEPTH} levels`);
   const parsed = Ticket.safeParse(json);
   if (!parsed.success) throw new InvalidInputError(`ticket is invalid: ${describeIssues(parsed.error)}`);
-  if (hasLoneSurrogate(parsed.data.input))
-    throw new InvalidInputError('ticket input contains invalid Unicode (a lone surrogate)');
   return parsed.data;
 }
 
@@ -184,20 +174,8 @@ async function resolveInput(
   } catch (error) {
     throw new InvalidInputError(`ticket input blob ${ref.$blob} is not valid JSON: ${errorMessage(error)}`);
   }
-  if (exceedsJsonDepth(resolved))
-    throw new InvalidInputError(`ticket input blob ${ref.$blob} is nested deeper than ${MAX_JSON_DEPTH} levels`);
-  if (hasLoneSurrogate(resolved))
-    throw new InvalidInputError('ticket input contains invalid Unicode (a lone surrogate)');
+  // What it holds is admitted as any input is (depth, Unicode, size, schema), by the caller.
   return resolved;
-}
-
-/** Lone UTF-16 surrogates survive JSON.parse but break every store and model downstream. */
-function hasLoneSurrogate(value: unknown): boolean {
-  if (typeof value === 'string') return !value.isWellFormed();
-  if (Array.isArray(value)) return value.some(hasLoneSurrogate);
-  if (value && typeof value === 'object')
-    return Object.entries(value).some(([k, v]) => !k.isWellFormed() || hasLoneSurrogate(v));
-  return false;
 }
 
 /** The ids an invalid ticket still yields, so its failure can be recorded where an operator looks. */

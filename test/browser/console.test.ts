@@ -55,7 +55,8 @@ describe('the web console in Chromium against the local stack', { timeout: 420_0
   async function submitTicket(agent: string, input: unknown): Promise<string> {
     page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
     page.setDefaultTimeout(PAGE_WAIT_MS);
-    await page.goto(t.stack.config.console as string);
+    // The address baton dev prints: its token becomes the console's cookie.
+    await page.goto(`${t.stack.config.console}?token=${t.stack.config.token}`);
     const form = page.getByRole('form', { name: 'Submit a ticket' });
     await form.getByLabel('Agent').fill(agent);
     await form.getByLabel('Input (JSON)').fill(JSON.stringify(input));

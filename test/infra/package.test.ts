@@ -76,7 +76,8 @@ export const handler = createStepHandler({ agents });
 export const handler = createSweeperHandler();
 `,
   'src/api.ts': `import { createHttpApiHandler } from 'baton/aws';
-export const handler = createHttpApiHandler();
+import { agents } from './agents.ts';
+export const handler = createHttpApiHandler({ agents });
 `,
   // The team's CDK app: its own handlers, the construct from baton/cdk, cdk-nag's packs over it all.
   'infra/app.ts': `import { App, Stack, Validations } from 'aws-cdk-lib';
