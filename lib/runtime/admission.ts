@@ -1,4 +1,4 @@
-import { type AgentDefinition, DEFAULT_LIMITS } from '../agent/define-agent.ts';
+import type { AgentDefinition } from '../agent/define-agent.ts';
 import { InvalidInputError, PayloadTooLargeError } from '../core/errors.ts';
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../core/json-depth.ts';
 import { describeIssues } from '../core/messages.ts';
@@ -33,15 +33,26 @@ export function admitInput(
   // Deeper values overflow the stack of every recursive walker (JSON.stringify, hashing, zod).
   if (exceedsJsonDepth(input)) throw new InvalidInputError(`${what} is nested deeper than ${MAX_JSON_DEPTH} levels`);
   if (hasLoneSurrogate(input)) throw new InvalidInputError(`${what} contains invalid Unicode (a lone surrogate)`);
-  const bytes = Buffer.byteLength(JSON.stringify(input));
-  const agentCap = agent?.limits.maxPayloadBytes ?? DEFAULT_LIMITS.maxPayloadBytes;
-  const cap = as === 'message' ? Math.min(agentCap, MAX_MESSAGE_BYTES) : agentCap;
-  if (bytes > cap) throw new PayloadTooLargeError(what, bytes, cap);
+  const cap = payloadCap(agent, as);
+  if (cap !== undefined) {
+    const bytes = Buffer.byteLength(JSON.stringify(input));
+    if (bytes > cap) throw new PayloadTooLargeError(what, bytes, cap);
+  }
   if (as === 'turn' && agent?.input) {
     const parsed = agent.input.safeParse(input);
     if (!parsed.success)
       throw new InvalidInputError(`${what} does not match agent ${agent.name}: ${describeIssues(parsed.error)}`);
   }
+}
+
+/**
+ * A turn's cap is its agent's own (unknown without the agent: intake, which has it, applies it);
+ * a message's is never more than the session record can carry.
+ */
+function payloadCap(agent: AgentDefinition | undefined, as: AdmittedAs): number | undefined {
+  const agentCap = agent?.limits.maxPayloadBytes;
+  if (as === 'turn') return agentCap;
+  return Math.min(agentCap ?? MAX_MESSAGE_BYTES, MAX_MESSAGE_BYTES);
 }
 
 /** Lone UTF-16 surrogates survive JSON.parse but break every store and model downstream. */

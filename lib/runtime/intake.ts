@@ -212,6 +212,17 @@ export async function recordRejectedTicket(
 ): Promise<boolean> {
   const ids = salvageIds(body);
   if (!ids) return false;
+  // A sender outside the tenant writes nothing there (it could squat the tenant's future ticket
+  // id) and names nothing of it: the ticket id and session id it gave, or would derive, may be
+  // the tenant's own, which its consumers dedupe and correlate on. Its refusal is published under
+  // ids of its own, from the message, and says only why.
+  const outsider = tenantRefusal(deps.config.producers, origin.senderId, ids.tenant);
+  if (outsider !== undefined) {
+    const own = `refused:${origin.messageId ?? newTraceId()}`;
+    const key = { tenant: ids.tenant, agent: ids.agent, id: own };
+    await deps.results.publish(rejection({ ticketId: own }, key, own, outsider), {});
+    return true;
+  }
   const now = deps.clock.now();
   if (ids.sessionId !== undefined) {
     // A refused further turn: the conversation is not touched; the result says why.
@@ -224,15 +235,6 @@ export async function recordRejectedTicket(
     agent: ids.agent,
     id: deriveSessionId(ids.tenant, ids.agent, ids.ticketId),
   };
-  // A sender outside the tenant writes nothing there (it could squat the tenant's future ticket
-  // id), and its refusal gets an identity of its own, so a consumer never confuses it with the
-  // result of the tenant's real ticket.
-  const refusal = tenantRefusal(deps.config.producers, origin.senderId, ids.tenant);
-  if (refusal !== undefined) {
-    const turnId = `refused:${origin.messageId ?? newTraceId()}`;
-    await deps.results.publish(rejection(ids, key, turnId, refusal), {});
-    return true;
-  }
   const refusalOnly = () => deps.results.publish(rejection(ids, key, refusalTurnId(ids.ticketId, body), reason), {});
   if (await deps.store.getSession(key)) {
     await refusalOnly();
