@@ -5,7 +5,7 @@ import { Duration, Lazy, RemovalPolicy, Stack, Token, Validations } from 'aws-cd
 import type { Table } from 'aws-cdk-lib/aws-dynamodb';
 import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
-import { ArnPrincipal, type IGrantable, type IRole, PolicyStatement, type Role } from 'aws-cdk-lib/aws-iam';
+import { ArnPrincipal, type IGrantable, type IRole, PolicyStatement, Role } from 'aws-cdk-lib/aws-iam';
 import { type FunctionUrl, FunctionUrlAuthType } from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
@@ -20,6 +20,7 @@ import {
   NAME_PATTERN,
   RUNTIME_DEFAULTS,
   SESSION_TABLE,
+  TENANT_PATTERN,
   visibilityTimeoutSeconds,
 } from '../../lib/core/resources.ts';
 import { SERVICE_NAME_ENV } from '../../lib/telemetry/metric-names.ts';
@@ -245,6 +246,11 @@ export class BatonRuntime extends Construct {
   readonly serviceName: string;
   /** Principal ARN → tenants and roles, for the API; grows with `grantInvokeApi` until synth. */
   readonly #apiTenants: Record<string, ApiGrant>;
+  readonly #queues: BatonQueues;
+  /** Tenants with results of their own, by tenant; grows with `resultsQueueFor` until synth. */
+  readonly #tenantResults = new Map<string, Queue>();
+  /** The producers map intake enforces (undefined: none, one trust domain); grows with `grantSubmitTickets`. */
+  readonly #producers: BatonProducer[] | undefined;
 
   constructor(scope: Construct, id: string, props: BatonRuntimeProps = {}) {
     super(scope, id);
@@ -258,6 +264,7 @@ export class BatonRuntime extends Construct {
       consumerTimeouts: { tickets: settings.intakeTimeout, work: settings.functionTimeout },
       removalPolicy: settings.removalPolicy,
     });
+    this.#queues = queues;
     this.ticketsQueue = queues.tickets;
     this.ticketsDlq = queues.ticketsDlq;
     this.workQueue = queues.work;
@@ -318,7 +325,12 @@ export class BatonRuntime extends Construct {
       // The API submits its callers' tickets under its own role, having checked their tenants
       // (apiTenants): intake lets that role use every tenant, so the two maps never disagree.
       const api = { sender: (this.apiFunction.role as Role).roleId, tenants: [ANY_TENANT] };
-      this.intakeFunction.function.addEnvironment(ENV.producers, producersJson([...props.producers, api]));
+      this.#producers = [...props.producers, api];
+      const producers = this.#producers;
+      this.intakeFunction.function.addEnvironment(
+        ENV.producers,
+        Lazy.string({ produce: () => producersJson(producers) }),
+      );
     }
 
     this.#consume(this.intakeFunction, this.ticketsQueue, INTAKE_BATCH_SIZE, settings);
@@ -348,28 +360,76 @@ export class BatonRuntime extends Construct {
 
   /**
    * Lets a producer submit tickets: send to the tickets queue, and put a large input in the
-   * payload bucket (under `tickets/`, as the client offloads it). Which tenants it may use is
-   * the `producers` prop's business.
+   * payload bucket under the ticket prefix (`tickets/{tenant}/`) of each of its tenants only.
+   * Its tenants are `tenants` when given, else those `producers` maps its role's id to, else
+   * every tenant. With `producers` set, a role granted with `tenants` is mapped to them too, so
+   * the queue and the bucket bind it alike.
    */
-  grantSubmitTickets(grantee: IGrantable): void {
+  grantSubmitTickets(grantee: IGrantable, options: { readonly tenants?: readonly string[] } = {}): void {
+    for (const tenant of options.tenants ?? []) if (tenant !== ANY_TENANT) checkTenant(tenant, 'grantSubmitTickets');
     this.ticketsQueue.grantSendMessages(grantee);
-    allow(grantee, ['s3:PutObject'], [this.bucket.arnForObjects('tickets/*')]);
-    this.#acknowledgePayloadKeys(grantee, 'tickets/*', 'PutObject under tickets/');
+    const tenants = options.tenants ?? this.#mappedTenants(grantee);
+    const prefixes =
+      tenants === undefined || tenants.includes(ANY_TENANT) ? ['tickets'] : tenants.map((t) => `tickets/${t}`);
+    allow(
+      grantee,
+      ['s3:PutObject'],
+      prefixes.map((prefix) => this.bucket.arnForObjects(`${prefix}/*`)),
+    );
+    for (const prefix of prefixes) this.#acknowledgePayloadKeys(grantee, `${prefix}/*`, `PutObject under ${prefix}/`);
+    if (options.tenants !== undefined) this.#mapProducer(grantee, options.tenants);
   }
 
-  /** Lets a consumer read results: receive and delete from the results queue, and read offloaded answers. */
-  grantReadResults(grantee: IGrantable): void {
-    this.resultsQueue.grantConsumeMessages(grantee);
-    this.#grantReadPayloads(grantee);
+  /**
+   * Lets a consumer read results: receive and delete from a results queue and read the answers
+   * offloaded with them. With `tenant`, that tenant's own results queue (see `resultsQueueFor`)
+   * and its answers only (`results/{tenant}/`); without, the shared queue and every result.
+   */
+  grantReadResults(grantee: IGrantable, options: { readonly tenant?: string } = {}): void {
+    const { tenant } = options;
+    const queue = tenant === undefined ? this.resultsQueue : this.resultsQueueFor(tenant);
+    queue.grantConsumeMessages(grantee);
+    this.#grantReadObjects(grantee, tenant === undefined ? 'results' : `results/${tenant}`);
   }
 
-  /** Lets a reader see sessions: their records, turns and journals, by id or by tenant, with offloaded payloads. */
-  grantReadSessions(grantee: IGrantable): void {
+  /**
+   * Lets a reader see sessions: their records, turns and journals, by id or by tenant, with
+   * offloaded payloads — with `tenant`, that tenant's payloads only (`{tenant}/`). The table
+   * grant is not narrowed: its session-id index is keyed by session, not tenant (give a
+   * tenant's readers the API, which is).
+   */
+  grantReadSessions(grantee: IGrantable, options: { readonly tenant?: string } = {}): void {
     const tableArn = this.table.tableArn;
     const { bySessionId, byTenant } = SESSION_TABLE.indexes;
     allow(grantee, ['dynamodb:GetItem', 'dynamodb:Query'], [tableArn]);
     allow(grantee, ['dynamodb:Query'], [`${tableArn}/index/${bySessionId.name}`, `${tableArn}/index/${byTenant.name}`]);
-    this.#grantReadPayloads(grantee);
+    if (options.tenant !== undefined) checkTenant(options.tenant, 'grantReadSessions');
+    this.#grantReadObjects(grantee, options.tenant);
+  }
+
+  /**
+   * The results queue of one tenant, created the first time it is asked for. From then on that
+   * tenant's results go there instead of to `resultsQueue`, so a consumer granted it
+   * (`grantReadResults(role, { tenant })`) reads that tenant's results and no other's.
+   */
+  resultsQueueFor(tenant: string): Queue {
+    checkTenant(tenant, 'resultsQueueFor');
+    const existing = this.#tenantResults.get(tenant);
+    if (existing !== undefined) return existing;
+    const queue = this.#queues.tenantResults(tenant);
+    if (this.#tenantResults.size === 0) {
+      // Lazy: the map grows with every tenant asked for until synth.
+      const urls = Lazy.string({
+        produce: () => JSON.stringify(Object.fromEntries([...this.#tenantResults].map(([t, q]) => [t, q.queueUrl]))),
+      });
+      for (const fn of [this.intakeFunction, this.stepFunction])
+        fn.function.addEnvironment(ENV.tenantResultsQueueUrls, urls);
+    }
+    this.#tenantResults.set(tenant, queue);
+    // Both publish results: step the turns' outcomes, intake the refusals of the tenant's own producers.
+    for (const fn of [this.intakeFunction, this.stepFunction])
+      allow(fn.function, ['sqs:SendMessage'], [queue.queueArn]);
+    return queue;
   }
 
   /**
@@ -420,11 +480,35 @@ export class BatonRuntime extends Construct {
     grantModelInvoke(this.stepFunction.role, modelId);
   }
 
-  /** Payload objects (large inputs, entries and answers), and ListBucket so a missing one reads as NoSuchKey. */
-  #grantReadPayloads(grantee: IGrantable): void {
-    allow(grantee, ['s3:GetObject'], [this.bucket.arnForObjects('*')]);
-    allow(grantee, ['s3:ListBucket'], [this.bucket.bucketArn]);
-    this.#acknowledgePayloadKeys(grantee, '*', 'GetObject');
+  /**
+   * Payload objects under `prefix/` (every one without a prefix), and ListBucket so a missing one
+   * reads as NoSuchKey, for keys under the same prefix only: a listing would name other tenants'
+   * sessions.
+   */
+  #grantReadObjects(grantee: IGrantable, prefix: string | undefined): void {
+    const keys = prefix === undefined ? '*' : `${prefix}/*`;
+    allow(grantee, ['s3:GetObject'], [this.bucket.arnForObjects(keys)]);
+    grantee.grantPrincipal.addToPrincipalPolicy(
+      new PolicyStatement({
+        actions: ['s3:ListBucket'],
+        resources: [this.bucket.bucketArn],
+        ...(prefix === undefined ? {} : { conditions: { StringLike: { 's3:prefix': [`${prefix}/*`] } } }),
+      }),
+    );
+    this.#acknowledgePayloadKeys(grantee, keys, prefix === undefined ? 'GetObject' : `GetObject under ${prefix}/`);
+  }
+
+  /** The tenants `producers` maps a role to, if it is a role and is mapped. */
+  #mappedTenants(grantee: IGrantable): readonly string[] | undefined {
+    if (!(grantee instanceof Role)) return undefined;
+    return this.#producers?.find((p) => p.sender === grantee.roleId)?.tenants;
+  }
+
+  /** With a producers map, a role granted for tenants is mapped to them (a role already mapped keeps its entry). */
+  #mapProducer(grantee: IGrantable, tenants: readonly string[]): void {
+    if (this.#producers === undefined || !(grantee instanceof Role)) return;
+    if (this.#producers.some((p) => p.sender === grantee.roleId)) return;
+    this.#producers.push({ sender: grantee.roleId, tenants });
   }
 
   /** A grantee of this app gets the payload-key wildcard acknowledged for the policy checks, with the reason. */
@@ -635,8 +719,10 @@ function resolveSettings(props: BatonRuntimeProps): Settings {
     senders.add(sender);
     if (tenants.length === 0) refuse(`producers: sender ${sender} has no tenants`);
     for (const tenant of tenants)
-      if (tenant !== ANY_TENANT && !NAME_PATTERN.test(tenant))
-        refuse(`producers: tenant "${tenant}" of sender ${sender} must match ${NAME_PATTERN} or be "${ANY_TENANT}"`);
+      if (tenant !== ANY_TENANT && !TENANT_PATTERN.test(tenant))
+        refuse(
+          `producers: tenant "${tenant}" of sender ${sender} must match ${NAME_PATTERN} (and not be "tickets" or "results") or be "${ANY_TENANT}"`,
+        );
   }
   for (const name of Object.keys(props.agentEnvironment ?? {}))
     if (name.startsWith(RESERVED_ENV_PREFIX))
@@ -662,6 +748,14 @@ function checkApiTenants(principal: string, grant: ApiGrant): void {
   if (roles !== '*' && (roles.length === 0 || roles.some((r) => !known.includes(r))))
     throw new Error(
       `BatonRuntime: apiTenants: the roles of ${principal} must be '*' or a non-empty list of ${API_ROLES.join(', ')}`,
+    );
+}
+
+/** A tenant named to a grant must be one a ticket can name (not a payload bucket prefix of its own). */
+function checkTenant(tenant: string, where: string): void {
+  if (!TENANT_PATTERN.test(tenant))
+    throw new Error(
+      `BatonRuntime: ${where}: tenant "${tenant}" must match ${NAME_PATTERN} and not be "tickets" or "results"`,
     );
 }
 

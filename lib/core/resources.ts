@@ -73,6 +73,13 @@ export const visibilityTimeoutSeconds = (functionTimeoutSeconds: number): number
  */
 export const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 
+/**
+ * A tenant's name: a name, but not one of the payload bucket's own top-level prefixes. A
+ * session's payloads live under `{tenant}/`, beside `tickets/` and `results/`: a tenant called
+ * `results` would have its payloads among every tenant's results, and a grant scoped to it read them.
+ */
+export const TENANT_PATTERN = /^(?!(?:tickets|results)$)[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+
 /** A producer's tenant list entry meaning every tenant. */
 export const ANY_TENANT = '*';
 
@@ -121,6 +128,8 @@ export const ENV = {
   apiTenants: 'BATON_API_TENANTS',
   /** JSON: sender id → tenants it may submit for (lib/core/tenancy.ts); unset, any sender any tenant. */
   producers: 'BATON_PRODUCERS',
+  /** JSON: tenant → the URL of its own results queue; other tenants' results go to BATON_RESULTS_QUEUE_URL. */
+  tenantResultsQueueUrls: 'BATON_TENANT_RESULTS_QUEUE_URLS',
   /** `xray` (default) or `otel`: which tracer the functions use. */
   tracing: 'BATON_TRACING',
 } as const;

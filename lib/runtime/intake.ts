@@ -220,7 +220,7 @@ export async function recordRejectedTicket(
   if (outsider !== undefined) {
     const own = `refused:${origin.messageId ?? newTraceId()}`;
     const key = { tenant: ids.tenant, agent: ids.agent, id: own };
-    await deps.results.publish(rejection({ ticketId: own }, key, own, outsider), {});
+    await deps.results.publish(rejection({ ticketId: own }, key, own, outsider), { unattributed: true });
     return true;
   }
   const now = deps.clock.now();
