@@ -128,6 +128,33 @@ describe('the web console in Chromium against the local stack', { timeout: 420_0
     await page.screenshot({ path: join(ARTIFACTS, 'sessions-list.png'), fullPage: true });
   });
 
+  it('shows nothing to a browser without the token, and cannot be framed by another page', async () => {
+    // Arrange: a browser that never opened the printed address, and a page that frames the console.
+    const context = await browser.newContext();
+    page = await context.newPage();
+    page.setDefaultTimeout(PAGE_WAIT_MS);
+
+    // Act
+    await page.goto(t.stack.config.console as string);
+    const refused = page.locator('p.error', { hasText: 'unauthenticated' });
+    await refused.waitFor();
+    const said = await refused.textContent();
+    const submitHidden = await page.getByRole('form', { name: 'Submit a ticket' }).isHidden();
+    await page.setContent(
+      `<iframe id="framed" src="${t.stack.config.console}?token=${t.stack.config.token}"></iframe>`,
+    );
+    const frame = await (await page.locator('#framed').elementHandle())?.contentFrame();
+    await frame?.waitForLoadState('load');
+
+    // Assert
+    expect(said).toContain('.baton/local.json');
+    expect(submitHidden).toBe(true);
+    // frame-ancestors 'none': the browser shows its own error page in the frame, never the console.
+    expect(frame?.url()).not.toMatch(/^http:\/\/127\.0\.0\.1/);
+    await expect(frame?.locator('h1', { hasText: 'Sessions' }).count()).resolves.toBe(0);
+    await context.close();
+  });
+
   it('stops a running session when Cancel is clicked', async () => {
     // Arrange
     const dir = mkdtempSync(join(tmpdir(), 'baton-console-'));
