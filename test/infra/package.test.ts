@@ -306,7 +306,8 @@ describe('the published package, installed into a project outside the repository
     const bundles = await synthBundles(project, join(dir, 'team.out'));
 
     expect(bundles).toHaveLength(4);
-    expect(bundles.filter((bundle) => bundle.includes('greeter')).length, 'bundles with the agents').toBe(2);
+    // Intake and step run them; the API admits inputs against them. The sweeper needs none.
+    expect(bundles.filter((bundle) => bundle.includes('greeter')).length, 'bundles with the agents').toBe(3);
     expect(bundles.map(hooksIn)).toEqual([[], [], [], []]);
   });
 

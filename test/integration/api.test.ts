@@ -393,6 +393,47 @@ describe('the HTTP API served by the local stack', { timeout: 180_000 }, () => {
     expect((toOneShot as TurnRefusedError).reason).toBe('one-shot');
   });
 
+  it('admits a sent input as intake admits a ticket, over HTTP and from the CLI on the tables: a bad one is refused by name and nothing is stored', async () => {
+    // Arrange: a support-desk conversation (its turns are { text }), idle after its first turn.
+    const tenant = `adm${Date.now().toString(36)}`;
+    const http = new HttpBatonClient({ baseUrl: api, token: token(), headers: { 'x-baton-tenants': tenant } });
+    const { sessionId } = await http.submit({ agent: 'support-desk', input: { text: 'hello' }, tenant });
+    const first = (await waitFor('the first turn', () => http.status(sessionId))).turnId as string;
+    await waitFor('the first turn to finish', async () =>
+      (await http.status(sessionId))?.turns?.find((turn) => turn.turnId === first && turn.outcome),
+    );
+    const nested = (depth: number) => `${'['.repeat(depth)}${']'.repeat(depth)}`;
+    const send = (input: string) =>
+      fetch(`${api}/sessions/${sessionId}/send`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${token()}` },
+        body: `{"input":${input}}`,
+      });
+
+    // Act
+    const deep = await send(`{"text":"x","more":${nested(2_000)}}`);
+    const deeper = await send(nested(100_000));
+    const lone = await send('{"text":"a \\ud800 b"}');
+    const wrong = await send('{"words":"refund O-1"}');
+    const fromCli = await cli(['send', sessionId, '--input', '{"words":"refund O-1"}'], () => {}).catch(
+      (error: unknown) => error,
+    );
+    const after = await http.status(sessionId);
+
+    // Assert
+    expect([deep.status, ((await deep.json()) as { error: { message: string } }).error.message]).toEqual([
+      400,
+      expect.stringContaining('nested deeper than 64 levels'),
+    ]);
+    expect(deeper.status).toBe(400);
+    expect(((await lone.json()) as { error: { message: string } }).error.message).toContain('lone surrogate');
+    expect(((await wrong.json()) as { error: { message: string } }).error.message).toContain(
+      'does not match agent support-desk: text:',
+    );
+    expect((fromCli as Error).message).toContain('does not match agent support-desk: text:');
+    expect(after?.turns?.map((turn) => turn.turnId)).toEqual([first]);
+  });
+
   it('lists tasks and releases a session over HTTP, for the caller’s tenants only, refusing a release without cancel while tasks run, and the CLI does both with --api', async () => {
     // Arrange: a dispatcher of one tenant with a long task running and a quick one done.
     const tenant = `rel${Date.now().toString(36)}`;
