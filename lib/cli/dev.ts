@@ -6,7 +6,7 @@ import { CallerMap } from '../api/caller.ts';
 import { describeIssues } from '../core/messages.ts';
 import { agentsModuleFor } from '../local/agents-module.ts';
 import { waitForOutcome } from '../local/local-baton.ts';
-import { type LocalStackConfig, readLocalStackConfig } from '../local/local-config.ts';
+import { consoleLoginUrl, type LocalStackConfig, readLocalStackConfig } from '../local/local-config.ts';
 import {
   DEFAULT_FUNCTION_TIMEOUT_S,
   DEFAULT_STATE_DIR,
@@ -94,9 +94,10 @@ export async function dev(args: string[], io: CommandIo): Promise<number> {
     const { queues } = config.resources;
     const functions = Object.entries(config.functions).map(([name]) => name);
     io.out(`baton dev: local stack up in ${((Date.now() - startedAt) / 1000).toFixed(1)} s (region ${config.region})`);
-    if (config.token !== undefined) io.out(`  console    ${withToken(config.console, config.token)}`);
+    const address = config.console ?? '';
+    if (config.token !== undefined) io.out(`  console    ${consoleLoginUrl(address, config.token)}`);
     for (const [name, token] of Object.entries(config.callers ?? {}))
-      io.out(`  console    ${withToken(config.console, token)}   (as ${name})`);
+      io.out(`  console    ${consoleLoginUrl(address, token)}   (as ${name})`);
     io.out(`  API        ${config.api}   (OpenAPI at ${config.api}/openapi.json)`);
     io.out(`  DynamoDB   ${config.endpoints.dynamodb}   table ${config.resources.table}`);
     io.out(`  SQS        ${config.endpoints.sqs}`);
@@ -129,9 +130,6 @@ export async function dev(args: string[], io: CommandIo): Promise<number> {
   if (!io.json) io.out('baton dev: stopped');
   return 0;
 }
-
-/** The console's address with a token: opening it logs the browser in (the token becomes a cookie). */
-const withToken = (console: string | undefined, token: string) => `${console}?token=${token}`;
 
 /** The `--callers` file: `{ NAME: { "tenants": [...] | "*", "roles": [...] | "*" } }`, checked before the stack starts. */
 function readCallers(file: string): CallerMap {

@@ -36,6 +36,10 @@ export interface LocalStackConfig {
 
 export const LOCAL_CONFIG_FILE = 'local.json';
 
+/** The console's address with a token, as `baton dev` prints it: opening it logs the browser in (the token becomes a cookie). */
+export const consoleLoginUrl = (console: string, token: string): string =>
+  `${console}?token=${encodeURIComponent(token)}`;
+
 export const localConfigPath = (stateDir = '.baton'): string => join(resolve(stateDir), LOCAL_CONFIG_FILE);
 
 /** Writes local.json atomically (a reader never sees half a file), readable by its owner only: it holds the tokens. */

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { SessionStatus } from '../../lib/client/baton-client.ts';
+import { consoleLoginUrl } from '../../lib/local/local-config.ts';
 import { readProbes } from '../fixtures/agents/probe-log.ts';
 import { TEST_AGENTS_MODULE } from '../fixtures/agents/registry.ts';
 import { startTestStack, type TestStack } from '../fixtures/stack.ts';
@@ -56,7 +57,7 @@ describe('the web console in Chromium against the local stack', { timeout: 420_0
     page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
     page.setDefaultTimeout(PAGE_WAIT_MS);
     // The address baton dev prints: its token becomes the console's cookie.
-    await page.goto(`${t.stack.config.console}?token=${t.stack.config.token}`);
+    await page.goto(consoleLoginUrl(t.stack.config.console as string, t.stack.config.token as string));
     const form = page.getByRole('form', { name: 'Submit a ticket' });
     await form.getByLabel('Agent').fill(agent);
     await form.getByLabel('Input (JSON)').fill(JSON.stringify(input));
@@ -140,9 +141,8 @@ describe('the web console in Chromium against the local stack', { timeout: 420_0
     await refused.waitFor();
     const said = await refused.textContent();
     const submitHidden = await page.getByRole('form', { name: 'Submit a ticket' }).isHidden();
-    await page.setContent(
-      `<iframe id="framed" src="${t.stack.config.console}?token=${t.stack.config.token}"></iframe>`,
-    );
+    const framed = consoleLoginUrl(t.stack.config.console as string, t.stack.config.token as string);
+    await page.setContent(`<iframe id="framed" src="${framed}"></iframe>`);
     const frame = await (await page.locator('#framed').elementHandle())?.contentFrame();
     await frame?.waitForLoadState('load');
 
