@@ -34,6 +34,17 @@ async function call(method, path, body) {
   return payload;
 }
 
+let callerPromise;
+
+/**
+ * Who the API takes this console's user for (GET /me): the console offers only the operations
+ * its roles allow. A caller the API refuses (no token) has none.
+ */
+export function whoAmI() {
+  callerPromise ??= call('GET', '/me').catch(() => ({ roles: [] }));
+  return callerPromise;
+}
+
 export const listSessions = (query) => {
   const params = new URLSearchParams(Object.entries(query).filter(([, v]) => v !== undefined && v !== ''));
   return call('GET', `/sessions?${params}`);

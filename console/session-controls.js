@@ -120,9 +120,10 @@ function waitsSection(sessionId, onChange) {
 
   return {
     section,
-    update(status) {
-      const approvals = status.pendingApprovals ?? [];
-      const parked = status.parked;
+    update(status, roles) {
+      // An approver decides approvals; an operator says whether a parked call happened.
+      const approvals = roles.includes('approve') ? (status.pendingApprovals ?? []) : [];
+      const parked = roles.includes('operate') ? status.parked : undefined;
       // Rebuilt only when what waits changes, so a half-typed reason survives the status poll.
       const key = JSON.stringify([approvals.map(callIdentity), parked && parkIdentity(parked)]);
       if (key === shown) return;
@@ -176,9 +177,13 @@ function sendSection(sessionId, onChange) {
   });
   return {
     section: form,
-    update(status) {
+    update(status, roles) {
       // Only a conversation (its status lists turns) takes further input, until it ends or is released.
-      form.hidden = status.turns === undefined || TERMINAL.includes(status.status) || status.release !== undefined;
+      form.hidden =
+        !roles.includes('converse') ||
+        status.turns === undefined ||
+        TERMINAL.includes(status.status) ||
+        status.release !== undefined;
     },
   };
 }
@@ -275,8 +280,9 @@ function tasksSection(sessionId, onChange) {
 
   return {
     section,
-    update(status) {
+    update(status, roles) {
       section.hidden = status.tasks === undefined;
+      release.hidden = !roles.includes('operate');
       release.disabled = status.release === 'released' || release.disabled;
       if (status.release === 'released' && !result.textContent) result.textContent = 'Released.';
       if (!section.hidden) void loadTasks();
@@ -293,8 +299,9 @@ export function sessionControls(sessionId, onChange) {
   ];
   return {
     sections: parts.map((p) => p.section),
-    update: (status) => {
-      for (const part of parts) part.update(status);
+    /** `roles`: the caller's (GET /me); a section it may not use is not offered. */
+    update: (status, roles) => {
+      for (const part of parts) part.update(status, roles);
     },
   };
 }

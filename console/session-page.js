@@ -1,4 +1,4 @@
-import { cancelSession, eventsUrl, getSession } from './api.js';
+import { cancelSession, eventsUrl, getSession, whoAmI } from './api.js';
 import { announce, h } from './dom.js';
 import { sessionControls } from './session-controls.js';
 import { addModelText, buildTimeline, formatAge, formatDuration, liveTextAfterEntry } from './timeline.js';
@@ -62,9 +62,11 @@ export function renderSessionPage(main, sessionId) {
   };
   const cancel = h(
     'button',
-    { type: 'button', id: 'cancel-button', class: 'danger', disabled: true },
+    { type: 'button', id: 'cancel-button', class: 'danger', disabled: true, hidden: true },
     'Cancel session',
   );
+  // The operations offered are those the caller's roles allow (the API refuses the rest anyway).
+  const caller = whoAmI();
   const events = [];
   let status;
   let source;
@@ -133,7 +135,9 @@ export function renderSessionPage(main, sessionId) {
         : []),
       ...(status.release ? fact('Release', status.release, 'session-release') : []),
     );
-    controls.update(status);
+    const { roles } = await caller;
+    controls.update(status, roles);
+    cancel.hidden = !roles.includes('operate');
     cancel.disabled = TERMINAL.includes(status.status) || status.cancelRequested;
     clearTimeout(poll);
     if (!TERMINAL.includes(status.status)) poll = setTimeout(refreshStatus, STATUS_POLL_MS);

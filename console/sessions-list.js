@@ -1,4 +1,4 @@
-import { listSessions, submitTicket } from './api.js';
+import { listSessions, submitTicket, whoAmI } from './api.js';
 import { announce, h, navigate } from './dom.js';
 import { formatAge } from './timeline.js';
 
@@ -24,7 +24,7 @@ function submitForm() {
   );
   const form = h(
     'form',
-    { class: 'submit', 'aria-labelledby': 'submit-heading', 'aria-describedby': 'submit-error' },
+    { class: 'submit', 'aria-labelledby': 'submit-heading', 'aria-describedby': 'submit-error', hidden: true },
     h('h2', { id: 'submit-heading' }, 'Submit a ticket'),
     h(
       'div',
@@ -60,6 +60,10 @@ function submitForm() {
     } catch (e) {
       error.textContent = `${e.code ?? 'error'}: ${e.message}`;
     }
+  });
+  // Offered to a caller with the submit role only.
+  void whoAmI().then((caller) => {
+    form.hidden = !caller.roles.includes('submit');
   });
   return form;
 }

@@ -1,3 +1,4 @@
+import { agents } from '#agents';
 import { createHttpApiHandler } from '../lib/aws/index.ts';
 
-export const handler = createHttpApiHandler();
+export const handler = createHttpApiHandler({ agents });

@@ -25,6 +25,7 @@ export class BatonQueues extends Construct {
   readonly work: Queue;
   readonly workDlq: Queue;
   readonly results: Queue;
+  readonly #common: { encryption: QueueEncryption; enforceSSL: boolean; removalPolicy: RemovalPolicy };
 
   constructor(scope: Construct, id: string, props: BatonQueuesProps) {
     super(scope, id);
@@ -33,6 +34,7 @@ export class BatonQueues extends Construct {
       enforceSSL: true,
       removalPolicy: props.removalPolicy,
     } as const;
+    this.#common = common;
     const withDlq = (definition: Required<QueueDefinition>, consumerTimeout: Duration) => {
       const dlq = new Queue(this, pascal(definition.dlq.name), {
         ...common,
@@ -51,14 +53,23 @@ export class BatonQueues extends Construct {
     };
     ({ queue: this.tickets, dlq: this.ticketsDlq } = withDlq(QUEUES.tickets, props.consumerTimeouts.tickets));
     ({ queue: this.work, dlq: this.workDlq } = withDlq(QUEUES.work, props.consumerTimeouts.work));
-    this.results = new Queue(this, pascal(QUEUES.results.name), common);
+    this.results = this.#resultsQueue(pascal(QUEUES.results.name));
+  }
 
-    const resultsReason =
-      "The results queue is consumed by the team's own consumer, outside this stack; results are published at least once and carry a result id to dedupe on. Its redrive policy belongs to that consumer.";
-    Validations.of(this.results).acknowledge(
-      { id: 'AwsSolutions-SQS3', reason: resultsReason },
-      { id: 'Serverless-SQSRedrivePolicy', reason: resultsReason },
+  /** A queue of one tenant's results, beside the shared one and like it. */
+  tenantResults(tenant: string): Queue {
+    return this.#resultsQueue(`${pascal(QUEUES.results.name)}-${tenant}`);
+  }
+
+  #resultsQueue(id: string): Queue {
+    const queue = new Queue(this, id, this.#common);
+    const reason =
+      "A results queue is consumed by the team's own consumer, outside this stack; results are published at least once and carry a result id to dedupe on. Its redrive policy belongs to that consumer.";
+    Validations.of(queue).acknowledge(
+      { id: 'AwsSolutions-SQS3', reason },
+      { id: 'Serverless-SQSRedrivePolicy', reason },
     );
+    return queue;
   }
 }
 

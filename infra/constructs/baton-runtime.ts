@@ -5,7 +5,7 @@ import { Duration, Lazy, RemovalPolicy, Stack, Token, Validations } from 'aws-cd
 import type { Table } from 'aws-cdk-lib/aws-dynamodb';
 import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
-import { ArnPrincipal, type IGrantable, type IRole, PolicyStatement, type Role } from 'aws-cdk-lib/aws-iam';
+import { ArnPrincipal, type IGrantable, type IRole, PolicyStatement, Role } from 'aws-cdk-lib/aws-iam';
 import { type FunctionUrl, FunctionUrlAuthType } from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
@@ -15,10 +15,12 @@ import type { Queue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import {
   ANY_TENANT,
+  API_ROLES,
   ENV,
   NAME_PATTERN,
   RUNTIME_DEFAULTS,
   SESSION_TABLE,
+  TENANT_PATTERN,
   visibilityTimeoutSeconds,
 } from '../../lib/core/resources.ts';
 import { SERVICE_NAME_ENV } from '../../lib/telemetry/metric-names.ts';
@@ -69,6 +71,18 @@ export interface BatonProducer {
   /** Tenant names it may use; `'*'` for every tenant. */
   readonly tenants: readonly string[];
 }
+
+/** What a caller of the HTTP API may do (see `apiTenants`). */
+export type ApiRole = (typeof API_ROLES)[number];
+
+/**
+ * One API caller's grant: the tenants it sees and its roles, or its tenants alone, which grants
+ * every role (the form from before roles existed).
+ */
+export type ApiGrant =
+  | readonly string[]
+  | '*'
+  | { readonly tenants: readonly string[] | '*'; readonly roles: readonly ApiRole[] | '*' };
 
 /** What a team tunes; every field has a default. */
 export interface BatonRuntimeProps {
@@ -180,12 +194,16 @@ export interface BatonRuntimeProps {
    */
   readonly removalPolicy?: RemovalPolicy;
   /**
-   * Who may call the HTTP API and which tenants each sees: IAM principal ARN (a role, a user, or
-   * an assumed role's role) → tenant names, or `'*'` for every tenant. Each principal is granted
-   * `lambda:InvokeFunctionUrl` on the API's function URL (IAM auth); no one else can call it.
+   * Who may call the HTTP API, which tenants each sees and what it may do there: IAM principal
+   * ARN (a role, a user, or an assumed role's role) → `{ tenants, roles }`, tenants being names
+   * or `'*'`, roles some of `submit`, `converse` (send, inject, steer), `approve`, `operate`
+   * (cancel, release, resolve) and `read`, or `'*'`. A tenant list alone grants every role. Each
+   * principal is granted `lambda:InvokeFunctionUrl` on the API's function URL (IAM auth); no one
+   * else can call it. The roles that run agents (intake, step) are refused: an agent never
+   * decides its own approval.
    * @default {} (the API is deployed; nobody may call it)
    */
-  readonly apiTenants?: Readonly<Record<string, readonly string[] | '*'>>;
+  readonly apiTenants?: Readonly<Record<string, ApiGrant>>;
   /**
    * Bedrock model or cross-region inference profile ids the agents call: the step function may
    * invoke exactly these (see `grantModelInvoke`).
@@ -226,8 +244,13 @@ export class BatonRuntime extends Construct {
   readonly monitoring: BatonMonitoring;
   /** The `service` dimension the functions' metrics carry (see `serviceName`). */
   readonly serviceName: string;
-  /** Principal ARN → tenants, for the API; grows with `grantInvokeApi` until synth. */
-  readonly #apiTenants: Record<string, readonly string[] | '*'>;
+  /** Principal ARN → tenants and roles, for the API; grows with `grantInvokeApi` until synth. */
+  readonly #apiTenants: Record<string, ApiGrant>;
+  readonly #queues: BatonQueues;
+  /** Tenants with results of their own, by tenant; grows with `resultsQueueFor` until synth. */
+  readonly #tenantResults = new Map<string, Queue>();
+  /** The producers map intake enforces (undefined: none, one trust domain); grows with `grantSubmitTickets`. */
+  readonly #producers: BatonProducer[] | undefined;
 
   constructor(scope: Construct, id: string, props: BatonRuntimeProps = {}) {
     super(scope, id);
@@ -241,6 +264,7 @@ export class BatonRuntime extends Construct {
       consumerTimeouts: { tickets: settings.intakeTimeout, work: settings.functionTimeout },
       removalPolicy: settings.removalPolicy,
     });
+    this.#queues = queues;
     this.ticketsQueue = queues.tickets;
     this.ticketsDlq = queues.ticketsDlq;
     this.workQueue = queues.work;
@@ -287,19 +311,26 @@ export class BatonRuntime extends Construct {
       [ENV.sweepWindowMs]: String(settings.sweepWindow.toMilliseconds()),
     });
 
-    // The API loads no agents: it reads the table and sends tickets and cancel kicks.
+    // The API loads the agents (with what they read at import) to admit inputs; it runs none.
     this.apiFunction = fn('api', API_TIMEOUT, API_MEMORY_MB, {
+      ...props.agentEnvironment,
       [ENV.ticketsQueueUrl]: this.ticketsQueue.queueUrl,
       [ENV.bucket]: this.bucket.bucketName,
       // Lazy: grantInvokeApi adds principals after construction.
       [ENV.apiTenants]: Lazy.string({ produce: () => JSON.stringify(this.#apiTenants) }),
     });
+    for (const principal of Object.keys(settings.apiTenants)) this.#refuseAgentRunner(principal);
     this.apiUrl = this.#exposeApi(settings.apiTenants);
     if (props.producers !== undefined) {
       // The API submits its callers' tickets under its own role, having checked their tenants
       // (apiTenants): intake lets that role use every tenant, so the two maps never disagree.
       const api = { sender: (this.apiFunction.role as Role).roleId, tenants: [ANY_TENANT] };
-      this.intakeFunction.function.addEnvironment(ENV.producers, producersJson([...props.producers, api]));
+      this.#producers = [...props.producers, api];
+      const producers = this.#producers;
+      this.intakeFunction.function.addEnvironment(
+        ENV.producers,
+        Lazy.string({ produce: () => producersJson(producers) }),
+      );
     }
 
     this.#consume(this.intakeFunction, this.ticketsQueue, INTAKE_BATCH_SIZE, settings);
@@ -329,28 +360,76 @@ export class BatonRuntime extends Construct {
 
   /**
    * Lets a producer submit tickets: send to the tickets queue, and put a large input in the
-   * payload bucket (under `tickets/`, as the client offloads it). Which tenants it may use is
-   * the `producers` prop's business.
+   * payload bucket under the ticket prefix (`tickets/{tenant}/`) of each of its tenants only.
+   * Its tenants are `tenants` when given, else those `producers` maps its role's id to, else
+   * every tenant. With `producers` set, a role granted with `tenants` is mapped to them too, so
+   * the queue and the bucket bind it alike.
    */
-  grantSubmitTickets(grantee: IGrantable): void {
+  grantSubmitTickets(grantee: IGrantable, options: { readonly tenants?: readonly string[] } = {}): void {
+    for (const tenant of options.tenants ?? []) if (tenant !== ANY_TENANT) checkTenant(tenant, 'grantSubmitTickets');
     this.ticketsQueue.grantSendMessages(grantee);
-    allow(grantee, ['s3:PutObject'], [this.bucket.arnForObjects('tickets/*')]);
-    this.#acknowledgePayloadKeys(grantee, 'tickets/*', 'PutObject under tickets/');
+    const tenants = options.tenants ?? this.#mappedTenants(grantee);
+    const prefixes =
+      tenants === undefined || tenants.includes(ANY_TENANT) ? ['tickets'] : tenants.map((t) => `tickets/${t}`);
+    allow(
+      grantee,
+      ['s3:PutObject'],
+      prefixes.map((prefix) => this.bucket.arnForObjects(`${prefix}/*`)),
+    );
+    for (const prefix of prefixes) this.#acknowledgePayloadKeys(grantee, `${prefix}/*`, `PutObject under ${prefix}/`);
+    if (options.tenants !== undefined) this.#mapProducer(grantee, options.tenants);
   }
 
-  /** Lets a consumer read results: receive and delete from the results queue, and read offloaded answers. */
-  grantReadResults(grantee: IGrantable): void {
-    this.resultsQueue.grantConsumeMessages(grantee);
-    this.#grantReadPayloads(grantee);
+  /**
+   * Lets a consumer read results: receive and delete from a results queue and read the answers
+   * offloaded with them. With `tenant`, that tenant's own results queue (see `resultsQueueFor`)
+   * and its answers only (`results/{tenant}/`); without, the shared queue and every result.
+   */
+  grantReadResults(grantee: IGrantable, options: { readonly tenant?: string } = {}): void {
+    const { tenant } = options;
+    const queue = tenant === undefined ? this.resultsQueue : this.resultsQueueFor(tenant);
+    queue.grantConsumeMessages(grantee);
+    this.#grantReadObjects(grantee, tenant === undefined ? 'results' : `results/${tenant}`);
   }
 
-  /** Lets a reader see sessions: their records, turns and journals, by id or by tenant, with offloaded payloads. */
-  grantReadSessions(grantee: IGrantable): void {
+  /**
+   * Lets a reader see sessions: their records, turns and journals, by id or by tenant, with
+   * offloaded payloads — with `tenant`, that tenant's payloads only (`{tenant}/`). The table
+   * grant is not narrowed: its session-id index is keyed by session, not tenant (give a
+   * tenant's readers the API, which is).
+   */
+  grantReadSessions(grantee: IGrantable, options: { readonly tenant?: string } = {}): void {
     const tableArn = this.table.tableArn;
     const { bySessionId, byTenant } = SESSION_TABLE.indexes;
     allow(grantee, ['dynamodb:GetItem', 'dynamodb:Query'], [tableArn]);
     allow(grantee, ['dynamodb:Query'], [`${tableArn}/index/${bySessionId.name}`, `${tableArn}/index/${byTenant.name}`]);
-    this.#grantReadPayloads(grantee);
+    if (options.tenant !== undefined) checkTenant(options.tenant, 'grantReadSessions');
+    this.#grantReadObjects(grantee, options.tenant);
+  }
+
+  /**
+   * The results queue of one tenant, created the first time it is asked for. From then on that
+   * tenant's results go there instead of to `resultsQueue`, so a consumer granted it
+   * (`grantReadResults(role, { tenant })`) reads that tenant's results and no other's.
+   */
+  resultsQueueFor(tenant: string): Queue {
+    checkTenant(tenant, 'resultsQueueFor');
+    const existing = this.#tenantResults.get(tenant);
+    if (existing !== undefined) return existing;
+    const queue = this.#queues.tenantResults(tenant);
+    if (this.#tenantResults.size === 0) {
+      // Lazy: the map grows with every tenant asked for until synth.
+      const urls = Lazy.string({
+        produce: () => JSON.stringify(Object.fromEntries([...this.#tenantResults].map(([t, q]) => [t, q.queueUrl]))),
+      });
+      for (const fn of [this.intakeFunction, this.stepFunction])
+        fn.function.addEnvironment(ENV.tenantResultsQueueUrls, urls);
+    }
+    this.#tenantResults.set(tenant, queue);
+    // Both publish results: step the turns' outcomes, intake the refusals of the tenant's own producers.
+    for (const fn of [this.intakeFunction, this.stepFunction])
+      allow(fn.function, ['sqs:SendMessage'], [queue.queueArn]);
+    return queue;
   }
 
   /**
@@ -370,13 +449,26 @@ export class BatonRuntime extends Construct {
   }
 
   /**
-   * Lets a role call the HTTP API (SigV4 on the function URL) and see `tenants` (`'*'` for all):
-   * the principal is granted `lambda:InvokeFunctionUrl` and added to the API's tenant map.
+   * Lets a role call the HTTP API (SigV4 on the function URL), see `tenants` (`'*'` for all) and
+   * do what `roles` allow (default: every role): the principal is granted
+   * `lambda:InvokeFunctionUrl` and added to the API's map. The roles of the functions that run
+   * agents are refused: an agent never decides its own approval.
    */
-  grantInvokeApi(role: IRole, tenants: readonly string[] | '*'): void {
-    checkApiTenants(role.roleArn, tenants);
-    this.#apiTenants[role.roleArn] = tenants;
+  grantInvokeApi(role: IRole, tenants: readonly string[] | '*', roles: readonly ApiRole[] | '*' = '*'): void {
+    const grant: ApiGrant = { tenants, roles };
+    checkApiTenants(role.roleArn, grant);
+    this.#refuseAgentRunner(role.roleArn);
+    this.#apiTenants[role.roleArn] = grant;
     this.apiFunction.function.grantInvokeUrl(role);
+  }
+
+  /** The agents run under the intake and step roles: none of them may call the API, where approvals are decided. */
+  #refuseAgentRunner(principal: string): void {
+    for (const fn of [this.intakeFunction, this.stepFunction])
+      if (principal === fn.role.roleArn)
+        throw new Error(
+          `BatonRuntime: ${fn.function.node.id}'s role runs the agents and may not call the API: an agent never decides its own approval`,
+        );
   }
 
   /**
@@ -388,11 +480,35 @@ export class BatonRuntime extends Construct {
     grantModelInvoke(this.stepFunction.role, modelId);
   }
 
-  /** Payload objects (large inputs, entries and answers), and ListBucket so a missing one reads as NoSuchKey. */
-  #grantReadPayloads(grantee: IGrantable): void {
-    allow(grantee, ['s3:GetObject'], [this.bucket.arnForObjects('*')]);
-    allow(grantee, ['s3:ListBucket'], [this.bucket.bucketArn]);
-    this.#acknowledgePayloadKeys(grantee, '*', 'GetObject');
+  /**
+   * Payload objects under `prefix/` (every one without a prefix), and ListBucket so a missing one
+   * reads as NoSuchKey, for keys under the same prefix only: a listing would name other tenants'
+   * sessions.
+   */
+  #grantReadObjects(grantee: IGrantable, prefix: string | undefined): void {
+    const keys = prefix === undefined ? '*' : `${prefix}/*`;
+    allow(grantee, ['s3:GetObject'], [this.bucket.arnForObjects(keys)]);
+    grantee.grantPrincipal.addToPrincipalPolicy(
+      new PolicyStatement({
+        actions: ['s3:ListBucket'],
+        resources: [this.bucket.bucketArn],
+        ...(prefix === undefined ? {} : { conditions: { StringLike: { 's3:prefix': [`${prefix}/*`] } } }),
+      }),
+    );
+    this.#acknowledgePayloadKeys(grantee, keys, prefix === undefined ? 'GetObject' : `GetObject under ${prefix}/`);
+  }
+
+  /** The tenants `producers` maps a role to, if it is a role and is mapped. */
+  #mappedTenants(grantee: IGrantable): readonly string[] | undefined {
+    if (!(grantee instanceof Role)) return undefined;
+    return this.#producers?.find((p) => p.sender === grantee.roleId)?.tenants;
+  }
+
+  /** With a producers map, a role granted for tenants is mapped to them (a role already mapped keeps its entry). */
+  #mapProducer(grantee: IGrantable, tenants: readonly string[]): void {
+    if (this.#producers === undefined || !(grantee instanceof Role)) return;
+    if (this.#producers.some((p) => p.sender === grantee.roleId)) return;
+    this.#producers.push({ sender: grantee.roleId, tenants });
   }
 
   /** A grantee of this app gets the payload-key wildcard acknowledged for the policy checks, with the reason. */
@@ -467,7 +583,7 @@ export class BatonRuntime extends Construct {
   }
 
   /** A function URL with IAM auth; only the mapped principals may invoke it. */
-  #exposeApi(tenants: Readonly<Record<string, readonly string[] | '*'>>): FunctionUrl {
+  #exposeApi(tenants: Readonly<Record<string, ApiGrant>>): FunctionUrl {
     const api = this.apiFunction.function;
     const url = api.addFunctionUrl({ authType: FunctionUrlAuthType.AWS_IAM });
     for (const principal of Object.keys(tenants)) api.grantInvokeUrl(new ArnPrincipal(principal));
@@ -534,7 +650,7 @@ interface Settings {
   readonly memorySize: number;
   readonly logRetention: RetentionDays;
   readonly removalPolicy: RemovalPolicy;
-  readonly apiTenants: Readonly<Record<string, readonly string[] | '*'>>;
+  readonly apiTenants: Readonly<Record<string, ApiGrant>>;
 }
 
 /** Defaults applied and the combinations that cannot work refused, naming the prop. */
@@ -603,8 +719,10 @@ function resolveSettings(props: BatonRuntimeProps): Settings {
     senders.add(sender);
     if (tenants.length === 0) refuse(`producers: sender ${sender} has no tenants`);
     for (const tenant of tenants)
-      if (tenant !== ANY_TENANT && !NAME_PATTERN.test(tenant))
-        refuse(`producers: tenant "${tenant}" of sender ${sender} must match ${NAME_PATTERN} or be "${ANY_TENANT}"`);
+      if (tenant !== ANY_TENANT && !TENANT_PATTERN.test(tenant))
+        refuse(
+          `producers: tenant "${tenant}" of sender ${sender} must match ${NAME_PATTERN} (and not be "tickets" or "results") or be "${ANY_TENANT}"`,
+        );
   }
   for (const name of Object.keys(props.agentEnvironment ?? {}))
     if (name.startsWith(RESERVED_ENV_PREFIX))
@@ -614,15 +732,30 @@ function resolveSettings(props: BatonRuntimeProps): Settings {
   return settings;
 }
 
-/** An API principal must be an IAM ARN (or a token that becomes one), its tenants '*' or names. */
-function checkApiTenants(principal: string, tenants: readonly string[] | '*'): void {
+/** An API principal must be an IAM ARN (or a token that becomes one), its tenants '*' or names, its roles '*' or roles. */
+function checkApiTenants(principal: string, grant: ApiGrant): void {
   if (!Token.isUnresolved(principal) && !/^arn:aws[\w-]*:(iam|sts)::\d{12}:/.test(principal))
     throw new Error(
       `BatonRuntime: apiTenants: '${principal}' is not an IAM principal ARN (arn:aws:iam::ACCOUNT:role/NAME)`,
     );
+  const { tenants, roles }: { tenants: readonly string[] | '*'; roles: readonly string[] | '*' } =
+    typeof grant === 'object' && 'tenants' in grant ? grant : { tenants: grant, roles: '*' };
   if (tenants !== '*' && (tenants.length === 0 || tenants.some((t) => !NAME_PATTERN.test(t))))
     throw new Error(
       `BatonRuntime: apiTenants: the tenants of ${principal} must be '*' or a non-empty list of tenant names`,
+    );
+  const known: readonly string[] = API_ROLES;
+  if (roles !== '*' && (roles.length === 0 || roles.some((r) => !known.includes(r))))
+    throw new Error(
+      `BatonRuntime: apiTenants: the roles of ${principal} must be '*' or a non-empty list of ${API_ROLES.join(', ')}`,
+    );
+}
+
+/** A tenant named to a grant must be one a ticket can name (not a payload bucket prefix of its own). */
+function checkTenant(tenant: string, where: string): void {
+  if (!TENANT_PATTERN.test(tenant))
+    throw new Error(
+      `BatonRuntime: ${where}: tenant "${tenant}" must match ${NAME_PATTERN} and not be "tickets" or "results"`,
     );
 }
 

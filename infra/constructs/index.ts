@@ -1,2 +1,8 @@
 /** `baton/cdk`: the BatonRuntime construct and its props. */
-export { type BatonProducer, BatonRuntime, type BatonRuntimeProps } from './baton-runtime.ts';
+export {
+  type ApiGrant,
+  type ApiRole,
+  type BatonProducer,
+  BatonRuntime,
+  type BatonRuntimeProps,
+} from './baton-runtime.ts';

@@ -4,8 +4,12 @@ export const ApiErrorCode = {
   tenantRequired: 'tenant_required',
   unauthenticated: 'unauthenticated',
   forbidden: 'forbidden',
+  /** The caller may see the tenant but lacks the role the operation needs; the message names it. */
+  missingRole: 'missing_role',
   notFound: 'not_found',
   methodNotAllowed: 'method_not_allowed',
+  /** A body (or a declared type) that is not `application/json`. */
+  unsupportedMediaType: 'unsupported_media_type',
   alreadyFinished: 'already_finished',
   /** A further turn sent to a one-shot session. */
   notAConversation: 'not_a_conversation',
@@ -27,8 +31,10 @@ export const API_ERROR_STATUS: Record<ApiErrorCode, number> = {
   tenant_required: 400,
   unauthenticated: 401,
   forbidden: 403,
+  missing_role: 403,
   not_found: 404,
   method_not_allowed: 405,
+  unsupported_media_type: 415,
   already_finished: 409,
   not_a_conversation: 409,
   stale_turn: 409,

@@ -1,9 +1,11 @@
 import type { LambdaFunctionURLEvent, LambdaFunctionURLResult } from 'aws-lambda';
 import type { z } from 'zod';
-import { InvalidInputError } from '../core/errors.ts';
+import { InvalidInputError, RoleRequiredError } from '../core/errors.ts';
 import { describeIssues } from '../core/messages.ts';
+import { roleRefusal } from '../core/roles.ts';
 import { ApiError } from './api-errors.ts';
-import type { CallerResolver } from './caller.ts';
+import { CallerView } from './api-schemas.ts';
+import type { Caller, CallerResolver } from './caller.ts';
 import { openApiDocument } from './openapi.ts';
 import { type ApiServices, defineRoute, matchPath, type Route, type RouteResult } from './route.ts';
 import { SESSION_ROUTES } from './session-routes.ts';
@@ -25,7 +27,7 @@ export interface ApiHandlerOptions {
 const API_INFO = { title: 'Baton', version: '1' };
 
 /** Every route the API serves: the session operations and the OpenAPI document generated from them. */
-export function apiRoutes(operations: readonly Route[] = SESSION_ROUTES): Route[] {
+export function apiRoutes(operations: readonly Route[] = [...SESSION_ROUTES, WHO_AM_I]): Route[] {
   const document = openApiDocument(operations, API_INFO);
   return [
     ...operations,
@@ -34,11 +36,32 @@ export function apiRoutes(operations: readonly Route[] = SESSION_ROUTES): Route[
       path: '/openapi.json',
       operationId: 'openApi',
       summary: 'This API as OpenAPI 3.1',
+      role: 'any',
       public: true,
       responses: { 200: { description: 'the OpenAPI document' } },
       handle: async () => ({ status: 200, json: document }),
     }),
   ];
+}
+
+/** The caller as the API sees it: a client (the console) shows only what the caller may do. */
+const WHO_AM_I = defineRoute({
+  method: 'GET',
+  path: '/me',
+  operationId: 'whoAmI',
+  summary: 'The caller: its principal, the tenants it sees and its roles',
+  role: 'any',
+  responses: { 200: { description: 'the caller', schema: CallerView } },
+  handle: async ({ caller }) => ({ status: 200, json: caller }),
+});
+
+/** A public route has no caller; every other one needs the role it names, before it reads anything. */
+function authorize(route: Route, resolveCaller: CallerResolver, event: LambdaFunctionURLEvent): Caller {
+  if (route.public) return { principal: 'anyone', tenants: [], roles: [] };
+  const caller = resolveCaller(event);
+  if (route.role !== 'any' && !caller.roles.includes(route.role))
+    throw new ApiError('missing_role', roleRefusal(caller.principal, route.role));
+  return caller;
 }
 
 function parse<T>(schema: z.ZodType<T> | undefined, value: unknown, what: string): T {
@@ -48,9 +71,21 @@ function parse<T>(schema: z.ZodType<T> | undefined, value: unknown, what: string
   return parsed.data;
 }
 
+/**
+ * The body as JSON. Only `application/json` is read: a browser sends `text/plain` and form bodies
+ * to any address without asking (no CORS preflight), so a JSON parser that took them would let
+ * any web page post here.
+ */
 function readBody(event: LambdaFunctionURLEvent): unknown {
-  if (event.body === undefined || event.body === '') return undefined;
-  const text = event.isBase64Encoded ? Buffer.from(event.body, 'base64').toString('utf8') : event.body;
+  const type = event.headers?.['content-type'];
+  const { body } = event;
+  if ((body || type !== undefined) && !isJson(type))
+    throw new ApiError(
+      'unsupported_media_type',
+      `the body must be application/json${type === undefined ? ' (no content-type was sent)' : `, not ${type}`}`,
+    );
+  if (!body) return undefined;
+  const text = event.isBase64Encoded ? Buffer.from(body, 'base64').toString('utf8') : body;
   try {
     return JSON.parse(text);
   } catch (error) {
@@ -58,9 +93,16 @@ function readBody(event: LambdaFunctionURLEvent): unknown {
   }
 }
 
+const isJson = (type: string | undefined): boolean =>
+  type !== undefined && type.split(';')[0]?.trim().toLowerCase() === 'application/json';
+
 const json = (status: number, body: unknown): LambdaFunctionURLResult => ({
   statusCode: status,
-  headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' },
+  headers: {
+    'content-type': 'application/json; charset=utf-8',
+    'cache-control': 'no-store',
+    'x-content-type-options': 'nosniff',
+  },
   body: JSON.stringify(body),
 });
 
@@ -95,7 +137,7 @@ export function createApiHandler(options: ApiHandlerOptions): ApiHandler {
           `${method} ${path}: allowed ${matches.map((m) => m.route.method).join(', ')}`,
         );
       const { route } = match;
-      const caller = route.public ? { principal: 'anyone', tenants: [] } : options.resolveCaller(event);
+      const caller = authorize(route, options.resolveCaller, event);
       const query = Object.fromEntries(new URLSearchParams(event.rawQueryString ?? ''));
       const result = await route.handle({
         params: parse(route.params, match.params, 'path'),
@@ -109,6 +151,8 @@ export function createApiHandler(options: ApiHandlerOptions): ApiHandler {
       return toResult(result);
     } catch (error) {
       if (error instanceof ApiError) return json(error.status, { error: { code: error.code, message: error.message } });
+      if (error instanceof RoleRequiredError)
+        return json(403, { error: { code: 'missing_role', message: error.message } });
       if (error instanceof InvalidInputError)
         return json(400, { error: { code: 'invalid_request', message: error.message } });
       options.onError?.(error, event);

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { SendMode } from '../client/baton-client.ts';
 import { NAME_PATTERN } from '../core/ids.ts';
 import { Ticket } from '../core/messages.ts';
+import { API_ROLES } from '../core/resources.ts';
 import { TaskStatus } from '../core/tasks.ts';
 import { EntryKind, OutcomeStatus, SessionState } from '../core/vocabulary.ts';
 import { ApiErrorCode } from './api-errors.ts';
@@ -29,6 +30,15 @@ export const Submitted = z
     traceId: z.string(),
   })
   .meta({ id: 'Submitted' });
+
+/** GET /me: who the API takes the caller for, and what it may do. */
+export const CallerView = z
+  .object({
+    principal: z.string(),
+    tenants: z.union([z.literal('all'), z.array(z.string())]),
+    roles: z.array(z.enum(API_ROLES)),
+  })
+  .meta({ id: 'Caller' });
 
 export const SessionIdParams = z.object({ id: z.string().min(1).max(64) });
 

@@ -1,13 +1,16 @@
 import type { LambdaFunctionURLEvent } from 'aws-lambda';
 import { z } from 'zod';
 import { NAME_PATTERN } from '../core/ids.ts';
+import { API_ROLES } from '../core/resources.ts';
+import { ALL_ROLES, type Role } from '../core/roles.ts';
 import { ApiError } from './api-errors.ts';
 
-/** Who is calling, as far as tenancy goes: the tenants it may see, or every tenant. */
+/** Who is calling: the tenants it may see (or every tenant) and what it may do with their sessions. */
 export interface Caller {
-  /** A label for logs: the principal ARN, or `dev`. */
+  /** A label for logs and refusals: the principal ARN, or a local caller's name. */
   readonly principal: string;
   readonly tenants: readonly string[] | 'all';
+  readonly roles: readonly Role[];
 }
 
 /** Finds the caller of a request; throws ApiError unauthenticated/forbidden when there is none. */
@@ -19,9 +22,23 @@ export const canSee = (caller: Caller, tenant: string): boolean =>
 
 /** `"*"` grants every tenant; otherwise a list of tenant names. */
 export const TenantGrant = z.union([z.literal('*'), z.array(z.string().regex(NAME_PATTERN)).min(1)]);
-/** The deployed API's tenancy: IAM principal ARN → its tenants (the BATON_API_TENANTS variable, JSON). */
-export const TenantMap = z.record(z.string().min(1), TenantGrant);
-export type TenantMap = z.infer<typeof TenantMap>;
+/** `"*"` grants every role; otherwise a list of roles (lib/core/roles.ts). */
+export const RoleGrant = z.union([z.literal('*'), z.array(z.enum(API_ROLES)).min(1)]);
+/**
+ * One caller's grant: `{ tenants, roles }`, or its tenants alone — the form from before roles
+ * existed, which keeps meaning what it meant then: every role.
+ */
+export const CallerGrant = z.union([TenantGrant, z.object({ tenants: TenantGrant, roles: RoleGrant }).strict()]);
+export type CallerGrant = z.infer<typeof CallerGrant>;
+/** Callers and their grants: the deployed API's by IAM principal ARN (BATON_API_TENANTS, JSON), `baton dev --callers` by name. */
+export const CallerMap = z.record(z.string().min(1), CallerGrant);
+export type CallerMap = z.infer<typeof CallerMap>;
+
+/** The caller a grant makes of a principal. */
+export function callerOf(principal: string, grant: CallerGrant): Caller {
+  const { tenants, roles } = Array.isArray(grant) || grant === '*' ? { tenants: grant, roles: '*' as const } : grant;
+  return { principal, tenants: tenants === '*' ? 'all' : tenants, roles: roles === '*' ? ALL_ROLES : roles };
+}
 
 /** The role ARN behind an assumed-role session ARN (`arn:aws:sts::A:assumed-role/R/S` → `arn:aws:iam::A:role/R`). */
 export function roleArnOf(principalArn: string): string | undefined {
@@ -31,10 +48,10 @@ export function roleArnOf(principalArn: string): string | undefined {
 
 /**
  * The deployed resolver: the function URL's IAM auth has already verified the SigV4 signature,
- * so the principal in the request context is trusted; its tenants come from the map, by its
- * exact ARN or, for an assumed-role session, by its role's ARN. A principal not in the map is refused.
+ * so the principal in the request context is trusted; its tenants and roles come from the map,
+ * by its exact ARN or, for an assumed-role session, by its role's ARN. A principal not in the map is refused.
  */
-export function iamCallerResolver(map: TenantMap): CallerResolver {
+export function iamCallerResolver(map: CallerMap): CallerResolver {
   return (event) => {
     const principal = (event.requestContext as { authorizer?: { iam?: { userArn?: string } } }).authorizer?.iam
       ?.userArn;
@@ -47,28 +64,6 @@ export function iamCallerResolver(map: TenantMap): CallerResolver {
     const grant = map[principal] ?? (role === undefined ? undefined : map[role]);
     if (grant === undefined)
       throw new ApiError('forbidden', `principal ${principal} has no tenants in BATON_API_TENANTS`);
-    return { principal, tenants: grant === '*' ? 'all' : grant };
-  };
-}
-
-/** The header `baton dev` reads a caller's tenants from (comma-separated); the local stack trusts it. */
-export const DEV_TENANTS_HEADER = 'x-baton-tenants';
-
-/**
- * The local resolver: whoever reaches the loopback port is the developer, and the header says
- * which tenants they act as (default: every tenant). Never used by the deployed function.
- */
-export function devCallerResolver(): CallerResolver {
-  return (event) => {
-    const header = event.headers[DEV_TENANTS_HEADER]?.trim();
-    if (!header || header === '*') return { principal: 'dev', tenants: 'all' };
-    const tenants = header
-      .split(',')
-      .map((t) => t.trim())
-      .filter(Boolean);
-    const bad = tenants.find((t) => !NAME_PATTERN.test(t));
-    if (bad !== undefined)
-      throw new ApiError('invalid_request', `${DEV_TENANTS_HEADER}: '${bad}' is not a tenant name`);
-    return { principal: 'dev', tenants };
+    return callerOf(principal, grant);
   };
 }

@@ -46,6 +46,8 @@ export function openApiDocument(routes: readonly Route[], info: { title: string;
     const operation = {
       operationId: route.operationId,
       summary: route.summary,
+      // The role the caller needs (403 missing_role without it): a vendor extension, as OpenAPI has no field for it.
+      'x-baton-role': route.role,
       parameters: [
         ...parameters(route.params, 'path', components),
         ...parameters(route.query, 'query', components),
@@ -84,7 +86,7 @@ export function openApiDocument(routes: readonly Route[], info: { title: string;
     info: {
       ...info,
       description:
-        'The Baton HTTP API. Deployed behind a Lambda function URL with IAM auth (SigV4); a caller sees only the tenants mapped to its principal.',
+        'The Baton HTTP API. Deployed behind a Lambda function URL with IAM auth (SigV4); a caller sees only the tenants mapped to its principal, and may use only the operations its roles allow (`x-baton-role` on each operation; 403 `missing_role` otherwise).',
     },
     paths,
     components: {

@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import type { BatonClient } from '../client/baton-client.ts';
+import type { Role } from '../core/roles.ts';
 import type { Clock } from '../ports/clock.ts';
 import type { SessionStore } from '../ports/session-store.ts';
 import type { Caller } from './caller.ts';
@@ -51,6 +52,11 @@ export interface Route<P = unknown, Q = unknown, B = unknown> {
   readonly body?: z.ZodType<B> | undefined;
   readonly headers?: Readonly<Record<string, string>> | undefined;
   readonly responses: Readonly<Record<number, RouteResponse>>;
+  /**
+   * The role a caller needs (lib/core/roles.ts OPERATION_ROLES), checked before the handler reads
+   * anything; `any` for what every caller may ask (who it is).
+   */
+  readonly role: Role | 'any';
   /** Served without a caller (the OpenAPI document). */
   readonly public?: boolean | undefined;
   handle(context: RouteContext<P, Q, B>): Promise<RouteResult>;

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { type LivePosition, toModelText } from '../client/baton-client.ts';
 import { NotFoundError, TurnRefusedError } from '../core/errors.ts';
 import { DEFAULT_TENANT } from '../core/ids.ts';
+import { OPERATION_ROLES } from '../core/roles.ts';
 import { TERMINAL_SESSION_STATES } from '../core/vocabulary.ts';
 import type { SessionRecord } from '../ports/session-store.ts';
 import { ApiError, type ApiErrorCode } from './api-errors.ts';
@@ -40,7 +41,7 @@ const EVENTS_RETRY_MS = 250;
 const errors = {
   400: { description: 'invalid request', schema: ErrorBody },
   401: { description: 'no caller', schema: ErrorBody },
-  403: { description: 'caller may not use this tenant', schema: ErrorBody },
+  403: { description: 'the caller may not use this tenant, or lacks the role (`missing_role`)', schema: ErrorBody },
   404: { description: 'no such session (or not one of the caller’s tenants)', schema: ErrorBody },
 } as const;
 
@@ -117,6 +118,7 @@ export const SESSION_ROUTES: readonly Route[] = [
     method: 'POST',
     path: '/sessions',
     operationId: 'submitTicket',
+    role: OPERATION_ROLES.submit,
     summary: 'Submit a ticket: it goes to the tickets queue; the session id is known at once',
     body: SubmitBody,
     responses: { 202: { description: 'ticket accepted', schema: Submitted }, ...errors },
@@ -135,6 +137,7 @@ export const SESSION_ROUTES: readonly Route[] = [
     method: 'GET',
     path: '/sessions',
     operationId: 'listSessions',
+    role: OPERATION_ROLES.sessions,
     summary: "A page of one tenant's sessions, newest first, filtered by agent, state and creation time",
     query: ListQuery,
     responses: { 200: { description: 'a page of sessions', schema: SessionPage }, ...errors },
@@ -156,6 +159,7 @@ export const SESSION_ROUTES: readonly Route[] = [
     method: 'GET',
     path: '/sessions/{id}',
     operationId: 'getSession',
+    role: OPERATION_ROLES.status,
     summary: "A session's state, counters and outcome",
     params: SessionIdParams,
     responses: { 200: { description: 'the session', schema: SessionStatusView }, ...errors },
@@ -168,6 +172,7 @@ export const SESSION_ROUTES: readonly Route[] = [
     method: 'GET',
     path: '/sessions/{id}/events',
     operationId: 'sessionEvents',
+    role: OPERATION_ROLES.events,
     summary:
       "The session's journal from a cursor as Server-Sent Events. Each response carries what is new (waiting up to waitMs for something) and ends; an EventSource reconnects with Last-Event-ID. `event: end` follows the last entry of a finished session. With live=true, a running session's partial model text comes as `event: model-text` (never journaled; the model entry that follows is the whole response). With turn=TURN_ID, only that turn's entries, and `event: end` follows its published result; `event: cursor` moves the position past entries read that were not the turn's.",
     params: SessionIdParams,
@@ -242,6 +247,7 @@ export const SESSION_ROUTES: readonly Route[] = [
     method: 'POST',
     path: '/sessions/{id}/cancel',
     operationId: 'cancelSession',
+    role: OPERATION_ROLES.cancel,
     summary: 'Ask a session to stop: a running leg aborts at its next renewal',
     params: SessionIdParams,
     responses: {
@@ -262,6 +268,7 @@ export const SESSION_ROUTES: readonly Route[] = [
     method: 'POST',
     path: '/sessions/{id}/send',
     operationId: 'sendInput',
+    role: OPERATION_ROLES.send,
     summary:
       'Send an input to a conversation: a further turn behind the active one (`queue`, the default), or a message into the running turn (`inject`; queued when no turn runs). The same `id` sent again is the same input.',
     params: SessionIdParams,
@@ -280,6 +287,7 @@ export const SESSION_ROUTES: readonly Route[] = [
     method: 'POST',
     path: '/sessions/{id}/approve',
     operationId: 'approveCall',
+    role: OPERATION_ROLES.approve,
     summary: 'Approve or deny a call that waits for a human; the turn resumes',
     params: SessionIdParams,
     body: ApproveBody,
@@ -300,6 +308,7 @@ export const SESSION_ROUTES: readonly Route[] = [
     method: 'POST',
     path: '/sessions/{id}/resolve',
     operationId: 'resolveCall',
+    role: OPERATION_ROLES.resolve,
     summary:
       'Record whether a parked once-only call happened: done (with its output, the turn goes on from it) or not done (it runs again under a new key)',
     params: SessionIdParams,
@@ -318,6 +327,7 @@ export const SESSION_ROUTES: readonly Route[] = [
     method: 'GET',
     path: '/sessions/{id}/tasks',
     operationId: 'sessionTasks',
+    role: OPERATION_ROLES.tasks,
     summary: "A session's background tasks, with each one's status read now (and its result or error)",
     params: SessionIdParams,
     responses: { 200: { description: 'the tasks, oldest first', schema: TasksView }, ...errors },
@@ -331,6 +341,7 @@ export const SESSION_ROUTES: readonly Route[] = [
     method: 'POST',
     path: '/sessions/{id}/release',
     operationId: 'releaseSession',
+    role: OPERATION_ROLES.release,
     summary:
       'Release a session: cancel its running tasks (unless `cancel` is false, which refuses while tasks run), wait for them up to `timeoutS` (default 30), record the rest failed, and refuse new work. One request waits up to 20 s: `released: false` means not carried out yet, and the same release may be asked for again.',
     params: SessionIdParams,

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { RUNTIME_DEFAULTS as D, ENV } from '../core/resources.ts';
+import { RUNTIME_DEFAULTS as D, ENV, NAME_PATTERN } from '../core/resources.ts';
 import { type ProducerMap, parseProducers } from '../core/tenancy.ts';
 import { DEFAULT_SERVICE_NAME, SERVICE_NAME_ENV } from '../telemetry/metric-names.ts';
 
@@ -17,6 +17,17 @@ const Config = z.object({
   [ENV.sweepWindowMs]: z.coerce.number().int().positive().default(D.sweepWindowMs),
   [ENV.retentionDays]: z.coerce.number().int().positive().default(D.retentionDays),
   [ENV.producers]: z.string().min(1).optional(),
+  [ENV.tenantResultsQueueUrls]: z
+    .string()
+    .default('{}')
+    .transform((text, context) => {
+      try {
+        return z.record(z.string().regex(NAME_PATTERN), z.string().url()).parse(JSON.parse(text));
+      } catch (error) {
+        context.addIssue({ code: 'custom', message: `not a tenant → queue URL map: ${(error as Error).message}` });
+        return z.NEVER;
+      }
+    }),
   [ENV.tracing]: z.enum(['xray', 'otel']).default('xray'),
   [SERVICE_NAME_ENV]: z.string().min(1).default(DEFAULT_SERVICE_NAME),
   AWS_REGION: z.string().default('us-east-1'),
@@ -25,7 +36,10 @@ const Config = z.object({
 export interface FunctionConfig {
   readonly table: string;
   readonly workQueueUrl: string;
+  /** The shared results queue: every tenant's results but those with a queue of their own. */
   readonly resultsQueueUrl: string;
+  /** Tenants with results of their own: tenant → its results queue's URL. */
+  readonly tenantResultsQueueUrls?: Readonly<Record<string, string>> | undefined;
   readonly ticketsQueueUrl?: string | undefined;
   readonly bucket?: string | undefined;
   /** The function's configured timeout, for the definition-time budget check. */
@@ -56,6 +70,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): FunctionConfig {
     table: c[ENV.table],
     workQueueUrl: c[ENV.workQueueUrl],
     resultsQueueUrl: c[ENV.resultsQueueUrl],
+    tenantResultsQueueUrls: c[ENV.tenantResultsQueueUrls],
     ticketsQueueUrl: c[ENV.ticketsQueueUrl],
     bucket: c[ENV.bucket],
     functionTimeoutMs: c[ENV.functionTimeoutMs],

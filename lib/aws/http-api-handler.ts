@@ -1,7 +1,8 @@
 import type { LambdaFunctionURLEvent } from 'aws-lambda';
 import { z } from 'zod';
+import type { AgentRegistry } from '../agent/define-agent.ts';
 import { createApiHandler } from '../api/api-handler.ts';
-import { iamCallerResolver, TenantMap } from '../api/caller.ts';
+import { CallerMap, iamCallerResolver } from '../api/caller.ts';
 import { storeBackedClient } from '../client/store-backed-client.ts';
 import { ENV } from '../core/resources.ts';
 import { systemClock } from '../ports/clock.ts';
@@ -18,9 +19,12 @@ const Config = z.object({
     .default('{}')
     .transform((text, context) => {
       try {
-        return TenantMap.parse(JSON.parse(text));
+        return CallerMap.parse(JSON.parse(text));
       } catch (error) {
-        context.addIssue({ code: 'custom', message: `not a principal → tenants map: ${(error as Error).message}` });
+        context.addIssue({
+          code: 'custom',
+          message: `not a principal → tenants (and roles) map: ${(error as Error).message}`,
+        });
         return z.NEVER;
       }
     }),
@@ -28,13 +32,24 @@ const Config = z.object({
   AWS_REGION: z.string().default('us-east-1'),
 });
 
+/** What the API function is built with. */
+export interface HttpApiHandlerOptions {
+  /**
+   * The deployment's agents: a submitted or sent input is admitted against its agent's schema
+   * and limits before the API answers (lib/runtime/admission.ts). Without them it reads and
+   * writes as before, and only the rules that need no agent are checked at the API.
+   */
+  readonly agents?: AgentRegistry | undefined;
+}
+
 /**
  * The HTTP API function behind a Lambda function URL (IAM auth): the same handler `baton dev`
- * serves. It needs no agents — it reads the table and sends to the tickets and work queues.
+ * serves. It reads the table and sends to the tickets and work queues; it loads the agents only
+ * to admit inputs, and runs none of them.
  * Configuration comes from the environment the BatonRuntime construct sets.
- * @example export const handler = createHttpApiHandler();
+ * @example export const handler = createHttpApiHandler({ agents });
  */
-export function createHttpApiHandler(env: NodeJS.ProcessEnv = process.env) {
+export function createHttpApiHandler(options: HttpApiHandlerOptions = {}, env: NodeJS.ProcessEnv = process.env) {
   const parsed = Config.safeParse(env);
   if (!parsed.success) {
     const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
@@ -52,6 +67,7 @@ export function createHttpApiHandler(env: NodeJS.ProcessEnv = process.env) {
       ticketsQueueUrl: config[ENV.ticketsQueueUrl],
       workQueueUrl: config[ENV.workQueueUrl],
     },
+    agents: options.agents,
   });
 
   const api = createApiHandler({

@@ -4,7 +4,7 @@
  */
 export { type FunctionConfig, loadConfig } from './function-config.ts';
 export { createIntakeHandler, createStepHandler, createSweeperHandler, type HandlerOptions } from './handlers.ts';
-export { createHttpApiHandler } from './http-api-handler.ts';
+export { createHttpApiHandler, type HttpApiHandlerOptions } from './http-api-handler.ts';
 export {
   createRuntimeDeps,
   type FunctionRuntime,

@@ -6,6 +6,7 @@ import { DynamoDbLiveText } from '../adapters/dynamodb/dynamodb-live-text.ts';
 import { DynamoDbSessionStore } from '../adapters/dynamodb/dynamodb-session-store.ts';
 import { S3BlobStore } from '../adapters/s3/s3-blob-store.ts';
 import { SqsResultPublisher, SqsWorkQueue } from '../adapters/sqs/sqs-queues.ts';
+import { TenantResults } from '../adapters/tenant-results.ts';
 import { type AgentRegistry, assertFitsBudget } from '../agent/define-agent.ts';
 import { type IdSource, randomIds } from '../core/ids.ts';
 import { type Clock, systemClock } from '../ports/clock.ts';
@@ -73,7 +74,15 @@ export function createRuntimeDeps(config: FunctionConfig, overrides: RuntimeDeps
   const deps: RuntimeDeps = {
     store: new DynamoDbSessionStore({ client: documents, table: config.table, blobs }),
     workQueue: new SqsWorkQueue({ client: sqs, queueUrl: config.workQueueUrl }),
-    results: new SqsResultPublisher({ client: sqs, queueUrl: config.resultsQueueUrl }),
+    results: new TenantResults(
+      new SqsResultPublisher({ client: sqs, queueUrl: config.resultsQueueUrl }),
+      new Map(
+        Object.entries(config.tenantResultsQueueUrls ?? {}).map(([tenant, queueUrl]) => [
+          tenant,
+          new SqsResultPublisher({ client: sqs, queueUrl }),
+        ]),
+      ),
+    ),
     blobs,
     // Written to only by agents whose model streams: for the others it costs nothing.
     live: new DynamoDbLiveText({ client: documents, table: config.table }),

@@ -1,4 +1,5 @@
 import { CloudFormationClient, DescribeStacksCommand } from '@aws-sdk/client-cloudformation';
+import type { AgentRegistry } from '../agent/define-agent.ts';
 import type { BatonClient } from '../client/baton-client.ts';
 import { readLocalStackConfig } from '../local/local-config.ts';
 import { clientForTarget, type StoreTarget } from '../local/store-target.ts';
@@ -6,6 +7,8 @@ import { clientForTarget, type StoreTarget } from '../local/store-target.ts';
 /** Where the resources live: the local stack's local.json or a deployed stack's outputs. */
 export interface Target extends StoreTarget {
   readonly resultsQueueUrl: string;
+  /** The local stack's agents module (absent: the repository's examples); a deployed stack's are not at hand. */
+  readonly agentsModule?: string | undefined;
 }
 
 export interface ConnectOptions {
@@ -37,7 +40,26 @@ export async function resolveTarget(options: ConnectOptions): Promise<Target> {
     ticketsQueueUrl: local.resources.queues.tickets.url,
     workQueueUrl: local.resources.queues.work.url,
     resultsQueueUrl: local.resources.queues.results.url,
+    agentsModule: local.agents,
   };
+}
+
+/** The variable that gives the CLI a token for `--api` (a mapped caller's, from local.json's `callers`). */
+export const TOKEN_ENV = 'BATON_TOKEN';
+
+/**
+ * The token to send to `api`: BATON_TOKEN when set, else the developer's token from local.json
+ * when `api` is that stack's API. Never sent anywhere else: a token is for the stack that made it.
+ */
+export function apiToken(
+  api: string,
+  options: Pick<ConnectOptions, 'stateDir'>,
+  env = process.env,
+): string | undefined {
+  if (env[TOKEN_ENV]) return env[TOKEN_ENV];
+  const local = readLocalStackConfig(options.stateDir);
+  if (local?.api === undefined || local.token === undefined) return undefined;
+  return new URL(local.api).origin === new URL(api).origin ? local.token : undefined;
 }
 
 /** Is the process alive? (EPERM: it is, but not ours.) */
@@ -70,7 +92,7 @@ async function stackTarget(stackName: string, region: string): Promise<Target> {
   };
 }
 
-/** A client over the real adapters for the target. */
-export function clientFor(target: Target): BatonClient {
-  return clientForTarget(target).client;
+/** A client over the real adapters for the target, admitting inputs against `agents` when given. */
+export function clientFor(target: Target, agents?: AgentRegistry): BatonClient {
+  return clientForTarget(target, agents).client;
 }

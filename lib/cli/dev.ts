@@ -2,9 +2,11 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { enabledFaultKinds, FAULTS_ENV, parseFaultSpec } from '../adapters/faults/fault-config.ts';
+import { CallerMap } from '../api/caller.ts';
+import { describeIssues } from '../core/messages.ts';
 import { agentsModuleFor } from '../local/agents-module.ts';
 import { waitForOutcome } from '../local/local-baton.ts';
-import { type LocalStackConfig, readLocalStackConfig } from '../local/local-config.ts';
+import { consoleLoginUrl, type LocalStackConfig, readLocalStackConfig } from '../local/local-config.ts';
 import {
   DEFAULT_FUNCTION_TIMEOUT_S,
   DEFAULT_STATE_DIR,
@@ -27,10 +29,11 @@ const positiveNumber = (flag: string, value: string | undefined): number | undef
 const SAMPLE_TIMEOUT_MS = 120_000;
 
 /**
- * `baton dev [--agents FILE] [--submit TICKET.json] [--workers N] [--timeout-s S] [--visibility-s S] [--data DIR] [--port P] [--prefix P]`:
+ * `baton dev [--agents FILE] [--callers FILE] [--submit TICKET.json] [--workers N] [--timeout-s S] [--visibility-s S] [--data DIR] [--port P] [--prefix P]`:
  * starts DynamoDB Local, fauxqs, the resources, the worker processes hosting the agents of FILE
- * (the repository's examples without it), and the web console with the HTTP API; submits the
- * sample ticket of `--submit` and prints its outcome; runs until Ctrl-C, then stops all it started.
+ * (the repository's examples without it), and the web console with the HTTP API (to the
+ * developer with every role, or to the callers of `--callers`, each with a token of its own);
+ * submits the sample ticket of `--submit` and prints its outcome; runs until Ctrl-C, then stops all it started.
  */
 export async function dev(args: string[], io: CommandIo): Promise<number> {
   const { values } = parseArgs({
@@ -41,12 +44,14 @@ export async function dev(args: string[], io: CommandIo): Promise<number> {
       'visibility-s': { type: 'string' },
       data: { type: 'string' },
       agents: { type: 'string' },
+      callers: { type: 'string' },
       port: { type: 'string' },
       submit: { type: 'string' },
       prefix: { type: 'string' },
     },
   });
   const sample = values.submit === undefined ? undefined : readSample(values.submit);
+  const callers = values.callers === undefined ? undefined : readCallers(values.callers);
   const agentsModule = agentsModuleFor(values.agents);
   const workers = positiveNumber('--workers', values.workers) ?? DEFAULT_WORKERS;
   if (!Number.isInteger(workers)) throw new Error('--workers must be a whole number');
@@ -74,7 +79,7 @@ export async function dev(args: string[], io: CommandIo): Promise<number> {
     prefix: values.prefix,
     signal: io.signal,
     ...(agentsModule === undefined ? {} : { handlerEnv: { [AGENTS_MODULE_ENV]: agentsModule } }),
-    console: { port: positiveNumber('--port', values.port) },
+    console: { port: positiveNumber('--port', values.port), callers },
   }).catch((error: unknown) => {
     if (io.signal?.aborted) return undefined;
     throw error;
@@ -89,7 +94,10 @@ export async function dev(args: string[], io: CommandIo): Promise<number> {
     const { queues } = config.resources;
     const functions = Object.entries(config.functions).map(([name]) => name);
     io.out(`baton dev: local stack up in ${((Date.now() - startedAt) / 1000).toFixed(1)} s (region ${config.region})`);
-    io.out(`  console    ${config.console}`);
+    const address = config.console ?? '';
+    if (config.token !== undefined) io.out(`  console    ${consoleLoginUrl(address, config.token)}`);
+    for (const [name, token] of Object.entries(config.callers ?? {}))
+      io.out(`  console    ${consoleLoginUrl(address, token)}   (as ${name})`);
     io.out(`  API        ${config.api}   (OpenAPI at ${config.api}/openapi.json)`);
     io.out(`  DynamoDB   ${config.endpoints.dynamodb}   table ${config.resources.table}`);
     io.out(`  SQS        ${config.endpoints.sqs}`);
@@ -121,6 +129,23 @@ export async function dev(args: string[], io: CommandIo): Promise<number> {
   await stack.stop();
   if (!io.json) io.out('baton dev: stopped');
   return 0;
+}
+
+/** The `--callers` file: `{ NAME: { "tenants": [...] | "*", "roles": [...] | "*" } }`, checked before the stack starts. */
+function readCallers(file: string): CallerMap {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(resolve(file), 'utf8'));
+  } catch (error) {
+    throw new Error(`--callers: cannot read ${resolve(file)} as JSON: ${(error as Error).message}`);
+  }
+  const callers = CallerMap.safeParse(parsed);
+  if (!callers.success)
+    throw new Error(
+      `--callers: ${resolve(file)} must map caller names to { "tenants": [...] | "*", "roles": [...] | "*" }: ${describeIssues(callers.error)}`,
+    );
+  if (Object.keys(callers.data).length === 0) throw new Error(`--callers: ${resolve(file)} names no caller`);
+  return callers.data;
 }
 
 interface SampleTicket {

@@ -195,8 +195,9 @@ export const handler = createStepHandler({ agents });
 export const handler = createSweeperHandler();
 `,
     'src/functions/api.ts': `import { createHttpApiHandler } from 'baton/aws';
+import { agents } from '../agents.ts';
 
-export const handler = createHttpApiHandler();
+export const handler = createHttpApiHandler({ agents });
 `,
     'infra/app.ts': `import { join } from 'node:path';
 import { App, Stack } from 'aws-cdk-lib';

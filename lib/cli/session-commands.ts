@@ -4,7 +4,8 @@ import { SendMode } from '../client/baton-client.ts';
 import { HttpBatonClient } from '../client/http-baton-client.ts';
 import type { CallIdentity, CallRef } from '../core/call-identity.ts';
 import { SessionState } from '../core/vocabulary.ts';
-import { type ConnectOptions, clientFor, resolveTarget } from './connect.ts';
+import { loadAgents } from '../local/agents-module.ts';
+import { apiToken, type ConnectOptions, clientFor, resolveTarget } from './connect.ts';
 import { readInput } from './read-input.ts';
 
 /** What a command receives: its own arguments and how to print. */
@@ -15,9 +16,19 @@ export interface CommandIo {
   readonly signal?: AbortSignal | undefined;
 }
 
-/** The API when `--api URL` is given, otherwise the store and queues of the target stack. */
-const client = async (io: CommandIo): Promise<BatonTransport> =>
-  io.connect.api ? new HttpBatonClient({ baseUrl: io.connect.api }) : clientFor(await resolveTarget(io.connect));
+/**
+ * The API when `--api URL` is given (with baton dev's token when it is the local stack's),
+ * otherwise the store and queues of the target stack. `admitting`: inputs are admitted against
+ * the agents (lib/runtime/admission.ts), which the local stack's local.json names; the API loads
+ * its own, and a deployed stack's tables come without them.
+ */
+async function client(io: CommandIo, options: { admitting?: boolean } = {}): Promise<BatonTransport> {
+  if (io.connect.api)
+    return new HttpBatonClient({ baseUrl: io.connect.api, token: apiToken(io.connect.api, io.connect) });
+  const target = await resolveTarget(io.connect);
+  const agents = options.admitting && target.local ? await loadAgents(target.agentsModule) : undefined;
+  return clientFor(target, agents);
+}
 
 /** The one SESSION argument of a command that takes nothing else; anything more is an error, not ignored. */
 function onlySession(args: string[], usage: string): string {
@@ -200,7 +211,7 @@ export async function send(args: string[], io: CommandIo): Promise<number> {
     throw new Error(`--mode must be one of ${modes.join(', ')}`);
   // `text` named even when not given: the missing-input error then offers --text too.
   const input = await readInput({ text: values.text, input: values.input, file: values.file }, positionals.slice(1));
-  const sent = await (await client(io)).send(sessionId, input, {
+  const sent = await (await client(io, { admitting: true })).send(sessionId, input, {
     id: values.id,
     mode: values.mode as SendMode | undefined,
     ifLastTurn: values['if-last-turn'],

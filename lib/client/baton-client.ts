@@ -1,8 +1,16 @@
 import { randomUUID } from 'node:crypto';
+import type { AgentDefinition, AgentRegistry } from '../agent/define-agent.ts';
 import { asText } from '../agent/transcript.ts';
 import { type CallIdentity, type CallRef, callRef, identityOf, matchesRef } from '../core/call-identity.ts';
 import { contentDigest, ticketBlobPrefix } from '../core/content-digest.ts';
-import { GoneError, InvalidInputError, NotFoundError, TicketConflictError, TurnRefusedError } from '../core/errors.ts';
+import {
+  GoneError,
+  InvalidInputError,
+  NotFoundError,
+  RoleRequiredError,
+  TicketConflictError,
+  TurnRefusedError,
+} from '../core/errors.ts';
 import type { SessionView } from '../core/fold.ts';
 import { DEFAULT_TENANT, deriveSessionId, hashJson } from '../core/ids.ts';
 import { decisionItem, type InboxItem, resolveItem } from '../core/inbox.ts';
@@ -10,6 +18,7 @@ import type { JournalEntry } from '../core/journal.ts';
 import { INLINE_PAYLOAD_LIMIT_BYTES } from '../core/messages.ts';
 import { nextWakeAt } from '../core/next-action.ts';
 import { RUNTIME_DEFAULTS } from '../core/resources.ts';
+import { missingRole, type Operation, type Role, roleRefusal } from '../core/roles.ts';
 import { foldFromSnapshot, foldWhole, type SessionFold, snapshotAt } from '../core/snapshot.ts';
 import { childKey, countByStatus, TaskStatus } from '../core/tasks.ts';
 import { childContext, newTraceId } from '../core/trace-context.ts';
@@ -24,6 +33,7 @@ import type { Clock } from '../ports/clock.ts';
 import type { LiveTextChunk, LiveTextStore } from '../ports/live-text.ts';
 import type { TicketQueue, WorkQueue } from '../ports/queues.ts';
 import type { SessionRecord, SessionStore, TurnOutcome, TurnRecord } from '../ports/session-store.ts';
+import { admitInput } from '../runtime/admission.ts';
 import { sessionItemTtlSeconds } from '../runtime/expiry.ts';
 import { type PostDeps, post } from '../runtime/protocol/post.ts';
 import { cancelChild, readTaskLines } from '../runtime/tasks/read-tasks.ts';
@@ -45,6 +55,18 @@ export interface BatonClientDeps {
   readonly maxPendingInputs?: number | undefined;
   /** When the sweeper looks at a session whose kick was lost (default 30 s). */
   readonly sweepGraceMs?: number | undefined;
+  /**
+   * The roles of whoever uses this client (lib/core/roles.ts): an operation needing another is
+   * refused with RoleRequiredError before anything is read. Default: every role (the table's IAM
+   * grants are then what limits it).
+   */
+  readonly roles?: readonly Role[] | undefined;
+  /**
+   * The deployment's agents: submit and send then admit an input against its agent's schema and
+   * limits at once (lib/runtime/admission.ts), as intake would. Without them the rules that need
+   * no agent still hold.
+   */
+  readonly agents?: AgentRegistry | undefined;
 }
 
 const DEFAULT_SWEEP_GRACE_MS = RUNTIME_DEFAULTS.leaseTtlMs;
@@ -325,9 +347,11 @@ export class BatonClient implements BatonTransport {
 
   /** Sends a ticket through the tickets queue; the session id is known before intake runs. */
   async submit(request: SubmitRequest): Promise<Submitted> {
+    this.#may('submit');
     const tenant = request.tenant ?? DEFAULT_TENANT;
     const ticketId = request.ticketId ?? randomUUID();
     if (request.input === undefined) throw new InvalidInputError('input is required');
+    admitInput(request.input, this.#agent(request.agent), `ticket ${ticketId} input`);
     const sessionId = deriveSessionId(tenant, request.agent, ticketId);
     if (request.ticketId !== undefined) {
       // Intake would refuse it anyway; refusing here gives the producer the error, not the results queue.
@@ -361,6 +385,7 @@ export class BatonClient implements BatonTransport {
   }
 
   async status(sessionId: string): Promise<SessionStatus | undefined> {
+    this.#may('status');
     const record = await this.deps.store.findSession(sessionId);
     if (!record) return undefined;
     return this.#status(record);
@@ -368,6 +393,7 @@ export class BatonClient implements BatonTransport {
 
   /** One page of a tenant's sessions (the default tenant unless named), from the byTenant index. */
   async sessions(query: SessionListQuery = {}): Promise<SessionListPage> {
+    this.#may('sessions');
     const time = (iso: string | undefined, what: string) => {
       if (iso === undefined) return undefined;
       const ms = Date.parse(iso);
@@ -411,6 +437,7 @@ export class BatonClient implements BatonTransport {
   events(sessionId: string, options: EventsOptions & { live: true; pollMs?: number }): AsyncGenerator<FollowEvent>;
   events(sessionId: string, options?: EventsOptions & { pollMs?: number }): AsyncGenerator<SessionEvent>;
   async *events(sessionId: string, options: EventsOptions & { pollMs?: number } = {}): AsyncGenerator<FollowEvent> {
+    this.#may('events');
     const record = await this.deps.store.findSession(sessionId);
     if (!record) throw new NotFoundError(`session ${sessionId} not found`);
     if (record.expiresAt !== undefined && record.expiresAt <= this.deps.clock.now())
@@ -491,6 +518,7 @@ export class BatonClient implements BatonTransport {
    * terminal state (the finish order): cancel and status never disagree.
    */
   async cancel(sessionId: string): Promise<CancelResult> {
+    this.#may('cancel');
     const record = await this.deps.store.findSession(sessionId);
     if (!record) return 'not-found';
     if (await this.#reportedEnded(record)) return 'already-finished';
@@ -505,12 +533,16 @@ export class BatonClient implements BatonTransport {
    * supersedes the running one at its next step boundary and starts at once (`steer`).
    */
   async send(sessionId: string, input: unknown, options: SendOptions = {}): Promise<Sent> {
+    this.#may('send');
     if (input === undefined) throw new InvalidInputError('input is required');
     const record = await this.deps.store.findSession(sessionId);
     if (!record) throw new TurnRefusedError('not-found', `session ${sessionId} not found`);
     const id = options.id ?? randomUUID();
     const mode = options.mode ?? SendMode.queue;
-    if (mode === SendMode.inject && (await this.#turnRunning(record))) {
+    // An inject with no turn running to take it becomes a turn, and is admitted as one.
+    const asMessage = mode === SendMode.inject && (await this.#turnRunning(record));
+    admitInput(input, this.#agent(record.key.agent), `input ${id}`, asMessage ? 'message' : 'turn');
+    if (asMessage) {
       const posted = await this.#post(record, { kind: 'message', id, text: messageText(input) }, `message ${id}`);
       return { sessionId, turnId: id, mode, accepted: posted };
     }
@@ -541,6 +573,7 @@ export class BatonClient implements BatonTransport {
     call: string | CallRef,
     decision: { approved: boolean; reason?: string },
   ): Promise<CallIdentity> {
+    this.#may('approve');
     const record = await this.#find(sessionId);
     const ref = callRef(call);
     const awaited = (await this.#view(record)).awaitingApproval.find((a) => matchesRef(a, ref));
@@ -559,6 +592,7 @@ export class BatonClient implements BatonTransport {
     call: string | ParkedRef,
     verdict: { done: boolean; output?: unknown },
   ): Promise<CallIdentity> {
+    this.#may('resolve');
     const record = await this.#find(sessionId);
     const ref = { ...callRef(call), ...parkOf(call) };
     const { parked } = await this.#view(record);
@@ -572,6 +606,11 @@ export class BatonClient implements BatonTransport {
 
   /** A session's background tasks with their status read now from the store. */
   async tasks(sessionId: string): Promise<TaskInfo[]> {
+    this.#may('tasks');
+    return this.#tasks(sessionId);
+  }
+
+  async #tasks(sessionId: string): Promise<TaskInfo[]> {
     const record = await this.#find(sessionId);
     const { ledger } = await this.#fold(record);
     const lines = await readTaskLines(this.deps.store, record.key, ledger.tasks);
@@ -594,11 +633,12 @@ export class BatonClient implements BatonTransport {
    * for that entry. With `cancel: false` a session with running tasks is refused, unchanged.
    */
   async release(sessionId: string, options: ReleaseOptions = {}): Promise<ReleaseOutcome> {
+    this.#may('release');
     const record = await this.#find(sessionId);
     const timeoutMs = Math.round((options.timeoutS ?? DEFAULT_RELEASE_TIMEOUT_S) * 1000);
     if (!(timeoutMs >= 0)) throw new InvalidInputError('the release timeout must be a number of seconds, 0 or more');
     if (options.cancel === false && record.releaseRequested === undefined) {
-      const running = (await this.tasks(sessionId)).filter((t) => t.status === TaskStatus.running);
+      const running = (await this.#tasks(sessionId)).filter((t) => t.status === TaskStatus.running);
       if (running.length > 0)
         throw new TurnRefusedError(
           'tasks-running',
@@ -652,6 +692,23 @@ export class BatonClient implements BatonTransport {
       cancelled: running.map((t) => t.taskId),
       stragglers: left.map((t) => t.taskId),
     };
+  }
+
+  /** The definition of `agent` when this client knows the agents; an agent not among them is refused. */
+  #agent(agent: string): AgentDefinition | undefined {
+    const { agents } = this.deps;
+    if (agents === undefined) return undefined;
+    const definition = agents.get(agent);
+    if (definition === undefined)
+      throw new InvalidInputError(`unknown agent "${agent}" (deployed: ${[...agents.keys()].join(', ') || 'none'})`);
+    return definition;
+  }
+
+  /** Refuses an operation this client's user has no role for (lib/core/roles.ts). */
+  #may(operation: Operation): void {
+    if (this.deps.roles === undefined) return;
+    const role = missingRole(this.deps.roles, operation);
+    if (role !== undefined) throw new RoleRequiredError(role, roleRefusal('this client', role));
   }
 
   async #find(sessionId: string): Promise<SessionRecord> {

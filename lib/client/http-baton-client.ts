@@ -38,6 +38,8 @@ export interface HttpBatonClientOptions {
   readonly fetch?: typeof fetch | undefined;
   /** Extra headers on every request (locally: x-baton-tenants). */
   readonly headers?: Readonly<Record<string, string>> | undefined;
+  /** `baton dev`'s token (local.json), sent as a bearer token; a function URL is signed instead. */
+  readonly token?: string | undefined;
 }
 
 /** An error answer of the API, with its stable code. */
@@ -79,7 +81,12 @@ export class HttpBatonClient implements BatonTransport {
     this.#base = options.baseUrl.replace(/\/+$/, '');
     const region = functionUrlRegion(options.baseUrl);
     this.#fetch = options.fetch ?? (region === undefined ? fetch : sigv4Fetch(region));
-    this.#headers = options.headers ?? {};
+    // A function URL is signed (SigV4 owns Authorization there); a token is for baton dev only.
+    const bearer = options.token !== undefined && region === undefined;
+    this.#headers = {
+      ...(bearer ? { authorization: `Bearer ${options.token}` } : {}),
+      ...options.headers,
+    };
   }
 
   async submit(request: SubmitRequest): Promise<Submitted> {

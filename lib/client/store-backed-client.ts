@@ -9,6 +9,7 @@ import { DynamoDbLiveText } from '../adapters/dynamodb/dynamodb-live-text.ts';
 import { DynamoDbSessionStore } from '../adapters/dynamodb/dynamodb-session-store.ts';
 import { S3BlobStore } from '../adapters/s3/s3-blob-store.ts';
 import { SqsTicketQueue, SqsWorkQueue } from '../adapters/sqs/sqs-queues.ts';
+import type { AgentRegistry } from '../agent/define-agent.ts';
 import { systemClock } from '../ports/clock.ts';
 import { BatonClient } from './baton-client.ts';
 
@@ -25,6 +26,8 @@ export interface StoreBackedClientOptions {
   readonly resources: StoreResources;
   /** Adjusts the SQS client before use (the local stack adds its trace-header shim). */
   readonly configureSqs?: ((sqs: SQSClient) => void) | undefined;
+  /** The deployment's agents: inputs are then admitted against their schemas before they are sent. */
+  readonly agents?: AgentRegistry | undefined;
 }
 
 /**
@@ -49,6 +52,7 @@ export function storeBackedClient(options: StoreBackedClientOptions): {
     blobs,
     live: new DynamoDbLiveText({ client: documents, table: resources.table }),
     clock: systemClock,
+    agents: options.agents,
   });
   return { client, store };
 }

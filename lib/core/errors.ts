@@ -1,3 +1,5 @@
+import type { Role } from './roles.ts';
+
 /** Base of every Baton error. `retryable` says whether spending retry budget on it can help. */
 export class BatonError extends Error {
   readonly retryable: boolean;
@@ -214,3 +216,14 @@ export class NotFoundError extends InvalidInputError {}
 
 /** What a stream asked for existed but is past the session's retention: expired, or a cursor behind the oldest kept entry. */
 export class GoneError extends InvalidInputError {}
+
+/** A caller without the role an operation needs (lib/core/roles.ts): refused before anything is read or written. */
+export class RoleRequiredError extends InvalidInputError {
+  constructor(
+    readonly role: Role,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'RoleRequiredError';
+  }
+}

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { HANDOFF_PATTERN, NAME_PATTERN, SESSION_ID_PATTERN } from './ids.ts';
 import { isCleanText } from './json-depth.ts';
+import { TENANT_PATTERN } from './resources.ts';
 import { KickReason, OutcomeStatus } from './vocabulary.ts';
 
 /** Queue message contracts. Each carries `v`; a consumer refuses versions it does not know. */
@@ -44,7 +45,11 @@ export const Ticket = z
     v: z.literal(1).default(1),
     ticketId: TicketId,
     agent: name('agent'),
-    tenant: name('tenant').optional(),
+    /** Not `tickets` or `results`: the payload bucket's own prefixes (lib/core/resources.ts). */
+    tenant: z
+      .string()
+      .regex(TENANT_PATTERN, `tenant must match ${NAME_PATTERN} and not be "tickets" or "results"`)
+      .optional(),
     /** A further turn of this conversation (the ticketId is the turn's id); absent, a new session. */
     sessionId: z.string().min(1).max(64).optional(),
     input: z.unknown().refine((value) => value !== undefined, 'input is required'),

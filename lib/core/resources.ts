@@ -73,8 +73,21 @@ export const visibilityTimeoutSeconds = (functionTimeoutSeconds: number): number
  */
 export const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 
+/**
+ * A tenant's name: a name, but not one of the payload bucket's own top-level prefixes. A
+ * session's payloads live under `{tenant}/`, beside `tickets/` and `results/`: a tenant called
+ * `results` would have its payloads among every tenant's results, and a grant scoped to it read them.
+ */
+export const TENANT_PATTERN = /^(?!(?:tickets|results)$)[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+
 /** A producer's tenant list entry meaning every tenant. */
 export const ANY_TENANT = '*';
+
+/**
+ * What a caller of the HTTP API may do, beside which tenants it sees (lib/core/roles.ts says which
+ * operation needs which). Here because the construct checks the roles it is given at synth.
+ */
+export const API_ROLES = ['submit', 'converse', 'approve', 'operate', 'read'] as const;
 
 /**
  * The runtime's tunables when a deployment sets none, defined once: the CDK construct's props,
@@ -111,10 +124,12 @@ export const ENV = {
   sweepWindowMs: 'BATON_SWEEP_WINDOW_MS',
   retentionDays: 'BATON_RETENTION_DAYS',
   maxRecoveries: 'BATON_MAX_RECOVERIES',
-  /** The API function's tenancy: JSON, IAM principal ARN → tenant names or "*". */
+  /** The API function's callers: JSON, IAM principal ARN → tenant names or "*", or { tenants, roles }. */
   apiTenants: 'BATON_API_TENANTS',
   /** JSON: sender id → tenants it may submit for (lib/core/tenancy.ts); unset, any sender any tenant. */
   producers: 'BATON_PRODUCERS',
+  /** JSON: tenant → the URL of its own results queue; other tenants' results go to BATON_RESULTS_QUEUE_URL. */
+  tenantResultsQueueUrls: 'BATON_TENANT_RESULTS_QUEUE_URLS',
   /** `xray` (default) or `otel`: which tracer the functions use. */
   tracing: 'BATON_TRACING',
 } as const;

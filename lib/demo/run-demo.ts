@@ -9,6 +9,7 @@ import { BatonClient } from '../client/baton-client.ts';
 import { ENV } from '../core/resources.ts';
 import { LOCAL_CREDENTIALS } from '../local/aws-clients.ts';
 import { addAwsTraceHeaderShim } from '../local/aws-trace-header-shim.ts';
+import { consoleLoginUrl } from '../local/local-config.ts';
 import { type LocalStack, type LocalStackOptions, startLocalStack } from '../local/local-stack.ts';
 import { systemClock } from '../ports/clock.ts';
 import { demoBatch } from './demo-batch.ts';
@@ -122,7 +123,8 @@ export async function runDemo(options: DemoOptions): Promise<DemoRun> {
     });
     const tracker = new ProgressTracker(store);
     const results = new ResultsReader(sqs, config.resources.queues.results.url);
-    view.note(`console ${config.console} — watch the sessions live (it stops with the demo)`);
+    const address = consoleLoginUrl(config.console ?? '', config.token ?? '');
+    view.note(`console ${address} — watch the sessions live (it stops with the demo)`);
     view.note(
       `stack up in ${((Date.now() - started) / 1000).toFixed(1)} s; workers ${stack.supervisor
         .workers()

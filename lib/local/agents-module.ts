@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import type { AgentRegistry } from '../agent/define-agent.ts';
 
 /** The repository's example agents: what the local stack hosts without `--agents`. A package install has none. */
 export const EXAMPLE_AGENTS_URL = new URL('../../examples/agents.ts', import.meta.url);
@@ -21,4 +22,28 @@ export function agentsModuleFor(given: string | undefined, examples: URL = EXAMP
   if (!existsSync(module))
     throw new Error(`--agents: ${module} does not exist (a module exporting agents = agentRegistry([...]))`);
   return module;
+}
+
+/**
+ * Loads the agents a local stack hosts: the module's `agents` export, or the repository's
+ * examples without one. The workers run them; `baton dev`'s API admits inputs against them.
+ */
+export async function loadAgents(
+  module: string | undefined,
+  examples: URL = EXAMPLE_AGENTS_URL,
+): Promise<AgentRegistry> {
+  if (module === undefined || module === '') {
+    // The repository's example agents; an installed package has none and says so.
+    try {
+      return ((await import(examples.href)) as { agents: AgentRegistry }).agents;
+    } catch (error) {
+      throw new Error('no agents to host: set BATON_AGENTS_MODULE (baton dev --agents ./path/agents.ts)', {
+        cause: error,
+      });
+    }
+  }
+  const url = module.startsWith('file:') ? module : pathToFileURL(module).href;
+  const loaded = (await import(url)) as { agents?: unknown };
+  if (!(loaded.agents instanceof Map)) throw new Error(`${module} has no 'agents' export (an agentRegistry([...]))`);
+  return loaded.agents as AgentRegistry;
 }

@@ -3,10 +3,13 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { extname, join, normalize, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { AgentRegistry } from '../agent/define-agent.ts';
 import { type ApiHandler, createApiHandler } from '../api/api-handler.ts';
-import { devCallerResolver } from '../api/caller.ts';
+import type { CallerMap, CallerResolver } from '../api/caller.ts';
 import { serveWithHandler } from '../api/node-adapter.ts';
 import { systemClock } from '../ports/clock.ts';
+import { type LocalCallers, localCallers, TOKEN_COOKIE_PREFIX } from './local-callers.ts';
+import { CONSOLE_SECURITY_HEADERS, loopbackRefusal } from './loopback-guard.ts';
 import { clientForTarget, type StoreTarget } from './store-target.ts';
 
 /** The console's static assets (plain ES modules, CSS, one HTML page). */
@@ -30,6 +33,10 @@ export interface ConsoleServer {
   readonly url: string;
   /** The API's base address (the console's plus /api). */
   readonly apiUrl: string;
+  /** The developer's token (every role); absent when callers are mapped. */
+  readonly token?: string | undefined;
+  /** With `callers`: each mapped caller's token, by name. */
+  readonly callers?: Readonly<Record<string, string>> | undefined;
   stop(): Promise<void>;
 }
 
@@ -38,14 +45,26 @@ export interface ConsoleServerOptions {
   /** 0 picks a free port; a taken preferred port falls back to a free one. */
   readonly port?: number | undefined;
   readonly log?: ((line: string) => void) | undefined;
+  /**
+   * Callers by name and what each may do (`baton dev --callers`): each gets a token of its own.
+   * Without it, one token, the developer's, with every tenant and every role.
+   */
+  readonly callers?: CallerMap | undefined;
+  /** The agents the stack hosts: inputs are admitted against them before they are accepted. */
+  readonly agents?: AgentRegistry | undefined;
 }
 
-/** The API handler as `baton dev` serves it: the same handler as the function, tenants from a header. */
-export function localApiHandler(target: StoreTarget, log: (line: string) => void = () => {}): ApiHandler {
-  const { client, store } = clientForTarget(target);
+/** The API handler as `baton dev` serves it: the same handler as the function, its callers known by their tokens. */
+export function localApiHandler(
+  target: StoreTarget,
+  resolveCaller: CallerResolver,
+  options: { readonly agents?: AgentRegistry | undefined; readonly log?: ((line: string) => void) | undefined } = {},
+): ApiHandler {
+  const log = options.log ?? (() => {});
+  const { client, store } = clientForTarget(target, options.agents);
   return createApiHandler({
     services: { client, store, clock: systemClock, eventsWaitMs: 15_000, eventsPollMs: 300 },
-    resolveCaller: devCallerResolver(),
+    resolveCaller,
     onError: (error, event) =>
       log(`api: ${event.requestContext.http.method} ${event.rawPath} failed: ${(error as Error).stack ?? error}`),
   });
@@ -65,15 +84,45 @@ async function serveStatic(path: string): Promise<{ body: Buffer; type: string }
   }
 }
 
-/** Serves the console and, under /api, the API handler, on loopback only. */
+/**
+ * The console's address with a token (`/?token=…`, as `baton dev` prints it) becomes a cookie
+ * and a redirect to the same page without it: the token leaves the address bar and the history,
+ * and the page's requests, EventSource included, carry it. Strict: no other site's page sends it.
+ */
+function tokenLogin(url: URL, callers: LocalCallers, port: () => number): Record<string, string> | undefined {
+  const token = url.searchParams.get('token');
+  if (token === null || !callers.knows(token)) return undefined;
+  url.searchParams.delete('token');
+  return {
+    'set-cookie': `${TOKEN_COOKIE_PREFIX}${port()}=${token}; HttpOnly; SameSite=Strict; Path=/`,
+    location: `${url.pathname}${url.search}`,
+  };
+}
+
+/** Serves the console and, under /api, the API handler, on loopback only, to loopback pages only. */
 export async function startConsoleServer(options: ConsoleServerOptions): Promise<ConsoleServer> {
   const log = options.log ?? (() => {});
-  const handler = localApiHandler(options.target, log);
+  const callers = localCallers(options.callers);
+  const handler = localApiHandler(options.target, callers.resolve, { agents: options.agents, log });
+  let port = 0;
   const server = createServer((request, response) => {
-    const path = new URL(request.url ?? '/', 'http://localhost').pathname;
+    const url = new URL(request.url ?? '/', 'http://localhost');
+    const path = url.pathname;
+    const refusal = loopbackRefusal(request.headers);
+    if (refusal !== undefined) {
+      response.writeHead(403, { 'content-type': 'application/json' });
+      response.end(JSON.stringify({ error: { code: 'forbidden', message: refusal } }));
+      return;
+    }
     const serve = async () => {
       if (path === API_MOUNT || path.startsWith(`${API_MOUNT}/`)) {
         await serveWithHandler(handler, request, response, path.slice(API_MOUNT.length) || '/');
+        return;
+      }
+      const login = tokenLogin(url, callers, () => port);
+      if (login !== undefined) {
+        response.writeHead(303, { ...CONSOLE_SECURITY_HEADERS, ...login });
+        response.end();
         return;
       }
       if (path === '/config.json') {
@@ -83,11 +132,11 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
       }
       const asset = await serveStatic(path);
       if (asset === undefined) {
-        response.writeHead(404, { 'content-type': 'text/plain' });
+        response.writeHead(404, { ...CONSOLE_SECURITY_HEADERS, 'content-type': 'text/plain' });
         response.end('not found');
         return;
       }
-      response.writeHead(200, { 'content-type': asset.type, 'cache-control': 'no-cache' });
+      response.writeHead(200, { ...CONSOLE_SECURITY_HEADERS, 'content-type': asset.type, 'cache-control': 'no-cache' });
       response.end(asset.body);
     };
     serve().catch((error: unknown) => {
@@ -96,11 +145,13 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
       response.end();
     });
   });
-  const port = await listen(server, options.port ?? DEFAULT_CONSOLE_PORT);
+  port = await listen(server, options.port ?? DEFAULT_CONSOLE_PORT);
   const url = `http://127.0.0.1:${port}/`;
   return {
     url,
     apiUrl: `http://127.0.0.1:${port}${API_MOUNT}`,
+    ...(callers.token === undefined ? {} : { token: callers.token }),
+    ...(callers.callers === undefined ? {} : { callers: callers.callers }),
     stop: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

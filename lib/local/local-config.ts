@@ -16,25 +16,38 @@ export interface LocalStackConfig {
   /** Live worker processes, rewritten whenever one is replaced. */
   readonly workers: ReadonlyArray<{ readonly slot: number; readonly pid: number }>;
   readonly functions: { readonly intake?: string; readonly step?: string; readonly sweeper?: string };
+  /** The agents module the workers host (`baton dev --agents`); absent: the repository's examples. */
+  readonly agents?: string | undefined;
   /** The simulated services' call ledger (BATON_LEDGER). */
   readonly ledger: string;
   /** The web console's address, when `baton dev` serves it. */
   readonly console?: string | undefined;
   /** The HTTP API's base address (`baton --api URL`), served next to the console. */
   readonly api?: string | undefined;
+  /**
+   * The developer's token for the API and the console (every tenant, every role), new each run:
+   * the CLI sends it, the console's address carries it. Absent when the stack maps its callers.
+   */
+  readonly token?: string | undefined;
+  /** With `baton dev --callers`: each mapped caller's token, by name. */
+  readonly callers?: Readonly<Record<string, string>> | undefined;
   readonly startedAt: string;
 }
 
 export const LOCAL_CONFIG_FILE = 'local.json';
 
+/** The console's address with a token, as `baton dev` prints it: opening it logs the browser in (the token becomes a cookie). */
+export const consoleLoginUrl = (console: string, token: string): string =>
+  `${console}?token=${encodeURIComponent(token)}`;
+
 export const localConfigPath = (stateDir = '.baton'): string => join(resolve(stateDir), LOCAL_CONFIG_FILE);
 
-/** Writes local.json atomically (a reader never sees half a file). */
+/** Writes local.json atomically (a reader never sees half a file), readable by its owner only: it holds the tokens. */
 export function writeLocalStackConfig(stateDir: string, config: LocalStackConfig): void {
   mkdirSync(stateDir, { recursive: true });
   const path = localConfigPath(stateDir);
   const temporary = `${path}.${process.pid}.tmp`;
-  writeFileSync(temporary, `${JSON.stringify(config, null, 2)}\n`);
+  writeFileSync(temporary, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
   renameSync(temporary, path);
 }
 

@@ -5,32 +5,14 @@
  * injection (BATON_FAULTS) and failpoints (BATON_FAILPOINTS_FILE). Lambda bundles never import
  * this module.
  */
-import { pathToFileURL } from 'node:url';
 import { installFaultsFromEnv } from '../adapters/faults/install-faults.ts';
-import type { AgentRegistry } from '../agent/define-agent.ts';
 import type { FunctionConfig } from '../aws/function-config.ts';
 import { createIntakeHandler, createStepHandler, createSweeperHandler, type HandlerOptions } from '../aws/handlers.ts';
 import type { RuntimeClients } from '../aws/runtime-deps.ts';
 import { FAILPOINTS_FILE_ENV, fileFailpoints } from '../runtime/failpoints.ts';
-import { EXAMPLE_AGENTS_URL } from './agents-module.ts';
+import { loadAgents } from './agents-module.ts';
 import { addAwsTraceHeaderShim } from './aws-trace-header-shim.ts';
 import { AGENTS_MODULE_ENV } from './worker-protocol.ts';
-
-async function loadAgents(env: NodeJS.ProcessEnv): Promise<AgentRegistry> {
-  const module = env[AGENTS_MODULE_ENV];
-  if (module === undefined || module === '') {
-    // The repository's example agents; an installed package has none and says so.
-    try {
-      return ((await import(EXAMPLE_AGENTS_URL.href)) as { agents: AgentRegistry }).agents;
-    } catch {
-      throw new Error(`no agents to host: set ${AGENTS_MODULE_ENV} (baton dev --agents ./path/agents.ts)`);
-    }
-  }
-  const url = module.startsWith('file:') ? module : pathToFileURL(module).href;
-  const loaded = (await import(url)) as { agents?: unknown };
-  if (!(loaded.agents instanceof Map)) throw new Error(`${module} has no 'agents' export (an agentRegistry([...]))`);
-  return loaded.agents as AgentRegistry;
-}
 
 function instrumentLocalClients(clients: RuntimeClients, config: FunctionConfig): void {
   // fauxqs drops the AWSTraceHeader system attribute; locally it travels as a message attribute.
@@ -44,7 +26,7 @@ function instrumentLocalClients(clients: RuntimeClients, config: FunctionConfig)
 async function localOptions(): Promise<HandlerOptions> {
   const failpointsFile = process.env[FAILPOINTS_FILE_ENV];
   return {
-    agents: await loadAgents(process.env),
+    agents: await loadAgents(process.env[AGENTS_MODULE_ENV]),
     instrumentClients: instrumentLocalClients,
     ...(failpointsFile ? { failpoint: fileFailpoints(failpointsFile) } : {}),
   };

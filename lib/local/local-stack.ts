@@ -1,7 +1,9 @@
 import { existsSync } from 'node:fs';
 import { extname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { CallerMap } from '../api/caller.ts';
 import { ENV, RUNTIME_DEFAULTS } from '../core/resources.ts';
+import { loadAgents } from './agents-module.ts';
 import { localAwsEnv } from './aws-clients.ts';
 import { type ConsoleServer, startConsoleServer } from './console-server.ts';
 import { type Emulators, type Endpoints, startEmulators } from './emulators.ts';
@@ -9,7 +11,7 @@ import { DEFAULT_WAIT_TIME_S } from './event-source-mapping.ts';
 import { type LocalStackConfig, removeLocalStackConfig, writeLocalStackConfig } from './local-config.ts';
 import { provisionResources, type Resources } from './provision.ts';
 import { type Supervisor, type SupervisorEvent, startSupervisor, type WorkerOutput } from './supervisor.ts';
-import type { MappingConfig, ScheduleConfig } from './worker-protocol.ts';
+import { AGENTS_MODULE_ENV, type MappingConfig, type ScheduleConfig } from './worker-protocol.ts';
 
 /** `--timeout-s` default: the step function's timeout in the cloud stack. */
 export const DEFAULT_FUNCTION_TIMEOUT_S = 60;
@@ -75,8 +77,12 @@ export interface LocalStackOptions {
   readonly onEvent?: ((event: SupervisorEvent) => void) | undefined;
   /** Aborting it while the stack starts stops what was started and rejects. */
   readonly signal?: AbortSignal | undefined;
-  /** Serve the web console and the HTTP API (port 0: any free port; default: DEFAULT_CONSOLE_PORT or a free one). */
-  readonly console?: { readonly port?: number | undefined } | undefined;
+  /**
+   * Serve the web console and the HTTP API (port 0: any free port; default: DEFAULT_CONSOLE_PORT
+   * or a free one), to the developer with every role, or to the `callers` named, each with its
+   * own tenants and roles.
+   */
+  readonly console?: { readonly port?: number | undefined; readonly callers?: CallerMap | undefined } | undefined;
 }
 
 export interface LocalStack {
@@ -122,7 +128,10 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       maxReceiveCount: options.maxReceiveCount,
     });
     if (options.console !== undefined) {
+      // The API admits inputs against the agents the workers host: the same module, loaded here too.
+      const agents = await loadAgents(options.handlerEnv?.[AGENTS_MODULE_ENV]);
       consoleServer = await startConsoleServer({
+        agents,
         target: {
           region: emulators.region,
           endpoints: emulators.endpoints,
@@ -133,6 +142,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
           workQueueUrl: resources.queues.work.url,
         },
         port: options.console.port,
+        callers: options.console.callers,
         log,
       });
     }
@@ -185,7 +195,15 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         ...(functions.sweeper === undefined ? {} : { sweeper: functions.sweeper.module }),
       },
       ledger,
-      ...(consoleServer === undefined ? {} : { console: consoleServer.url, api: consoleServer.apiUrl }),
+      ...(options.handlerEnv?.[AGENTS_MODULE_ENV] ? { agents: options.handlerEnv[AGENTS_MODULE_ENV] } : {}),
+      ...(consoleServer === undefined
+        ? {}
+        : {
+            console: consoleServer.url,
+            api: consoleServer.apiUrl,
+            ...(consoleServer.token === undefined ? {} : { token: consoleServer.token }),
+            ...(consoleServer.callers === undefined ? {} : { callers: consoleServer.callers }),
+          }),
       startedAt: new Date().toISOString(),
     };
     const publish = () => {

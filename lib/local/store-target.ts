@@ -1,4 +1,5 @@
 import type { DynamoDbSessionStore } from '../adapters/dynamodb/dynamodb-session-store.ts';
+import type { AgentRegistry } from '../agent/define-agent.ts';
 import type { BatonClient } from '../client/baton-client.ts';
 import { type StoreResources, storeBackedClient } from '../client/store-backed-client.ts';
 import { LOCAL_CREDENTIALS } from './aws-clients.ts';
@@ -12,8 +13,14 @@ export interface StoreTarget extends StoreResources {
   readonly local: boolean;
 }
 
-/** The store-backed client for a target, with the emulators' credentials and trace-header shim when local. */
-export function clientForTarget(target: StoreTarget): { client: BatonClient; store: DynamoDbSessionStore } {
+/**
+ * The store-backed client for a target, with the emulators' credentials and trace-header shim
+ * when local, admitting inputs against `agents` when given.
+ */
+export function clientForTarget(
+  target: StoreTarget,
+  agents?: AgentRegistry,
+): { client: BatonClient; store: DynamoDbSessionStore } {
   return storeBackedClient({
     aws: {
       region: target.region,
@@ -22,5 +29,6 @@ export function clientForTarget(target: StoreTarget): { client: BatonClient; sto
     },
     resources: target,
     configureSqs: target.local ? addAwsTraceHeaderShim : undefined,
+    agents,
   });
 }

@@ -19,9 +19,17 @@ export interface WorkQueue {
   sendKick(kick: Kick, options?: SendOptions): Promise<void>;
 }
 
+export interface PublishOptions extends SendOptions {
+  /**
+   * The result's tenant is only what its sender claimed, and the sender may not use that tenant
+   * (an outsider's refusal): it goes to the deployment's shared results, never to the tenant's own.
+   */
+  readonly unattributed?: boolean | undefined;
+}
+
 /** The results queue: outcomes, at least once, recognisable by session and turn. */
 export interface ResultPublisher {
-  publish(result: Result, options?: SendOptions): Promise<void>;
+  publish(result: Result, options?: PublishOptions): Promise<void>;
 }
 
 /** The tickets queue, as a producer (CLI, client) sees it. */

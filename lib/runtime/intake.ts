@@ -13,6 +13,7 @@ import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../core/json-depth.ts';
 import { BlobRef, describeIssues, Ticket, TicketId } from '../core/messages.ts';
 import { tenantRefusal } from '../core/tenancy.ts';
 import { childContext, newTraceId, type TraceContext } from '../core/trace-context.ts';
+import { admitInput } from './admission.ts';
 import type { RuntimeDeps } from './deps.ts';
 import { itemTtlSeconds, newSessionExpiry } from './deps.ts';
 import { acceptTurn, inlineInput } from './turn-intake.ts';
@@ -58,16 +59,7 @@ export async function acceptTicket(
       `unknown agent "${ticket.agent}" (deployed: ${[...deps.agents.keys()].join(', ') || 'none'})`,
     );
   const input = await resolveInput(ticket.input, tenant, agent, deps);
-  const bytes = Buffer.byteLength(JSON.stringify(input));
-  if (bytes > agent.limits.maxPayloadBytes)
-    throw new PayloadTooLargeError(`ticket ${ticket.ticketId} input`, bytes, agent.limits.maxPayloadBytes);
-  if (agent.input) {
-    const parsed = agent.input.safeParse(input);
-    if (!parsed.success)
-      throw new InvalidInputError(
-        `ticket ${ticket.ticketId}: input does not match agent ${agent.name}: ${describeIssues(parsed.error)}`,
-      );
-  }
+  admitInput(input, agent, `ticket ${ticket.ticketId} input`);
 
   const now = deps.clock.now();
   if (ticket.sessionId !== undefined) {
@@ -137,8 +129,6 @@ function parseTicket(body: string): Ticket {
   if (exceedsJsonDepth(json)) throw new InvalidInputError(`ticket is nested deeper than ${MAX_JSON_DEPTH} levels`);
   const parsed = Ticket.safeParse(json);
   if (!parsed.success) throw new InvalidInputError(`ticket is invalid: ${describeIssues(parsed.error)}`);
-  if (hasLoneSurrogate(parsed.data.input))
-    throw new InvalidInputError('ticket input contains invalid Unicode (a lone surrogate)');
   return parsed.data;
 }
 
@@ -182,20 +172,8 @@ async function resolveInput(
   } catch (error) {
     throw new InvalidInputError(`ticket input blob ${ref.$blob} is not valid JSON: ${errorMessage(error)}`);
   }
-  if (exceedsJsonDepth(resolved))
-    throw new InvalidInputError(`ticket input blob ${ref.$blob} is nested deeper than ${MAX_JSON_DEPTH} levels`);
-  if (hasLoneSurrogate(resolved))
-    throw new InvalidInputError('ticket input contains invalid Unicode (a lone surrogate)');
+  // What it holds is admitted as any input is (depth, Unicode, size, schema), by the caller.
   return resolved;
-}
-
-/** Lone UTF-16 surrogates survive JSON.parse but break every store and model downstream. */
-function hasLoneSurrogate(value: unknown): boolean {
-  if (typeof value === 'string') return !value.isWellFormed();
-  if (Array.isArray(value)) return value.some(hasLoneSurrogate);
-  if (value && typeof value === 'object')
-    return Object.entries(value).some(([k, v]) => !k.isWellFormed() || hasLoneSurrogate(v));
-  return false;
 }
 
 /** The ids an invalid ticket still yields, so its failure can be recorded where an operator looks. */
@@ -232,6 +210,17 @@ export async function recordRejectedTicket(
 ): Promise<boolean> {
   const ids = salvageIds(body);
   if (!ids) return false;
+  // A sender outside the tenant writes nothing there (it could squat the tenant's future ticket
+  // id) and names nothing of it: the ticket id and session id it gave, or would derive, may be
+  // the tenant's own, which its consumers dedupe and correlate on. Its refusal is published under
+  // ids of its own, from the message, and says only why.
+  const outsider = tenantRefusal(deps.config.producers, origin.senderId, ids.tenant);
+  if (outsider !== undefined) {
+    const own = `refused:${origin.messageId ?? newTraceId()}`;
+    const key = { tenant: ids.tenant, agent: ids.agent, id: own };
+    await deps.results.publish(rejection({ ticketId: own }, key, own, outsider), { unattributed: true });
+    return true;
+  }
   const now = deps.clock.now();
   if (ids.sessionId !== undefined) {
     // A refused further turn: the conversation is not touched; the result says why.
@@ -244,15 +233,6 @@ export async function recordRejectedTicket(
     agent: ids.agent,
     id: deriveSessionId(ids.tenant, ids.agent, ids.ticketId),
   };
-  // A sender outside the tenant writes nothing there (it could squat the tenant's future ticket
-  // id), and its refusal gets an identity of its own, so a consumer never confuses it with the
-  // result of the tenant's real ticket.
-  const refusal = tenantRefusal(deps.config.producers, origin.senderId, ids.tenant);
-  if (refusal !== undefined) {
-    const turnId = `refused:${origin.messageId ?? newTraceId()}`;
-    await deps.results.publish(rejection(ids, key, turnId, refusal), {});
-    return true;
-  }
   const refusalOnly = () => deps.results.publish(rejection(ids, key, refusalTurnId(ids.ticketId, body), reason), {});
   if (await deps.store.getSession(key)) {
     await refusalOnly();

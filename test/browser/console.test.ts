@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { SessionStatus } from '../../lib/client/baton-client.ts';
+import { consoleLoginUrl } from '../../lib/local/local-config.ts';
 import { readProbes } from '../fixtures/agents/probe-log.ts';
 import { TEST_AGENTS_MODULE } from '../fixtures/agents/registry.ts';
 import { startTestStack, type TestStack } from '../fixtures/stack.ts';
@@ -55,7 +56,8 @@ describe('the web console in Chromium against the local stack', { timeout: 420_0
   async function submitTicket(agent: string, input: unknown): Promise<string> {
     page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
     page.setDefaultTimeout(PAGE_WAIT_MS);
-    await page.goto(t.stack.config.console as string);
+    // The address baton dev prints: its token becomes the console's cookie.
+    await page.goto(consoleLoginUrl(t.stack.config.console as string, t.stack.config.token as string));
     const form = page.getByRole('form', { name: 'Submit a ticket' });
     await form.getByLabel('Agent').fill(agent);
     await form.getByLabel('Input (JSON)').fill(JSON.stringify(input));
@@ -125,6 +127,32 @@ describe('the web console in Chromium against the local stack', { timeout: 420_0
     await page.getByRole('link', { name: '← All sessions' }).click();
     await page.getByRole('link', { name: sessionId }).waitFor();
     await page.screenshot({ path: join(ARTIFACTS, 'sessions-list.png'), fullPage: true });
+  });
+
+  it('shows nothing to a browser without the token, and cannot be framed by another page', async () => {
+    // Arrange: a browser that never opened the printed address, and a page that frames the console.
+    const context = await browser.newContext();
+    page = await context.newPage();
+    page.setDefaultTimeout(PAGE_WAIT_MS);
+
+    // Act
+    await page.goto(t.stack.config.console as string);
+    const refused = page.locator('p.error', { hasText: 'unauthenticated' });
+    await refused.waitFor();
+    const said = await refused.textContent();
+    const submitHidden = await page.getByRole('form', { name: 'Submit a ticket' }).isHidden();
+    const framed = consoleLoginUrl(t.stack.config.console as string, t.stack.config.token as string);
+    await page.setContent(`<iframe id="framed" src="${framed}"></iframe>`);
+    const frame = await (await page.locator('#framed').elementHandle())?.contentFrame();
+    await frame?.waitForLoadState('load');
+
+    // Assert
+    expect(said).toContain('.baton/local.json');
+    expect(submitHidden).toBe(true);
+    // frame-ancestors 'none': the browser shows its own error page in the frame, never the console.
+    expect(frame?.url()).not.toMatch(/^http:\/\/127\.0\.0\.1/);
+    await expect(frame?.locator('h1', { hasText: 'Sessions' }).count()).resolves.toBe(0);
+    await context.close();
   });
 
   it('stops a running session when Cancel is clicked', async () => {

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Duration, Stack, Validations } from 'aws-cdk-lib';
 import { Match, type Template } from 'aws-cdk-lib/assertions';
+import { AccountRootPrincipal, Role } from 'aws-cdk-lib/aws-iam';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { BatonStack } from '../../infra/baton-stack.ts';
@@ -15,6 +16,7 @@ import { FIXTURE_AGENTS_ENTRY, type Synthesized, synthWithPolicyChecks } from '.
 const TEAM_TOPIC_ARN = 'arn:aws:sns:eu-west-1:111122223333:team-alarms';
 const SUPPORT_ROLE_ARN = 'arn:aws:iam::111122223333:role/Support';
 const OPS_ROLE_ARN = 'arn:aws:iam::111122223333:role/Ops';
+const APPROVERS_ROLE_ARN = 'arn:aws:iam::111122223333:role/Approvers';
 
 /** esbuild bundles three functions in the hook; on a loaded machine that takes minutes. */
 const SYNTH_TIMEOUT_MS = 300_000;
@@ -33,7 +35,7 @@ beforeAll(() => {
     (app) => {
       baton = new BatonStack(app, 'Baton');
       team = new Stack(app, 'TeamStack');
-      new BatonRuntime(team, 'Team', {
+      const runtime = new BatonRuntime(team, 'Team', {
         agentsEntry: FIXTURE_AGENTS_ENTRY,
         functionTimeout: Duration.minutes(2),
         intakeTimeout: Duration.seconds(20),
@@ -41,8 +43,18 @@ beforeAll(() => {
         batchSize: 5,
         retentionDays: 7,
         alarmTopic: Topic.fromTopicArn(team, 'Alarms', TEAM_TOPIC_ARN),
-        apiTenants: { [SUPPORT_ROLE_ARN]: ['acme', 'globex'], [OPS_ROLE_ARN]: '*' },
+        apiTenants: {
+          [SUPPORT_ROLE_ARN]: ['acme', 'globex'],
+          [OPS_ROLE_ARN]: '*',
+          [APPROVERS_ROLE_ARN]: { tenants: ['acme'], roles: ['read', 'approve'] },
+        },
+        producers: [],
       });
+      // A tenant of its own: its producer, its results consumer and its reader, each scoped to it.
+      const acme = (name: string) => new Role(team, name, { assumedBy: new AccountRootPrincipal() });
+      runtime.grantSubmitTickets(acme('AcmeProducer'), { tenants: ['acme'] });
+      runtime.grantReadResults(acme('AcmeConsumer'), { tenant: 'acme' });
+      runtime.grantReadSessions(acme('AcmeReader'), { tenant: 'acme' });
       // Only the team's functions are bundled (the bundle test reads them): bundling is most of the time.
     },
     { bundleStacks: ['TeamStack'] },
@@ -493,12 +505,13 @@ describe("BatonRuntime with a team's props", () => {
       .filter((p) => p.Properties.Action === 'lambda:InvokeFunctionUrl')
       .map((p) => p.Properties);
 
-    expect(invokers.map((p) => p.Principal).sort()).toEqual([OPS_ROLE_ARN, SUPPORT_ROLE_ARN]);
+    expect(invokers.map((p) => p.Principal).sort()).toEqual([APPROVERS_ROLE_ARN, OPS_ROLE_ARN, SUPPORT_ROLE_ARN]);
     for (const p of invokers) expect(p).toMatchObject({ FunctionUrlAuthType: 'AWS_IAM' });
     const variables = resource(custom, apiId).Properties.Environment as { Variables: Record<string, string> };
     expect(JSON.parse(variables.Variables[ENV.apiTenants]!)).toEqual({
       [SUPPORT_ROLE_ARN]: ['acme', 'globex'],
       [OPS_ROLE_ARN]: '*',
+      [APPROVERS_ROLE_ARN]: { tenants: ['acme'], roles: ['read', 'approve'] },
     });
   });
 
@@ -519,6 +532,12 @@ describe("BatonRuntime with a team's props", () => {
 
     expect(bundle).toContain(FIXTURE_AGENT_NAME);
     expect(bundle).not.toContain('order-investigator');
+    // The API admits inputs against the same agents (their schemas), so it bundles them too.
+    const api = readFileSync(
+      join(synthesized.assetDir(team, logicalId(custom, 'AWS::Lambda::Function', 'TeamApiFunction')), 'index.mjs'),
+      'utf8',
+    );
+    expect(api).toContain(FIXTURE_AGENT_NAME);
     const loaded = spawnSync(
       process.execPath,
       ['--input-type=module', '-e', "const m = await import('./index.mjs'); console.log(typeof m.handler);"],

@@ -22,7 +22,19 @@ interface Properties {
 }
 type Resources = Record<string, { Type: string; Properties: Properties }>;
 
-const PRINCIPALS = ['Producer', 'Consumer', 'Reader', 'Operator', 'Caller', 'Outsider'] as const;
+const PRINCIPALS = [
+  'Producer',
+  'Consumer',
+  'Reader',
+  'Operator',
+  'Caller',
+  'Approver',
+  'Outsider',
+  'AcmeProducer',
+  'MappedProducer',
+  'AcmeConsumer',
+  'AcmeReader',
+] as const;
 
 let stack: Stack;
 let baton: BatonRuntime;
@@ -35,12 +47,18 @@ beforeAll(() => {
   baton = new BatonRuntime(stack, 'Baton', {
     agentsEntry: FIXTURE_AGENTS_ENTRY,
     bedrockModels: ['anthropic.claude-3-haiku-20240307-v1:0', 'us.anthropic.claude-sonnet-4-20250514-v1:0'],
+    producers: [{ sender: roles.MappedProducer.roleId, tenants: ['globex'] }],
   });
   baton.grantSubmitTickets(roles.Producer);
+  baton.grantSubmitTickets(roles.AcmeProducer, { tenants: ['acme'] });
+  baton.grantSubmitTickets(roles.MappedProducer);
   baton.grantReadResults(roles.Consumer);
+  baton.grantReadResults(roles.AcmeConsumer, { tenant: 'acme' });
   baton.grantReadSessions(roles.Reader);
+  baton.grantReadSessions(roles.AcmeReader, { tenant: 'acme' });
   baton.grantOperate(roles.Operator);
   baton.grantInvokeApi(roles.Caller, ['acme']);
+  baton.grantInvokeApi(roles.Approver, ['acme'], ['read', 'approve']);
   resources = Template.fromStack(stack).toJSON().Resources as Resources;
 }, 180_000);
 
@@ -77,6 +95,57 @@ describe('BatonRuntime grant helpers', () => {
     expect(grants.get('s3:PutObject')?.join()).toContain('/tickets/*');
     expect([...grants.keys()].filter((action) => action.startsWith('dynamodb:'))).toEqual([]);
     expect(grants.has('s3:GetObject')).toBe(false);
+  });
+
+  it('lets a producer of some tenants offload inputs under their ticket prefixes only, and maps it to them', () => {
+    const granted = grantsOf(roles.AcmeProducer).get('s3:PutObject')?.join() ?? '';
+    const mapped = grantsOf(roles.MappedProducer).get('s3:PutObject')?.join() ?? '';
+    const intake = resources[stack.getLogicalId(baton.intakeFunction.function.node.defaultChild as CfnFunction)]!;
+    const producers = JSON.stringify(intake.Properties.Environment.Variables.BATON_PRODUCERS);
+
+    expect(granted).toContain('/tickets/acme/*');
+    expect(granted).not.toContain('/tickets/*');
+    // A producer the `producers` prop maps to globex writes under globex's prefix, with no `tenants` of its own.
+    expect(mapped).toContain('/tickets/globex/*');
+    expect(mapped).not.toContain('/tickets/*');
+    expect(producers).toContain(JSON.stringify({ 'Fn::GetAtt': [idOf(roles.AcmeProducer), 'RoleId'] }));
+    expect(producers).toContain('[\\"acme\\"]');
+  });
+
+  it('gives a tenant results of its own: a queue only its consumer reads, its answers only, and routes its results there', () => {
+    const grants = grantsOf(roles.AcmeConsumer);
+    const acmeQueue = baton.resultsQueueFor('acme');
+    const step = resources[stack.getLogicalId(baton.stepFunction.function.node.defaultChild as CfnFunction)]!;
+    const routes = JSON.stringify(step.Properties.Environment.Variables.BATON_TENANT_RESULTS_QUEUE_URLS);
+
+    for (const action of ['sqs:ReceiveMessage', 'sqs:DeleteMessage'])
+      expect(grants.get(action), action).toEqual([arnOf(acmeQueue)]);
+    expect(grants.get('s3:GetObject')?.join()).toContain('/results/acme/*');
+    expect(grants.get('s3:GetObject')?.join()).not.toMatch(/Arn"\]},"\/\*"/);
+    expect(grantsOf(roles.Consumer).get('sqs:ReceiveMessage')).toEqual([arnOf(baton.resultsQueue)]);
+    expect(grantsOf(roles.Consumer).get('sqs:ReceiveMessage')).not.toContain(arnOf(acmeQueue));
+    expect(routes).toContain('acme');
+    expect(routes).toContain(JSON.stringify({ Ref: idOf(acmeQueue) }).slice(1, -1));
+    for (const fn of [baton.stepFunction, baton.intakeFunction])
+      expect(grantsOf(fn.role as Role).get('sqs:SendMessage')).toContain(arnOf(acmeQueue));
+  });
+
+  it('scopes a tenant reader’s payload reads, and its listing, to that tenant’s prefix', () => {
+    const reader = grantsOf(roles.AcmeReader);
+    const listing = Object.values(resources)
+      .filter((r) => r.Type === 'AWS::IAM::Policy' && r.Properties.Roles.some((x) => x.Ref === idOf(roles.AcmeReader)))
+      .flatMap((r) => r.Properties.PolicyDocument.Statement)
+      .find((statement) => statement.Action === 's3:ListBucket') as { Condition?: unknown } | undefined;
+
+    expect(reader.get('s3:GetObject')?.join()).toContain('/acme/*');
+    expect(listing?.Condition).toEqual({ StringLike: { 's3:prefix': ['acme/*'] } });
+    expect(grantsOf(roles.Consumer).get('s3:GetObject')?.join()).toContain('/results/*');
+  });
+
+  it('refuses a tenant named like a payload prefix of its own, which would read every tenant’s', () => {
+    expect(() => baton.resultsQueueFor('results')).toThrow(/not be "tickets" or "results"/);
+    expect(() => baton.grantReadSessions(roles.Outsider, { tenant: 'tickets' })).toThrow(/not be "tickets"/);
+    expect(() => baton.grantSubmitTickets(roles.Outsider, { tenants: ['a/b'] })).toThrow(/must match/);
   });
 
   it('lets a consumer receive and delete results and read offloaded answers, but not send work', () => {
@@ -124,8 +193,28 @@ describe('BatonRuntime grant helpers', () => {
       .join('');
 
     expect(grantsOf(roles.Caller).get('lambda:InvokeFunctionUrl')).toBeDefined();
-    expect(JSON.parse(text)).toEqual({ CALLER: ['acme'] });
+    expect(JSON.parse(text)).toMatchObject({ CALLER: { tenants: ['acme'], roles: '*' } });
     expect(grantsOf(roles.Outsider).size).toBe(0);
+  });
+
+  it('gives an API caller the roles it is granted, next to its tenants, and never the roles that run agents', () => {
+    const api = resources[stack.getLogicalId(baton.apiFunction.function.node.defaultChild as CfnFunction)]!;
+    const joined = api.Properties.Environment.Variables.BATON_API_TENANTS as unknown as {
+      'Fn::Join': [string, unknown[]];
+    };
+    const approverArn = JSON.stringify({ 'Fn::GetAtt': [idOf(roles.Approver), 'Arn'] });
+    const text = joined['Fn::Join'][1]
+      .map((part) => (typeof part === 'string' ? part : JSON.stringify(part) === approverArn ? 'APPROVER' : 'OTHER'))
+      .join('');
+
+    expect(JSON.parse(text).APPROVER).toEqual({ tenants: ['acme'], roles: ['read', 'approve'] });
+    expect(() => baton.grantInvokeApi(baton.stepFunction.role as Role, '*', ['approve'])).toThrow(
+      /runs the agents and may not call the API: an agent never decides its own approval/,
+    );
+    expect(() => baton.grantInvokeApi(baton.intakeFunction.role as Role, ['acme'])).toThrow(/runs the agents/);
+    expect(() => baton.grantInvokeApi(roles.Outsider, ['acme'], ['admin' as never])).toThrow(
+      /the roles of .* must be '\*' or a non-empty list of submit, converse, approve, operate, read/,
+    );
   });
 
   it('lets the step function invoke the named models: a foundation model in the region, a profile and its model', () => {

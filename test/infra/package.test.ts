@@ -76,7 +76,8 @@ export const handler = createStepHandler({ agents });
 export const handler = createSweeperHandler();
 `,
   'src/api.ts': `import { createHttpApiHandler } from 'baton/aws';
-export const handler = createHttpApiHandler();
+import { agents } from './agents.ts';
+export const handler = createHttpApiHandler({ agents });
 `,
   // The team's CDK app: its own handlers, the construct from baton/cdk, cdk-nag's packs over it all.
   'infra/app.ts': `import { App, Stack, Validations } from 'aws-cdk-lib';
@@ -305,7 +306,8 @@ describe('the published package, installed into a project outside the repository
     const bundles = await synthBundles(project, join(dir, 'team.out'));
 
     expect(bundles).toHaveLength(4);
-    expect(bundles.filter((bundle) => bundle.includes('greeter')).length, 'bundles with the agents').toBe(2);
+    // Intake and step run them; the API admits inputs against them. The sweeper needs none.
+    expect(bundles.filter((bundle) => bundle.includes('greeter')).length, 'bundles with the agents').toBe(3);
     expect(bundles.map(hooksIn)).toEqual([[], [], [], []]);
   });
 

@@ -1,4 +1,5 @@
 import { mkdtempSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -26,6 +27,10 @@ async function waitFor<T>(what: string, check: () => Promise<T | undefined>, tim
 describe('the HTTP API served by the local stack', { timeout: 180_000 }, () => {
   let t: TestStack;
   let api: string;
+  /** The run's token, as baton dev wrote it to local.json. */
+  const token = () => t.stack.config.token as string;
+  /** The CLI against the API: it finds the token in the stack's local.json. */
+  const cli = (args: string[], out: (line: string) => void) => main(['--state-dir', t.stateDir, ...args], out);
 
   beforeAll(async () => {
     t = await startTestStack({ console: { port: 0 }, handlerEnv: { BATON_AGENTS_MODULE: TEST_AGENTS_MODULE } });
@@ -42,7 +47,7 @@ describe('the HTTP API served by the local stack', { timeout: 180_000 }, () => {
   ) => {
     const response = await fetch(`${api}${path}`, {
       method,
-      headers: { 'content-type': 'application/json', ...options.headers },
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token()}`, ...options.headers },
       ...(options.body === undefined ? {} : { body: JSON.stringify(options.body) }),
     });
     const text = await response.text();
@@ -68,6 +73,79 @@ describe('the HTTP API served by the local stack', { timeout: 180_000 }, () => {
     expect(t.stack.config.api).toBe(`${t.stack.config.console?.replace(/\/$/, '')}/api`);
     expect(page.status).toBe(200);
     expect(await page.text()).toContain('<script type="module" src="/app.js">');
+  });
+
+  it('answers only its own console and local tools: without the run’s token, from a foreign page, under a rebound name or with a text/plain body it refuses and changes nothing', async () => {
+    // Arrange: a web page would post a ticket as text/plain (no CORS preflight) or under a rebinding name.
+    const tenant = `guard${Date.now().toString(36)}`;
+    const ticket = JSON.stringify({ agent: 'echo', input: { text: 'from a page' }, tenant });
+    const port = new URL(api).port;
+    const raw = (headers: Record<string, string>, body?: string) =>
+      new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const request = httpRequest(
+          { host: '127.0.0.1', port, path: '/api/sessions', method: body === undefined ? 'GET' : 'POST', headers },
+          (response) => {
+            let text = '';
+            response.on('data', (chunk) => {
+              text += chunk;
+            });
+            response.on('end', () => resolve({ status: response.statusCode ?? 0, body: text }));
+          },
+        );
+        request.on('error', reject);
+        request.end(body);
+      });
+    const json = { 'content-type': 'application/json', authorization: `Bearer ${token()}` };
+
+    // Act
+    const noToken = await raw({ 'content-type': 'application/json' }, ticket);
+    const wrongToken = await raw({ ...json, authorization: 'Bearer guessed' }, ticket);
+    const textPlain = await raw({ ...json, 'content-type': 'text/plain' }, ticket);
+    const foreignPage = await raw({ ...json, origin: 'https://attacker.example' }, ticket);
+    const nullOrigin = await raw({ ...json, origin: 'null' }, ticket);
+    const rebound = await raw({ ...json, host: `attacker.example:${port}` }, ticket);
+    const ownPage = await raw({ ...json, origin: `http://localhost:${port}` });
+    const list = await call('GET', `/sessions?tenant=${tenant}`);
+
+    // Assert
+    expect([noToken.status, JSON.parse(noToken.body).error.code]).toEqual([401, 'unauthenticated']);
+    expect(JSON.parse(noToken.body).error.message).toContain('.baton/local.json');
+    expect(wrongToken.status).toBe(401);
+    expect([textPlain.status, JSON.parse(textPlain.body).error.code]).toEqual([415, 'unsupported_media_type']);
+    expect([foreignPage.status, JSON.parse(foreignPage.body).error.message]).toEqual([
+      403,
+      expect.stringContaining('Origin https://attacker.example'),
+    ]);
+    expect(nullOrigin.status).toBe(403);
+    expect([rebound.status, JSON.parse(rebound.body).error.message]).toEqual([
+      403,
+      expect.stringContaining('not a loopback name'),
+    ]);
+    expect(ownPage.status).toBe(200);
+    expect(list.json().sessions).toEqual([]);
+  });
+
+  it('logs the console in from the address baton dev printed (a strict, HTTP-only cookie), and forbids framing it', async () => {
+    // Act
+    const login = await fetch(`${t.stack.config.console}sessions/x?token=${token()}`, { redirect: 'manual' });
+    const cookie = (login.headers.get('set-cookie') ?? '').split(';')[0] as string;
+    const withCookie = await fetch(`${api}/me`, { headers: { cookie } });
+    const page = await fetch(t.stack.config.console as string);
+    const me = await call('GET', '/me');
+
+    // Assert
+    expect(login.status).toBe(303);
+    expect(login.headers.get('location')).toBe('/sessions/x');
+    expect(login.headers.get('set-cookie')).toMatch(/^baton_token_\d+=[\w-]+; HttpOnly; SameSite=Strict; Path=\/$/);
+    expect(withCookie.status).toBe(200);
+    expect(page.headers.get('content-security-policy')).toContain("frame-ancestors 'none'");
+    expect(page.headers.get('content-security-policy')).toContain("script-src 'self'");
+    expect(page.headers.get('x-frame-options')).toBe('DENY');
+    expect(me.json()).toEqual({
+      principal: 'dev',
+      tenants: 'all',
+      roles: ['submit', 'converse', 'approve', 'operate', 'read'],
+    });
   });
 
   it('submits a ticket, reports its status, lists it, and streams its events with Last-Event-ID resume', async () => {
@@ -117,7 +195,11 @@ describe('the HTTP API served by the local stack', { timeout: 180_000 }, () => {
     // Act
     const badBody = await call('POST', '/sessions', { body: { agent: 'bad agent!', input: {} } });
     const noInput = await call('POST', '/sessions', { body: { agent: 'echo' } });
-    const notJson = await fetch(`${api}/sessions`, { method: 'POST', body: '{nope' });
+    const notJson = await fetch(`${api}/sessions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token()}`, 'content-type': 'application/json' },
+      body: '{nope',
+    });
     const missing = await call('GET', '/sessions/no-such-session');
     const wrongMethod = await call('DELETE', '/sessions');
     const badQuery = await call('GET', '/sessions?state=sleeping');
@@ -197,7 +279,7 @@ describe('the HTTP API served by the local stack', { timeout: 180_000 }, () => {
 
   it('gives the typed client over HTTP the same answers as the store-backed one, and the CLI takes --api', async () => {
     // Arrange
-    const http = new HttpBatonClient({ baseUrl: api });
+    const http = new HttpBatonClient({ baseUrl: api, token: token() });
     const tenant = `cli${Date.now().toString(36)}`;
 
     // Act
@@ -210,7 +292,7 @@ describe('the HTTP API served by the local stack', { timeout: 180_000 }, () => {
     const page = await http.sessions({ tenant });
     const directPage = await t.client.sessions({ tenant });
     const lines: string[] = [];
-    const code = await main(['--api', api, '--json', 'list', '--tenant', tenant], (line) => lines.push(line));
+    const code = await cli(['--api', api, '--json', 'list', '--tenant', tenant], (line) => lines.push(line));
     const missing = await http.status('no-such-session');
     const cancelMissing = await http.cancel('no-such-session');
     const refused = await http.submit({ agent: 'not a name', input: {} }).catch((error: unknown) => error);
@@ -231,7 +313,7 @@ describe('the HTTP API served by the local stack', { timeout: 180_000 }, () => {
   it('sends turns, approves a call and answers refusals by code over HTTP, for the caller’s tenants only, and the CLI does it with --api', async () => {
     // Arrange: a conversation of one tenant, idle after its first turn.
     const tenant = `conv${Date.now().toString(36)}`;
-    const http = new HttpBatonClient({ baseUrl: api, headers: { 'x-baton-tenants': tenant } });
+    const http = new HttpBatonClient({ baseUrl: api, token: token(), headers: { 'x-baton-tenants': tenant } });
     const stranger = { 'x-baton-tenants': `other${Date.now().toString(36)}` };
     const { sessionId } = await http.submit({ agent: 'support-desk', input: { text: 'hello' }, tenant });
     const turnDone = (turnId: string) =>
@@ -264,7 +346,7 @@ describe('the HTTP API served by the local stack', { timeout: 180_000 }, () => {
     });
     const lines: string[] = [];
     const pin = ['--model-seq', String(pending?.modelSeq), '--digest', pending?.digest as string];
-    const approved = await main(['--api', api, '--json', 'approve', sessionId, callId, ...pin], (line) =>
+    const approved = await cli(['--api', api, '--json', 'approve', sessionId, callId, ...pin], (line) =>
       lines.push(line),
     );
     const refunded = await turnDone('api-refund');
@@ -311,10 +393,51 @@ describe('the HTTP API served by the local stack', { timeout: 180_000 }, () => {
     expect((toOneShot as TurnRefusedError).reason).toBe('one-shot');
   });
 
+  it('admits a sent input as intake admits a ticket, over HTTP and from the CLI on the tables: a bad one is refused by name and nothing is stored', async () => {
+    // Arrange: a support-desk conversation (its turns are { text }), idle after its first turn.
+    const tenant = `adm${Date.now().toString(36)}`;
+    const http = new HttpBatonClient({ baseUrl: api, token: token(), headers: { 'x-baton-tenants': tenant } });
+    const { sessionId } = await http.submit({ agent: 'support-desk', input: { text: 'hello' }, tenant });
+    const first = (await waitFor('the first turn', () => http.status(sessionId))).turnId as string;
+    await waitFor('the first turn to finish', async () =>
+      (await http.status(sessionId))?.turns?.find((turn) => turn.turnId === first && turn.outcome),
+    );
+    const nested = (depth: number) => `${'['.repeat(depth)}${']'.repeat(depth)}`;
+    const send = (input: string) =>
+      fetch(`${api}/sessions/${sessionId}/send`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${token()}` },
+        body: `{"input":${input}}`,
+      });
+
+    // Act
+    const deep = await send(`{"text":"x","more":${nested(2_000)}}`);
+    const deeper = await send(nested(100_000));
+    const lone = await send('{"text":"a \\ud800 b"}');
+    const wrong = await send('{"words":"refund O-1"}');
+    const fromCli = await cli(['send', sessionId, '--input', '{"words":"refund O-1"}'], () => {}).catch(
+      (error: unknown) => error,
+    );
+    const after = await http.status(sessionId);
+
+    // Assert
+    expect([deep.status, ((await deep.json()) as { error: { message: string } }).error.message]).toEqual([
+      400,
+      expect.stringContaining('nested deeper than 64 levels'),
+    ]);
+    expect(deeper.status).toBe(400);
+    expect(((await lone.json()) as { error: { message: string } }).error.message).toContain('lone surrogate');
+    expect(((await wrong.json()) as { error: { message: string } }).error.message).toContain(
+      'does not match agent support-desk: text:',
+    );
+    expect((fromCli as Error).message).toContain('does not match agent support-desk: text:');
+    expect(after?.turns?.map((turn) => turn.turnId)).toEqual([first]);
+  });
+
   it('lists tasks and releases a session over HTTP, for the caller’s tenants only, refusing a release without cancel while tasks run, and the CLI does both with --api', async () => {
     // Arrange: a dispatcher of one tenant with a long task running and a quick one done.
     const tenant = `rel${Date.now().toString(36)}`;
-    const http = new HttpBatonClient({ baseUrl: api, headers: { 'x-baton-tenants': tenant } });
+    const http = new HttpBatonClient({ baseUrl: api, token: token(), headers: { 'x-baton-tenants': tenant } });
     const stranger = { 'x-baton-tenants': `other${Date.now().toString(36)}` };
     const long = { agent: 'long-haul', input: { steps: 100, stepMs: 500, payloadBytes: 16 }, description: 'long' };
     const quick = { agent: 'support-desk', input: { text: 'hi' }, description: 'quick' };
@@ -331,13 +454,13 @@ describe('the HTTP API served by the local stack', { timeout: 180_000 }, () => {
     const strangerRelease = await call('POST', `/sessions/${sessionId}/release`, { body: {}, headers: stranger });
     const badTimeout = await call('POST', `/sessions/${sessionId}/release`, { body: { timeoutS: -1 } });
     const lines: string[] = [];
-    const refused = await main(['--api', api, 'release', sessionId, '--no-cancel'], (line) => lines.push(line)).catch(
+    const refused = await cli(['--api', api, 'release', sessionId, '--no-cancel'], (line) => lines.push(line)).catch(
       (error: unknown) => error,
     );
-    const released = await main(['--api', api, '--json', 'release', sessionId, '--timeout-s', '20'], (line) =>
+    const released = await cli(['--api', api, '--json', 'release', sessionId, '--timeout-s', '20'], (line) =>
       lines.push(line),
     );
-    const listed = await main(['--api', api, '--json', 'tasks', sessionId], (line) => lines.push(line));
+    const listed = await cli(['--api', api, '--json', 'tasks', sessionId], (line) => lines.push(line));
 
     // Assert
     expect([strangerTasks.status, strangerRelease.status]).toEqual([404, 404]);

@@ -28,7 +28,13 @@ import type { RuntimeDeps } from '../../lib/runtime/deps.ts';
 import { type Failpoint, FailpointCrash } from '../../lib/runtime/failpoints.ts';
 import { acceptTicket } from '../../lib/runtime/intake.ts';
 import { type KickOutcome, runKick } from '../../lib/runtime/step-runner.ts';
-import { GOOD_TICKETS, HOSTILE_PRODUCERS, HOSTILE_TICKETS, LOCAL_SENDER_ID } from '../fixtures/hostile-tickets.ts';
+import {
+  GOOD_TICKETS,
+  HOSTILE_PRODUCERS,
+  HOSTILE_TICKETS,
+  LOCAL_SENDER_ID,
+  publishedFor,
+} from '../fixtures/hostile-tickets.ts';
 import { captureTelemetry, invocation, ticketBody } from '../fixtures/runtime.ts';
 import { startTestStack, type TestStack } from '../fixtures/stack.ts';
 import { waitFor } from '../fixtures/wait-for.ts';
@@ -100,8 +106,13 @@ describe('hostile tickets on the local stack', () => {
           Entries: batch.map((body, i) => ({ Id: String(i), MessageBody: body })),
         }),
       );
-    const expected = [...HOSTILE_TICKETS.filter((h) => h.ticketId), ...GOOD_TICKETS].map((x) => x.ticketId);
-    const results = await t.awaitResults((all) => expected.every((id) => all.some((r) => r.ticketId === id)), 90_000);
+    const recorded = HOSTILE_TICKETS.filter((h) => h.disposition === 'result');
+    const results = await t.awaitResults(
+      (all) =>
+        recorded.every((h) => publishedFor(h, all) !== undefined) &&
+        GOOD_TICKETS.every((good) => all.some((r) => r.ticketId === good.ticketId)),
+      90_000,
+    );
     const deadLettered = await collect(
       t.sqs,
       t.stack.resources.queues.ticketsDlq.url,
@@ -116,7 +127,7 @@ describe('hostile tickets on the local stack', () => {
     }
     for (const hostile of HOSTILE_TICKETS) {
       if (hostile.disposition === 'result') {
-        const result = results.find((r) => r.ticketId === hostile.ticketId);
+        const result = publishedFor(hostile, results);
         expect(result?.status, hostile.name).toBe('failed');
         expect(result?.error, hostile.name).toMatch(hostile.error);
       } else {

@@ -85,7 +85,7 @@ describe('streaming model output across processes', { timeout: 240_000 }, () => 
       what: 'the worker to start streaming',
     });
     const cli = followWithCli(submitted.sessionId, t.stateDir);
-    const http = new HttpBatonClient({ baseUrl: t.stack.config.api as string });
+    const http = new HttpBatonClient({ baseUrl: t.stack.config.api as string, token: t.stack.config.token });
     const viaApi: FollowEvent[] = [];
     const apiFollow = (async () => {
       for await (const event of http.events(submitted.sessionId, { follow: true, live: true })) viaApi.push(event);

@@ -2,7 +2,7 @@ import { type MessageAttributeValue, SendMessageCommand, type SQSClient } from '
 import { Kick, Result, Ticket } from '../../core/messages.ts';
 import { xrayHeaderFor } from '../../core/trace-context.ts';
 import { type Clock, systemClock } from '../../ports/clock.ts';
-import type { ResultPublisher, SendOptions, TicketQueue, WorkQueue } from '../../ports/queues.ts';
+import type { PublishOptions, ResultPublisher, SendOptions, TicketQueue, WorkQueue } from '../../ports/queues.ts';
 import {
   checkMessageSize,
   delaySecondsOf,
@@ -69,7 +69,7 @@ export class SqsWorkQueue implements WorkQueue {
 export class SqsResultPublisher implements ResultPublisher {
   constructor(private readonly queue: SqsQueueOptions) {}
 
-  async publish(result: Result, options?: SendOptions): Promise<void> {
+  async publish(result: Result, options?: PublishOptions): Promise<void> {
     const valid = validateMessage(Result, result, 'result');
     await send(this.queue, valid, options, resultAttributes(valid));
   }

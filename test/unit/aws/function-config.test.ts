@@ -33,6 +33,18 @@ describe('loadConfig', () => {
     expect(loadConfig({ ...REQUIRED, POWERTOOLS_SERVICE_NAME: 'Orders/Baton' }).serviceName).toBe('Orders/Baton');
   });
 
+  it('reads the tenants with results queues of their own, none by default, and names a bad map', () => {
+    const acme = 'https://sqs.eu-west-1.amazonaws.com/111122223333/results-acme';
+
+    expect(loadConfig(REQUIRED).tenantResultsQueueUrls).toEqual({});
+    expect(
+      loadConfig({ ...REQUIRED, [ENV.tenantResultsQueueUrls]: JSON.stringify({ acme }) }).tenantResultsQueueUrls,
+    ).toEqual({ acme });
+    expect(() => loadConfig({ ...REQUIRED, [ENV.tenantResultsQueueUrls]: '{"a#b":"x"}' })).toThrow(
+      /BATON_TENANT_RESULTS_QUEUE_URLS: not a tenant → queue URL map/,
+    );
+  });
+
   it('names a bad value', () => {
     expect(() => loadConfig({ ...REQUIRED, [ENV.leaseTtlMs]: 'soon' })).toThrow(/BATON_LEASE_TTL_MS/);
   });

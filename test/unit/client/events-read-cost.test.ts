@@ -3,13 +3,17 @@ import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../../lib/adapters/memory/manual-clock.ts';
 import { MemorySessionStore } from '../../../lib/adapters/memory/memory-session-store.ts';
 import { createApiHandler } from '../../../lib/api/api-handler.ts';
-import { devCallerResolver } from '../../../lib/api/caller.ts';
+import type { CallerResolver } from '../../../lib/api/caller.ts';
 import { parseSse } from '../../../lib/api/sse.ts';
 import type { SessionEvent } from '../../../lib/client/baton-client.ts';
 import { TURN_CLOCK_ALLOWANCE_MS } from '../../../lib/client/journal-pages.ts';
 import type { SessionKey } from '../../../lib/core/ids.ts';
 import type { JournalEntry } from '../../../lib/core/journal.ts';
+import { ALL_ROLES } from '../../../lib/core/roles.ts';
 import { meteredClient } from '../../fixtures/metered-store.ts';
+
+/** A caller that may do everything with every tenant. */
+const anyCaller: CallerResolver = () => ({ principal: 'test', tenants: 'all', roles: ALL_ROLES });
 
 const STEP_MS = 2_000;
 /** Between a turn's result and the next turn being sent: someone reads the answer. */
@@ -84,7 +88,7 @@ const seqs = (events: readonly { seq: number }[]) => events.map((e) => e.seq);
 function eventsApi({ key, client, store, clock }: Awaited<ReturnType<typeof conversation>>) {
   const api = createApiHandler({
     services: { client, store, clock, eventsWaitMs: 0, eventsPollMs: 10 },
-    resolveCaller: devCallerResolver(),
+    resolveCaller: anyCaller,
   });
   return async (query: string, headers: Record<string, string> = {}) => {
     const answer = await api({
@@ -245,7 +249,7 @@ describe('a per-turn stream', () => {
     // Act
     const api = createApiHandler({
       services: { ...session, eventsWaitMs: 0, eventsPollMs: 10 },
-      resolveCaller: devCallerResolver(),
+      resolveCaller: anyCaller,
     });
     const answer = await api({
       requestContext: { http: { method: 'GET' } },

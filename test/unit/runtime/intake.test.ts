@@ -282,7 +282,8 @@ describe('intake', () => {
         // The refusal is published under its own identity, never the one the real ticket will use.
         expect(results.bodies).toEqual([
           expect.objectContaining({
-            ticketId: 'T-future',
+            ticketId: 'refused:msg-1',
+            sessionId: 'refused:msg-1',
             tenant: 'acme',
             status: 'failed',
             error: reason,
@@ -301,8 +302,50 @@ describe('intake', () => {
       expect(await recordRejectedTicket(body, 'ticket is invalid: v: …', deps, origin)).toBe(true);
 
       expect(await store.getSession(acme('T-squat'))).toBeUndefined();
-      expect(results.bodies[0]).toMatchObject({ ticketId: 'T-squat', status: 'failed', turnId: 'refused:msg-2' });
+      expect(results.bodies[0]).toMatchObject({
+        ticketId: 'refused:msg-2',
+        sessionId: 'refused:msg-2',
+        status: 'failed',
+        turnId: 'refused:msg-2',
+      });
       expect(results.bodies[0]?.error).toMatch(/may not submit tickets for tenant "acme"/);
+    });
+
+    it('refuses an outsider’s further turn for a session of another tenant without naming that session or its turns', async () => {
+      // Arrange: acme's conversation, and a turn id acme's consumer will see for real.
+      const { deps, store, results, workQueue } = bound();
+      await acceptTicket(forTenant('acme', 'T-acme'), undefined, deps, { senderId: 'AROAACME:p' });
+      const session = acme('T-acme');
+      const body = JSON.stringify({
+        ticketId: 'T-acme-turn-2',
+        agent: 'lookup-agent',
+        tenant: 'acme',
+        sessionId: session.id,
+        input: { ids: [] },
+      });
+      const origin = { senderId: '111122223333', messageId: 'msg-3' };
+      const kicks = workQueue.sent.length;
+
+      // Act
+      const reason = await acceptTicket(body, undefined, deps, origin).then(
+        () => '',
+        (e: Error) => e.message,
+      );
+      const recorded = await recordRejectedTicket(body, reason, deps, origin);
+
+      // Assert
+      expect(reason).toMatch(/may not submit tickets for tenant "acme"/);
+      expect(recorded).toBe(true);
+      const published = results.bodies.at(-1);
+      expect(published).toMatchObject({
+        ticketId: 'refused:msg-3',
+        sessionId: 'refused:msg-3',
+        turnId: 'refused:msg-3',
+      });
+      expect(JSON.stringify(published)).not.toContain(session.id);
+      expect(JSON.stringify(published)).not.toContain('T-acme');
+      expect(await store.getTurn(session, 'T-acme-turn-2')).toBeUndefined();
+      expect(workQueue.sent).toHaveLength(kicks);
     });
   });
 });
