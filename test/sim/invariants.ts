@@ -213,7 +213,14 @@ function checkEffects(world: World, sessions: Map<string, SessionFacts>): void {
         ((x.kind === 'tool' && x.data.callId === callId && x.data.ok) ||
           (x.kind === 'reconciled' && x.data.callId === callId && x.data.verdict === 'done')),
     );
-    if (!known)
+    // A parked call (verdict unknown) whose turn an operator then ended without completing it
+    // is recorded as what it is: it may have run, and the journal and the transcript say so.
+    const parkedThenEnded =
+      s.entries.some(
+        (x) =>
+          x.seq > intent.seq && x.kind === 'reconciled' && x.data.callId === callId && x.data.verdict === 'unknown',
+      ) && s.entries.some((x) => x.seq > intent.seq && x.kind === 'outcome' && x.data.status !== 'completed');
+    if (!known && !parkedThenEnded)
       facts.violate(
         'effect-recorded',
         `${e.key} executed, but its turn ${intent.turnId} ended without a result or a reconcile for it`,
