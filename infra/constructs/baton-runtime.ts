@@ -58,8 +58,31 @@ const API_MEMORY_MB = 512;
 /** An S3 object must outlive the journal entry pointing to it; DynamoDB's TTL deletion lags by up to days. */
 const PAYLOAD_RETENTION_GRACE_DAYS = 2;
 
-/** Baton's own configuration (lib/core/resources.ts ENV, failpoints, faults): never set by agentEnvironment. */
-const RESERVED_ENV_PREFIX = 'BATON_';
+/**
+ * What agentEnvironment may not set, each with why: the names Baton sets on its functions
+ * (lib/core/resources.ts ENV; the tracer, BATON_TRACING, is the team's choice) and its fault and
+ * crash-point switches; Powertools' (the service name is the dimension the alarms watch); the AWS
+ * SDK's and Lambda's (an endpoint override would send every store and queue call elsewhere); and
+ * NODE_OPTIONS, which the functions set (source maps) and which could load code. Agent-facing
+ * names of Baton's own, such as BATON_BEDROCK_MODEL_ID, stay the team's to set.
+ */
+const BATON_SET_ENV: ReadonlySet<string> = new Set([
+  ...Object.values(ENV).filter((name) => name !== ENV.tracing),
+  'BATON_FAULTS',
+  'BATON_FAILPOINTS_FILE',
+]);
+const RESERVED_ENV_PREFIXES: readonly { readonly prefix: string; readonly why: string }[] = [
+  { prefix: 'POWERTOOLS_', why: 'Powertools settings: the service name is the dimension the alarms watch' },
+  { prefix: 'AWS_', why: "the AWS SDK's and Lambda's: an endpoint override would send the runtime's calls elsewhere" },
+  { prefix: 'NODE_OPTIONS', why: 'set by the functions, and able to load code' },
+];
+
+/** Why agentEnvironment may not set this name, or undefined when it may. */
+function reservedEnv(name: string): string | undefined {
+  if (BATON_SET_ENV.has(name)) return "reserved for Baton's own configuration";
+  const reserved = RESERVED_ENV_PREFIXES.find((r) => name.toUpperCase().startsWith(r.prefix));
+  return reserved && `${reserved.prefix}* variables are ${reserved.why}`;
+}
 
 /** A producer of tickets and the tenants it may submit for. */
 export interface BatonProducer {
@@ -171,7 +194,9 @@ export interface BatonRuntimeProps {
   readonly accessLogsBucket?: IBucket;
   /**
    * Extra environment for the intake and step functions (what the agents read, e.g. a model id).
-   * Names starting with `BATON_` are reserved and refused.
+   * Names the runtime relies on are refused: the `BATON_*` names Baton sets (the tracer,
+   * `BATON_TRACING`, is yours to choose), `POWERTOOLS_*`, `AWS_*` (endpoint overrides included) and
+   * `NODE_OPTIONS`.
    * @default none
    */
   readonly agentEnvironment?: Record<string, string>;
@@ -724,11 +749,10 @@ function resolveSettings(props: BatonRuntimeProps): Settings {
           `producers: tenant "${tenant}" of sender ${sender} must match ${NAME_PATTERN} (and not be "tickets" or "results") or be "${ANY_TENANT}"`,
         );
   }
-  for (const name of Object.keys(props.agentEnvironment ?? {}))
-    if (name.startsWith(RESERVED_ENV_PREFIX))
-      refuse(
-        `agentEnvironment may not set ${name}: ${RESERVED_ENV_PREFIX}* variables are reserved for Baton's own configuration`,
-      );
+  for (const name of Object.keys(props.agentEnvironment ?? {})) {
+    const why = reservedEnv(name);
+    if (why) refuse(`agentEnvironment may not set ${name}: ${why}`);
+  }
   return settings;
 }
 

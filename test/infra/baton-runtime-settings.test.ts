@@ -65,13 +65,25 @@ describe('BatonRuntime settings checked at synth time', () => {
 describe('BatonRuntime agentEnvironment', () => {
   it('refuses a variable that would override one Baton reserves, naming it', () => {
     expect(build({ agentEnvironment: { MODEL_ID: 'm', BATON_TABLE: 'someone-elses-table' } })).toThrow(
-      /agentEnvironment may not set BATON_TABLE: BATON_\* variables are reserved/,
+      /agentEnvironment may not set BATON_TABLE: reserved for Baton's own configuration/,
     );
     expect(build({ agentEnvironment: { BATON_FAILPOINTS_FILE: '/x' } })).toThrow(/BATON_FAILPOINTS_FILE/);
   });
 
-  it('accepts the agents’ own variables', () => {
+  it('refuses the names the runtime relies on: the service name the alarms watch, SDK endpoints, NODE_OPTIONS', () => {
+    expect(build({ agentEnvironment: { POWERTOOLS_SERVICE_NAME: 'quiet' } })).toThrow(
+      /agentEnvironment may not set POWERTOOLS_SERVICE_NAME: POWERTOOLS_\* variables are Powertools settings/,
+    );
+    expect(build({ agentEnvironment: { AWS_ENDPOINT_URL_DYNAMODB: 'https://attacker.example' } })).toThrow(
+      /AWS_ENDPOINT_URL_DYNAMODB: AWS_\* variables/,
+    );
+    expect(build({ agentEnvironment: { aws_endpoint_url: 'https://attacker.example' } })).toThrow(/aws_endpoint_url/);
+    expect(build({ agentEnvironment: { NODE_OPTIONS: '--require /tmp/x.js' } })).toThrow(/NODE_OPTIONS/);
+  });
+
+  it('accepts the agents’ own variables, the tracer and agent-facing Baton names (the demo stack’s Bedrock model)', () => {
     expect(build({ agentEnvironment: { MODEL_ID: 'm' } })).not.toThrow();
+    expect(build({ agentEnvironment: { BATON_TRACING: 'otel', BATON_BEDROCK_MODEL_ID: 'm' } })).not.toThrow();
   });
 });
 
