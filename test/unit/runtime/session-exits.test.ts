@@ -66,6 +66,28 @@ async function conversation(ticketId: string) {
   return { ...test, key, client: clientOf(test.deps), beforeEndTurn };
 }
 
+/** A once-only refund that executes every call it receives; its reconcile answers truthfully. */
+function refundTool() {
+  const executed: string[] = [];
+  const reconciled: string[] = [];
+  const refund = defineTool({
+    name: 'refund',
+    description: 'Refunds.',
+    input: z.object({ id: z.string() }),
+    effect: 'once',
+    maxDurationMs: 200,
+    run: async (_input, ctx) => {
+      executed.push(ctx.idempotencyKey);
+      return { refunded: true };
+    },
+    reconcile: async (key) => {
+      reconciled.push(key);
+      return executed.includes(key) ? { verdict: 'done', output: { refunded: true } } : { verdict: 'notDone' };
+    },
+  });
+  return { executed, reconciled, refund };
+}
+
 /** The worker dies after a once-only call ran, before its result is journaled (once). */
 function crashAfterOnceOnlyRan(store: MemorySessionStore): void {
   let armed = true;
@@ -170,20 +192,7 @@ describe('a leg that ends a turn or a session (issue 22)', () => {
 
   it('bug 10: a steer that lands on a turn whose once-only call was interrupted reconciles it first, so the refund runs once', async () => {
     // Arrange: the refund ran and the worker died before its result was journaled.
-    const executed: string[] = [];
-    const refund = defineTool({
-      name: 'refund',
-      description: 'Refunds.',
-      input: z.object({ id: z.string() }),
-      effect: 'once',
-      maxDurationMs: 200,
-      run: async (_input, ctx) => {
-        executed.push(ctx.idempotencyKey);
-        return { refunded: true };
-      },
-      reconcile: async (key) =>
-        executed.includes(key) ? { verdict: 'done', output: { refunded: true } } : { verdict: 'notDone' },
-    });
+    const { executed, refund } = refundTool();
     const desk = defineAgent({
       name: 'desk',
       instructions: 'Refund when asked; otherwise echo.',
@@ -233,23 +242,7 @@ describe('a leg that ends a turn or a session (issue 22)', () => {
 
   it('bug 10: a cancel that lands on a turn whose once-only call was interrupted reconciles it before the turn ends', async () => {
     // Arrange
-    const executed: string[] = [];
-    const reconciled: string[] = [];
-    const refund = defineTool({
-      name: 'refund',
-      description: 'Refunds.',
-      input: z.object({ id: z.string() }),
-      effect: 'once',
-      maxDurationMs: 200,
-      run: async (_input, ctx) => {
-        executed.push(ctx.idempotencyKey);
-        return { refunded: true };
-      },
-      reconcile: async (key) => {
-        reconciled.push(key);
-        return executed.includes(key) ? { verdict: 'done', output: { refunded: true } } : { verdict: 'notDone' };
-      },
-    });
+    const { executed, reconciled, refund } = refundTool();
     const agent = defineAgent({
       name: 'refunder',
       instructions: 'Refund.',
