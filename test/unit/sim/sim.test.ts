@@ -48,4 +48,16 @@ describe('deterministic simulator', () => {
     },
     120_000,
   );
+
+  // Seeds the simulator still fails on: each is a known, open protocol problem (see the closing
+  // note of issue 22). `it.fails` keeps them named and run; a fix makes the test fail, and then
+  // it moves into the budget above as a passing seed.
+  for (const [seed, why] of [
+    [1024, 'a ticket resubmitted after its whole session expired runs again under the same result ids'],
+    [2229, 'a release asked again at rest answers released: false'],
+  ] as const) {
+    it.fails(`seed ${seed} still breaks an invariant: ${why}`, async () => {
+      expect((await runSeed(seed)).violations).toEqual([]);
+    });
+  }
 });
