@@ -1,4 +1,4 @@
 import { agents } from '#agents';
-import { createHttpApiHandler } from '../lib/aws/index.ts';
+import { createHttpApiHandler } from '../lib/aws/http-api-handler.ts';
 
 export const handler = createHttpApiHandler({ agents });

@@ -1,5 +1,4 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { S3Client } from '@aws-sdk/client-s3';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 
@@ -44,8 +43,5 @@ export function createSqsClient(config: AwsClientConfig): SQSClient {
   return new SQSClient(baseConfig(config, config.endpoints?.sqs));
 }
 
-/** An S3 client; path-style URLs when an endpoint is set, as emulators have no per-bucket DNS. */
-export function createS3Client(config: AwsClientConfig): S3Client {
-  const endpoint = config.endpoints?.s3;
-  return new S3Client({ ...baseConfig(config, endpoint), ...(endpoint === undefined ? {} : { forcePathStyle: true }) });
-}
+// The S3 client is in s3/s3-client.ts (built now) and s3/s3-sdk.ts (built at first use): an
+// import of the S3 SDK here would load it in every function that makes a DynamoDB client.

@@ -1,10 +1,10 @@
-import type { S3Client } from '@aws-sdk/client-s3';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { createDocumentClient, createS3Client, createSqsClient } from '../adapters/aws-clients.ts';
+import { createDocumentClient, createSqsClient } from '../adapters/aws-clients.ts';
 import { DynamoDbLiveText } from '../adapters/dynamodb/dynamodb-live-text.ts';
 import { DynamoDbSessionStore } from '../adapters/dynamodb/dynamodb-session-store.ts';
 import { S3BlobStore } from '../adapters/s3/s3-blob-store.ts';
+import { loadS3Client } from '../adapters/s3/s3-sdk.ts';
 import { SqsResultPublisher, SqsWorkQueue } from '../adapters/sqs/sqs-queues.ts';
 import { TenantResults } from '../adapters/tenant-results.ts';
 import { type AgentRegistry, assertFitsBudget } from '../agent/define-agent.ts';
@@ -15,11 +15,13 @@ import { type FailpointHook, noFailpoints } from '../runtime/failpoints.ts';
 import { createPowertoolsTelemetry, type PowertoolsTelemetry } from '../telemetry/powertools-telemetry.ts';
 import type { FunctionConfig } from './function-config.ts';
 
-/** The AWS clients the runtime's adapters use, handed to `instrumentClients` before first use. */
+/**
+ * The AWS clients the runtime's adapters use, handed to `instrumentClients` before first use.
+ * The S3 client is not among them: it is built at the first payload offload (s3-sdk.ts).
+ */
 export interface RuntimeClients {
   readonly documents: DynamoDBDocumentClient;
   readonly sqs: SQSClient;
-  readonly s3?: S3Client | undefined;
 }
 
 /**
@@ -66,10 +68,9 @@ export function createRuntimeDeps(config: FunctionConfig, overrides: RuntimeDeps
   const telemetry = overrides.telemetry ?? createPowertoolsTelemetry({ serviceName: config.serviceName });
   const aws = { region: config.region };
   const sqs = createSqsClient(aws);
-  const s3 = config.bucket ? createS3Client(aws) : undefined;
   const documents = createDocumentClient(aws);
-  overrides.instrumentClients?.({ documents, sqs, s3 }, config);
-  const blobs = s3 && config.bucket ? new S3BlobStore({ client: s3, bucket: config.bucket }) : undefined;
+  overrides.instrumentClients?.({ documents, sqs }, config);
+  const blobs = config.bucket ? new S3BlobStore({ client: () => loadS3Client(aws), bucket: config.bucket }) : undefined;
 
   const deps: RuntimeDeps = {
     store: new DynamoDbSessionStore({ client: documents, table: config.table, blobs }),
@@ -110,7 +111,12 @@ export function createRuntimeDeps(config: FunctionConfig, overrides: RuntimeDeps
  */
 export async function telemetryFor(config: FunctionConfig): Promise<PowertoolsTelemetry> {
   const { serviceName } = config;
-  if (config.tracing !== 'otel') return createPowertoolsTelemetry({ serviceName });
+  if (config.tracing !== 'otel') {
+    const telemetry = createPowertoolsTelemetry({ serviceName });
+    // When X-Ray traces, every invocation uses it: load it during init rather than in the first one.
+    await telemetry.powertools.xray.load();
+    return telemetry;
+  }
   const { withOtelTracing } = await import('../telemetry/otel-telemetry.ts');
   return withOtelTracing(createPowertoolsTelemetry({ serviceName, tracingEnabled: false }));
 }

@@ -1,13 +1,9 @@
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import {
-  type AwsClientConfig,
-  createDocumentClient,
-  createS3Client,
-  createSqsClient,
-} from '../adapters/aws-clients.ts';
+import { type AwsClientConfig, createDocumentClient, createSqsClient } from '../adapters/aws-clients.ts';
 import { DynamoDbLiveText } from '../adapters/dynamodb/dynamodb-live-text.ts';
 import { DynamoDbSessionStore } from '../adapters/dynamodb/dynamodb-session-store.ts';
 import { S3BlobStore } from '../adapters/s3/s3-blob-store.ts';
+import { createS3Client } from '../adapters/s3/s3-client.ts';
 import { SqsTicketQueue, SqsWorkQueue } from '../adapters/sqs/sqs-queues.ts';
 import type { AgentRegistry } from '../agent/define-agent.ts';
 import { systemClock } from '../ports/clock.ts';

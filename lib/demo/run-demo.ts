@@ -1,8 +1,9 @@
 import { agents } from '#agents';
 import { readLedger } from '../../examples/simulated/ledger.ts';
-import { createDocumentClient, createS3Client, createSqsClient } from '../adapters/aws-clients.ts';
+import { createDocumentClient, createSqsClient } from '../adapters/aws-clients.ts';
 import { DynamoDbSessionStore } from '../adapters/dynamodb/dynamodb-session-store.ts';
 import { S3BlobStore } from '../adapters/s3/s3-blob-store.ts';
+import { createS3Client } from '../adapters/s3/s3-client.ts';
 import { SqsTicketQueue, SqsWorkQueue } from '../adapters/sqs/sqs-queues.ts';
 import { type ChaosMonkey, startChaosMonkey } from '../chaos/chaos-monkey.ts';
 import { BatonClient } from '../client/baton-client.ts';

@@ -3,7 +3,7 @@ import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
 import type middy from '@middy/core';
 import { otelFlushMiddlewares } from './otel-telemetry.ts';
-import type { PowertoolsTelemetry } from './powertools-telemetry.ts';
+import type { PowertoolsTelemetry, XrayTracer } from './powertools-telemetry.ts';
 import type { Telemetry } from './telemetry.ts';
 
 const isPowertools = (telemetry: Telemetry): telemetry is PowertoolsTelemetry => 'powertools' in telemetry;
@@ -18,11 +18,35 @@ const isPowertools = (telemetry: Telemetry): telemetry is PowertoolsTelemetry =>
 export function telemetryMiddlewares(telemetry: Telemetry): middy.MiddlewareObj[] {
   const otel = otelFlushMiddlewares(telemetry);
   if (!isPowertools(telemetry)) return otel;
-  const { logger, metrics, tracer } = telemetry.powertools;
+  const { logger, metrics, xray } = telemetry.powertools;
   return [
     injectLambdaContext(logger, { resetKeys: true }),
     logMetrics(metrics, { captureColdStartMetric: true }),
-    captureLambdaHandler(tracer, { captureResponse: false }),
+    xrayHandlerMiddleware(xray),
     ...otel,
   ] as middy.MiddlewareObj[];
+}
+
+/**
+ * Powertools' `captureLambdaHandler`, once the X-Ray tracer has loaded (at the first invocation
+ * if `telemetryFor` did not load it during init); nothing at all when tracing is off.
+ */
+function xrayHandlerMiddleware(xray: XrayTracer): middy.MiddlewareObj {
+  let capture: middy.MiddlewareObj | undefined;
+  return {
+    before: async (request) => {
+      if (capture === undefined) {
+        const tracer = await xray.load();
+        if (tracer === undefined) return;
+        capture = captureLambdaHandler(tracer, { captureResponse: false }) as middy.MiddlewareObj;
+      }
+      await capture.before?.(request);
+    },
+    after: async (request) => {
+      await capture?.after?.(request);
+    },
+    onError: async (request) => {
+      await capture?.onError?.(request);
+    },
+  };
 }

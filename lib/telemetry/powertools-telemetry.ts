@@ -1,6 +1,6 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
-import { Tracer } from '@aws-lambda-powertools/tracer';
+import type { Tracer } from '@aws-lambda-powertools/tracer';
 import {
   DEFAULT_SERVICE_NAME,
   type LegAnnotations,
@@ -14,7 +14,23 @@ import {
 /** Powertools for AWS Lambda behind the Telemetry interface: JSON logs, EMF metrics, X-Ray. */
 export interface PowertoolsTelemetry extends Telemetry {
   /** The Powertools instances, for their middy middlewares (see middleware.ts). */
-  readonly powertools: { readonly logger: Logger; readonly metrics: Metrics; readonly tracer: Tracer };
+  readonly powertools: { readonly logger: Logger; readonly metrics: Metrics; readonly xray: XrayTracer };
+}
+
+/**
+ * Powertools' X-Ray tracer, imported on demand: the X-Ray SDK is the costliest thing a function
+ * would load at cold start after the AWS clients, and it traces nothing outside Lambda, with
+ * tracing switched off, or with OpenTelemetry. `telemetryFor` loads it during init when tracing
+ * is on (every invocation uses it then); otherwise the handler's middleware loads it before the
+ * first invocation.
+ */
+export interface XrayTracer {
+  /** Whether tracing can be on here; when false, `load` resolves undefined and imports nothing. */
+  readonly wanted: boolean;
+  /** The tracer once `load` has resolved; undefined before, and when not wanted. */
+  readonly current: Tracer | undefined;
+  /** Imports and builds the tracer, once. */
+  load(): Promise<Tracer | undefined>;
 }
 
 export interface PowertoolsTelemetryOptions {
@@ -38,10 +54,9 @@ export function createPowertoolsTelemetry(options: PowertoolsTelemetryOptions = 
   const logger = new Logger({ serviceName });
   const metrics = new Metrics({ namespace: options.namespace ?? METRICS_NAMESPACE, serviceName, logger });
   const tracingEnabled = options.tracingEnabled ?? process.env.BATON_LOCAL !== '1';
-  // Only `false` is passed: `true` would not force tracing on anyway, Powertools checks its env.
-  const tracer = new Tracer({ serviceName, ...(tracingEnabled ? {} : { enabled: false }) });
+  const xray = lazyXrayTracer(serviceName, tracingEnabled && xrayCanTrace(process.env));
   return {
-    powertools: { logger, metrics, tracer },
+    powertools: { logger, metrics, xray },
     logger: wrapLogger(logger),
     metrics: {
       count: (name, value = 1, dimensions) => {
@@ -55,8 +70,34 @@ export function createPowertoolsTelemetry(options: PowertoolsTelemetryOptions = 
       bytes: (name, n) => metrics.addMetric(name, MetricUnit.Bytes, n),
       flush: () => metrics.publishStoredMetrics(),
     },
-    tracer: xrayTracer(tracer),
+    tracer: xrayTracer(xray),
   };
+}
+
+/**
+ * The checks Powertools' Tracer makes before it traces anything, short of loading it: in a
+ * Lambda environment, and not switched off by POWERTOOLS_TRACE_ENABLED. Powertools checks the
+ * rest (SAM and Amplify local runs) once loaded.
+ */
+function xrayCanTrace(env: NodeJS.ProcessEnv): boolean {
+  return (env.AWS_EXECUTION_ENV ?? '') !== '' && env.POWERTOOLS_TRACE_ENABLED?.toLowerCase() !== 'false';
+}
+
+function lazyXrayTracer(serviceName: string, wanted: boolean): XrayTracer {
+  let loading: Promise<Tracer | undefined> | undefined;
+  const holder: { -readonly [K in keyof XrayTracer]: XrayTracer[K] } = {
+    wanted,
+    current: undefined,
+    load() {
+      if (!wanted) return Promise.resolve(undefined);
+      loading ??= import('@aws-lambda-powertools/tracer').then(({ Tracer }) => {
+        holder.current = new Tracer({ serviceName });
+        return holder.current;
+      });
+      return loading;
+    },
+  };
+  return holder;
 }
 
 function wrapLogger(logger: Logger): TelemetryLogger {
@@ -70,10 +111,11 @@ function wrapLogger(logger: Logger): TelemetryLogger {
   };
 }
 
-function xrayTracer(tracer: Tracer): TelemetryTracer {
+function xrayTracer(xray: XrayTracer): TelemetryTracer {
   return {
     annotateLeg: (leg: LegAnnotations) => {
-      if (!tracer.isTracingEnabled()) return;
+      const tracer = xray.current;
+      if (!tracer?.isTracingEnabled()) return;
       tracer.putAnnotation('session', leg.session);
       if (leg.turn !== undefined) tracer.putAnnotation('turn', leg.turn);
       tracer.putAnnotation('tenant', leg.tenant);
@@ -83,7 +125,8 @@ function xrayTracer(tracer: Tracer): TelemetryTracer {
     },
     span: <T>(name: string, fn: () => Promise<T>): Promise<T> => {
       // Without a current segment (no trace header, or outside a handler) there is no parent.
-      if (!tracer.isTracingEnabled() || tracer.provider.getSegment() === undefined) return fn();
+      const tracer = xray.current;
+      if (!tracer?.isTracingEnabled() || tracer.provider.getSegment() === undefined) return fn();
       // captureAsyncFunc gives the subsegment its own async context, so concurrent spans (the
       // kicks of one batch) never see each other as parent.
       return tracer.provider.captureAsyncFunc(`### ${name}`, async (subsegment) => {

@@ -1,7 +1,7 @@
 import { inject } from 'vitest';
-import { createS3Client } from '../../lib/adapters/aws-clients.ts';
 import { MemoryBlobStore } from '../../lib/adapters/memory/memory-blob-store.ts';
 import { S3BlobStore } from '../../lib/adapters/s3/s3-blob-store.ts';
+import { createS3Client } from '../../lib/adapters/s3/s3-client.ts';
 import { LOCAL_CREDENTIALS } from '../../lib/local/aws-clients.ts';
 import { describeBlobStoreContract } from './blob-store.contract.ts';
 

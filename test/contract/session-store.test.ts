@@ -1,10 +1,11 @@
 import { DeleteCommand, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { inject } from 'vitest';
-import { createDocumentClient, createDynamoDbClient, createS3Client } from '../../lib/adapters/aws-clients.ts';
+import { createDocumentClient, createDynamoDbClient } from '../../lib/adapters/aws-clients.ts';
 import { DynamoDbSessionStore } from '../../lib/adapters/dynamodb/dynamodb-session-store.ts';
 import { MemoryBlobStore } from '../../lib/adapters/memory/memory-blob-store.ts';
 import { MemorySessionStore } from '../../lib/adapters/memory/memory-session-store.ts';
 import { S3BlobStore } from '../../lib/adapters/s3/s3-blob-store.ts';
+import { createS3Client } from '../../lib/adapters/s3/s3-client.ts';
 import { pkOf } from '../../lib/adapters/session-item-codec.ts';
 import { LOCAL_CREDENTIALS } from '../../lib/local/aws-clients.ts';
 import { provisionResources } from '../../lib/local/provision.ts';

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createS3Client } from '../../lib/adapters/aws-clients.ts';
+import { createS3Client } from '../../lib/adapters/s3/s3-client.ts';
 import type { JournalEntry } from '../../lib/core/journal.ts';
 import type { Result } from '../../lib/core/messages.ts';
 import type { EntryKind } from '../../lib/core/vocabulary.ts';

@@ -1,17 +1,14 @@
-import {
+import type {
   BedrockRuntimeClient,
-  BedrockRuntimeServiceException,
-  type ContentBlock,
-  ConverseCommand,
-  type ConverseCommandInput,
-  type ConverseCommandOutput,
-  ConverseStreamCommand,
-  type ConverseStreamOutput,
-  type Message,
-  type Tool,
-  type ToolResultContentBlock,
-  type ToolSpecification,
-  type ToolUseBlock,
+  ContentBlock,
+  ConverseCommandInput,
+  ConverseCommandOutput,
+  ConverseStreamOutput,
+  Message,
+  Tool,
+  ToolResultContentBlock,
+  ToolSpecification,
+  ToolUseBlock,
 } from '@aws-sdk/client-bedrock-runtime';
 import { z } from 'zod';
 import { errorMessage, StepError } from '../../core/errors.ts';
@@ -45,6 +42,18 @@ export interface BedrockModelClientOptions {
   readonly stream?: boolean | undefined;
 }
 
+/**
+ * The Bedrock Runtime SDK, imported at the first model call and not with this module: `baton`
+ * exports this client, so every agents module (and the intake function, which never calls a model)
+ * would otherwise load the SDK at cold start. A dynamic import of the package itself, so that it
+ * stays lazy in a bundle that leaves the SDK external too.
+ */
+let bedrockSdk: Promise<typeof import('@aws-sdk/client-bedrock-runtime')> | undefined;
+const loadBedrockSdk = () => {
+  bedrockSdk ??= import('@aws-sdk/client-bedrock-runtime');
+  return bedrockSdk;
+};
+
 /** Converse errors that another attempt, later, can cure. */
 const RETRYABLE_ERRORS: ReadonlySet<string> = new Set([
   'ThrottlingException',
@@ -72,7 +81,7 @@ const TERMINAL_ERRORS: ReadonlySet<string> = new Set([
 export class BedrockModelClient implements ModelClient {
   readonly id: string;
   readonly maxDurationMs: number;
-  readonly #client: BedrockRuntimeClient;
+  #client: Promise<BedrockRuntimeClient> | undefined;
   readonly #options: BedrockModelClientOptions;
 
   constructor(options: BedrockModelClientOptions) {
@@ -80,11 +89,18 @@ export class BedrockModelClient implements ModelClient {
     this.id = options.modelId;
     this.maxDurationMs = options.maxDurationMs;
     this.#options = options;
+    if (options.client) this.#client = Promise.resolve(options.client);
+  }
+
+  /** The SDK client, built at the first call (see loadBedrockSdk). */
+  #sdkClient(): Promise<BedrockRuntimeClient> {
+    const { region } = this.#options;
     // One attempt per call: Baton's retry policy owns retries, so each one is journaled and
     // backs off through a delayed kick instead of sleeping inside this invocation's budget.
-    this.#client =
-      options.client ??
-      new BedrockRuntimeClient({ maxAttempts: 1, ...(options.region === undefined ? {} : { region: options.region }) });
+    this.#client ??= loadBedrockSdk().then(
+      (sdk) => new sdk.BedrockRuntimeClient({ maxAttempts: 1, ...(region === undefined ? {} : { region }) }),
+    );
+    return this.#client;
   }
 
   async converse(request: ModelRequest, signal: AbortSignal, sink?: ModelStreamSink): Promise<ModelResponse> {
@@ -96,9 +112,10 @@ export class BedrockModelClient implements ModelClient {
     const abortSignal = AbortSignal.any([signal, deadline]);
     let output: ConverseCommandOutput;
     try {
+      const [sdk, client] = await Promise.all([loadBedrockSdk(), this.#sdkClient()]);
       output = this.#options.stream
-        ? await this.#stream(input, abortSignal, sink)
-        : await this.#client.send(new ConverseCommand(input), { abortSignal });
+        ? await this.#stream(sdk, client, input, abortSignal, sink)
+        : await client.send(new sdk.ConverseCommand(input), { abortSignal });
     } catch (error) {
       // The caller's abort (cancel, budget, lost lease) is not a model failure: pass it through.
       if (signal.aborted) throw signal.reason ?? error;
@@ -114,11 +131,13 @@ export class BedrockModelClient implements ModelClient {
 
   /** ConverseStream, its events gathered into the answer Converse would have given. */
   async #stream(
+    sdk: typeof import('@aws-sdk/client-bedrock-runtime'),
+    client: BedrockRuntimeClient,
     input: ConverseCommandInput,
     abortSignal: AbortSignal,
     sink: ModelStreamSink | undefined,
   ): Promise<ConverseCommandOutput> {
-    const { stream, $metadata } = await this.#client.send(new ConverseStreamCommand(input), { abortSignal });
+    const { stream, $metadata } = await client.send(new sdk.ConverseStreamCommand(input), { abortSignal });
     const blocks = new Map<number, { text: string; toolUse?: { toolUseId: string; name: string; input: string } }>();
     const blockAt = (index: number | undefined) => {
       const block = blocks.get(index ?? 0) ?? { text: '' };
@@ -265,13 +284,26 @@ export function modelResponse(output: ConverseCommandOutput): ModelResponse {
 /** Turns what `send` threw into a StepError that says whether another attempt can help. */
 export function classifyBedrockError(modelId: string, error: unknown): StepError {
   const message = `model ${modelId}: ${errorMessage(error)}`;
-  if (!(error instanceof BedrockRuntimeServiceException))
+  if (!isServiceException(error))
     // No service answer at all (socket reset, DNS, timeout before a response): transient.
     return new StepError(message, { cause: error, retryable: true });
   return new StepError(message, { cause: error, retryable: isRetryable(error) });
 }
 
-function isRetryable(error: BedrockRuntimeServiceException): boolean {
+/** What the SDK's exceptions carry; the SDK's own `instanceof` checks these same fields. */
+interface ServiceError extends Error {
+  readonly $fault: 'client' | 'server';
+  readonly $metadata: { readonly httpStatusCode?: number | undefined };
+}
+
+/** A service's answer, as the SDK's ServiceException.isInstance decides it, without importing the SDK. */
+function isServiceException(error: unknown): error is ServiceError {
+  if (!(error instanceof Error)) return false;
+  const { $fault, $metadata } = error as Partial<ServiceError>;
+  return Boolean($metadata) && ($fault === 'client' || $fault === 'server');
+}
+
+function isRetryable(error: ServiceError): boolean {
   if (RETRYABLE_ERRORS.has(error.name)) return true;
   if (TERMINAL_ERRORS.has(error.name)) return false;
   if (error.name === 'ModelErrorException') {

@@ -1,10 +1,15 @@
-import { GetObjectCommand, NoSuchKey, PutObjectCommand, type S3Client, S3ServiceException } from '@aws-sdk/client-s3';
+import type { S3Client } from '@aws-sdk/client-s3';
 import { BatonError, BlobTooLargeError } from '../../core/errors.ts';
 import type { BlobReadOptions, BlobStore } from '../../ports/blob-store.ts';
 import { BlobNotFoundError } from '../blob-not-found-error.ts';
+import { loadS3Sdk } from './s3-sdk.ts';
 
 export interface S3BlobStoreOptions {
-  readonly client: S3Client;
+  /**
+   * The client, or how to build it at the first put or get: only payloads over ~350 KB go to S3,
+   * so most legs never need the S3 SDK, the largest the runtime uses (see loadS3Client).
+   */
+  readonly client: S3Client | (() => Promise<S3Client>);
   readonly bucket: string;
 }
 
@@ -15,15 +20,24 @@ const HTTP_NOT_FOUND = 404;
  * Large payloads in S3. Encryption is the bucket's default (SSE). Objects are never overwritten:
  * puts carry `If-None-Match: *`, and a put refused because the key exists succeeds only when the
  * object holds the same body — our own retried put — and fails otherwise.
- * @example new S3BlobStore({ client: createS3Client({ region }), bucket })
+ * @example new S3BlobStore({ client: () => loadS3Client({ region }), bucket })
  */
 export class S3BlobStore implements BlobStore {
+  #client: Promise<S3Client> | undefined;
+
   constructor(private readonly options: S3BlobStoreOptions) {}
 
+  #sdkClient(): Promise<S3Client> {
+    const { client } = this.options;
+    this.#client ??= typeof client === 'function' ? client() : Promise.resolve(client);
+    return this.#client;
+  }
+
   async put(key: string, body: string): Promise<void> {
+    const [sdk, client] = await Promise.all([loadS3Sdk(), this.#sdkClient()]);
     try {
-      await this.options.client.send(
-        new PutObjectCommand({
+      await client.send(
+        new sdk.PutObjectCommand({
           Bucket: this.options.bucket,
           Key: key,
           Body: body,
@@ -32,7 +46,7 @@ export class S3BlobStore implements BlobStore {
         }),
       );
     } catch (error) {
-      if (!(error instanceof S3ServiceException && error.$metadata.httpStatusCode === HTTP_PRECONDITION_FAILED)) {
+      if (httpStatusOf(error) !== HTTP_PRECONDITION_FAILED) {
         throw error;
       }
       if ((await this.get(key)) !== body) {
@@ -42,9 +56,10 @@ export class S3BlobStore implements BlobStore {
   }
 
   async get(key: string, options: BlobReadOptions = {}): Promise<string> {
+    const [sdk, client] = await Promise.all([loadS3Sdk(), this.#sdkClient()]);
     try {
-      const { Body, ContentLength } = await this.options.client.send(
-        new GetObjectCommand({ Bucket: this.options.bucket, Key: key }),
+      const { Body, ContentLength } = await client.send(
+        new sdk.GetObjectCommand({ Bucket: this.options.bucket, Key: key }),
       );
       if (Body === undefined) throw new BlobNotFoundError(key);
       if (options.maxBytes !== undefined && (ContentLength ?? Number.POSITIVE_INFINITY) > options.maxBytes) {
@@ -54,11 +69,16 @@ export class S3BlobStore implements BlobStore {
       }
       return await Body.transformToString('utf-8');
     } catch (error) {
-      if (error instanceof NoSuchKey) throw new BlobNotFoundError(key, { cause: error });
-      if (error instanceof S3ServiceException && error.$metadata.httpStatusCode === HTTP_NOT_FOUND) {
+      if ((error as Error | undefined)?.name === 'NoSuchKey' || httpStatusOf(error) === HTTP_NOT_FOUND) {
         throw new BlobNotFoundError(key, { cause: error });
       }
       throw error;
     }
   }
+}
+
+/** The HTTP status of an S3 service error (the SDK's exceptions carry `$metadata`); undefined for anything else. */
+function httpStatusOf(error: unknown): number | undefined {
+  const { $fault, $metadata } = (error ?? {}) as { $fault?: unknown; $metadata?: { httpStatusCode?: number } };
+  return $fault === 'client' || $fault === 'server' ? $metadata?.httpStatusCode : undefined;
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { createDocumentClient, createS3Client } from '../../../lib/adapters/aws-clients.ts';
+import { createDocumentClient } from '../../../lib/adapters/aws-clients.ts';
+import { createS3Client } from '../../../lib/adapters/s3/s3-client.ts';
 
 describe('AWS client factories', () => {
   it('uses path-style S3 URLs when an endpoint is set, and virtual-hosted ones otherwise', () => {

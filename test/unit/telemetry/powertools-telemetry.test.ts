@@ -120,23 +120,26 @@ describe('createPowertoolsTelemetry metrics', () => {
 });
 
 describe('createPowertoolsTelemetry tracer', () => {
-  it('turns tracing on only in a Lambda environment, and never in the local stack', () => {
-    // Arrange
-    vi.stubEnv('AWS_EXECUTION_ENV', '');
-    const outside = createPowertoolsTelemetry();
-    vi.stubEnv('AWS_EXECUTION_ENV', LAMBDA_ENV);
-    const inLambda = createPowertoolsTelemetry();
-    vi.stubEnv('BATON_LOCAL', '1');
-    const local = createPowertoolsTelemetry();
-    vi.stubEnv('BATON_LOCAL', '');
-    vi.stubEnv('POWERTOOLS_TRACE_ENABLED', 'false');
-    const switchedOff = createPowertoolsTelemetry();
+  it('turns tracing on only in a Lambda environment, and never in the local stack', async () => {
+    // Arrange: Powertools reads the environment when the tracer is built, at its load.
+    const tracerIn = (env: Record<string, string>) => {
+      for (const [name, value] of Object.entries(env)) vi.stubEnv(name, value);
+      return createPowertoolsTelemetry().powertools.xray.load();
+    };
 
     // Act
-    const enabled = [outside, inLambda, local, switchedOff].map((t) => t.powertools.tracer.isTracingEnabled());
+    const tracers = [
+      await tracerIn({ AWS_EXECUTION_ENV: '' }),
+      await tracerIn({ AWS_EXECUTION_ENV: LAMBDA_ENV }),
+      await tracerIn({ BATON_LOCAL: '1' }),
+      await tracerIn({ BATON_LOCAL: '', POWERTOOLS_TRACE_ENABLED: 'false' }),
+    ];
+    const enabled = tracers.map((tracer) => tracer?.isTracingEnabled() ?? false);
 
     // Assert
     expect(enabled).toEqual([false, true, false, false]);
+    // The X-Ray SDK is not even loaded where it could not trace.
+    expect(tracers.map((tracer) => tracer !== undefined)).toEqual([false, true, false, false]);
   });
 
   it('runs a span as a plain call when tracing is off', async () => {
@@ -156,7 +159,9 @@ describe('createPowertoolsTelemetry tracer', () => {
     vi.stubEnv('AWS_EXECUTION_ENV', LAMBDA_ENV);
     vi.stubEnv('BATON_LOCAL', '');
     const telemetry = createPowertoolsTelemetry();
-    const { provider } = telemetry.powertools.tracer;
+    const tracer = await telemetry.powertools.xray.load();
+    if (tracer === undefined) throw new Error('X-Ray was not loaded in a Lambda environment');
+    const { provider } = tracer;
     const root = new Segment('baton-step');
     const leg = { session: 's1', turn: 't1', tenant: 'acme', agent: 'orders', traceId: 'abc', epoch: 2 };
 
