@@ -3,71 +3,160 @@ import { mkdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
+import {
+  AGENTS_SPECIFIER,
+  builtinAliases,
+  ESM_REQUIRE_BANNER,
+  MAIN_FIELDS,
+  SOURCE_CONDITION,
+} from '../infra/constructs/bundling.ts';
 
 const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
 /** Inside node_modules so that an external `@aws-sdk/*` import resolves as it would in Lambda's runtime. */
 const OUT_DIR = join(REPO_ROOT, 'node_modules', '.cache', 'baton-bench');
-const IMPORT_RUNS = 5;
+
+export type BundleVariant = 'aws-sdk-external' | 'all-bundled';
 
 export interface BundleFigures {
-  readonly variant: 'aws-sdk-external' | 'all-bundled';
+  /** Which function: the repo's four, and the step function of one Bedrock-only agent. */
+  readonly function: string;
+  readonly variant: BundleVariant;
   readonly bytes: number;
   /** Median of fresh `node` processes importing the bundle (module scope included: config, clients). */
   readonly coldImportMs: number;
+  /** The same processes' median CPU time (user + system) for the import: steadier on a busy machine. */
+  readonly coldImportCpuMs: number;
 }
 
-/** What the step function's module scope needs to initialise (values are never contacted). */
+export interface BundleReport {
+  readonly functions: BundleFigures[];
+  /** The repo's step function (SDK external) imported as in Lambda with tracing on: the X-Ray SDK loads during init. */
+  readonly stepWithXrayMs: number;
+  /** What the Bedrock-only function's first model call adds once per cold start: loading the Bedrock SDK and building its client. */
+  readonly bedrockFirstCallMs: number;
+  readonly runs: number;
+}
+
+/** What the functions' module scope needs to initialise (values are never contacted). */
 const IMPORT_ENV = {
   BATON_TABLE: 'bench-sessions',
   BATON_WORK_QUEUE_URL: 'http://127.0.0.1:1/000000000000/bench-work',
   BATON_RESULTS_QUEUE_URL: 'http://127.0.0.1:1/000000000000/bench-results',
+  BATON_TICKETS_QUEUE_URL: 'http://127.0.0.1:1/000000000000/bench-tickets',
+  BATON_BUCKET: 'bench-payloads',
   AWS_REGION: 'us-east-1',
   AWS_ACCESS_KEY_ID: 'bench',
   AWS_SECRET_ACCESS_KEY: 'bench',
   POWERTOOLS_METRICS_DISABLED: 'true',
+  // Outside Lambda: Powertools traces nothing, and Baton does not load the X-Ray SDK (see stepWithXrayMs).
+  AWS_EXECUTION_ENV: '',
 };
 
-/**
- * The step function as CDK's NodejsFunction ships it (esbuild, minified, ESM): its size, with
- * the AWS SDK left to the Lambda runtime (the CDK default) and with everything bundled, and
- * the time a fresh Node process takes to import it — the cold start's share that is ours.
- */
-export async function measureStepBundle(entry = join(REPO_ROOT, 'functions', 'step.ts')): Promise<BundleFigures[]> {
-  mkdirSync(OUT_DIR, { recursive: true });
-  const figures: BundleFigures[] = [];
-  for (const variant of ['aws-sdk-external', 'all-bundled'] as const) {
-    const outfile = join(OUT_DIR, `step-${variant}.mjs`);
-    await build({
-      entryPoints: [entry],
-      outfile,
-      bundle: true,
-      minify: true,
-      platform: 'node',
-      target: 'node24',
-      format: 'esm',
-      logLevel: 'error',
-      external: variant === 'aws-sdk-external' ? ['@aws-sdk/*'] : [],
-      // The examples import `baton` by name: in a checkout that is the sources (package.json exports).
-      conditions: ['baton-source'],
-      // CommonJS dependencies bundled into ESM still call require() for Node built-ins.
-      banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
-    });
-    figures.push({ variant, bytes: statSync(outfile).size, coldImportMs: medianImportMs(outfile) });
-  }
-  return figures;
+/** The environment Lambda gives a function, as far as tracing looks at it. */
+const LAMBDA_TRACING_ENV = { AWS_EXECUTION_ENV: 'AWS_Lambda_nodejs24.x', AWS_LAMBDA_FUNCTION_NAME: 'bench-step' };
+
+export const BEDROCK_ONLY_AGENTS = join(REPO_ROOT, 'bench', 'fixtures', 'bedrock-agents.ts');
+
+interface FunctionEntry {
+  readonly name: string;
+  readonly entry: string;
+  /** What `#agents` maps to; the package's own mapping (the examples) when absent. */
+  readonly agents?: string | undefined;
 }
 
-function medianImportMs(file: string): number {
-  const script = `const t = performance.now(); await import(${JSON.stringify(file)}); console.log(performance.now() - t);`;
-  const runs: number[] = [];
-  for (let i = 0; i < IMPORT_RUNS; i++) {
+const FUNCTIONS: readonly FunctionEntry[] = [
+  { name: 'step', entry: 'step' },
+  { name: 'intake', entry: 'intake' },
+  { name: 'sweeper', entry: 'sweeper' },
+  { name: 'api', entry: 'api' },
+  { name: 'step, one Bedrock agent', entry: 'step', agents: BEDROCK_ONLY_AGENTS },
+];
+
+/**
+ * The functions as the construct ships them (esbuild, minified ESM, its main fields, banner and
+ * built-in aliases from infra/constructs/bundling.ts): each one's size with the AWS SDK left to
+ * the Lambda runtime and with everything bundled (the construct's choice), and the time a fresh
+ * Node process takes to import it — the cold start's share that is ours.
+ */
+export async function measureBundles(runs: number): Promise<BundleReport> {
+  mkdirSync(OUT_DIR, { recursive: true });
+  const functions: BundleFigures[] = [];
+  const files = new Map<string, string>();
+  for (const fn of FUNCTIONS) {
+    for (const variant of ['aws-sdk-external', 'all-bundled'] as const) {
+      const outfile = join(OUT_DIR, `${fn.name.replace(/\W+/g, '-')}-${variant}.mjs`);
+      await bundle(fn, variant, outfile);
+      files.set(`${fn.name}/${variant}`, outfile);
+      const { wallMs, cpuMs } = medianImport(outfile, runs);
+      functions.push({
+        function: fn.name,
+        variant,
+        bytes: statSync(outfile).size,
+        coldImportMs: wallMs,
+        coldImportCpuMs: cpuMs,
+      });
+    }
+  }
+  const step = files.get('step/aws-sdk-external')!;
+  const bedrock = files.get(`${FUNCTIONS.at(-1)!.name}/aws-sdk-external`)!;
+  return {
+    functions,
+    stepWithXrayMs: medianImport(step, runs, LAMBDA_TRACING_ENV).wallMs,
+    bedrockFirstCallMs: medianImport(bedrock, runs, {}, BEDROCK_FIRST_CALL).afterMs,
+    runs,
+  };
+}
+
+async function bundle(fn: FunctionEntry, variant: BundleVariant, outfile: string): Promise<void> {
+  await build({
+    entryPoints: [join(REPO_ROOT, 'functions', `${fn.entry}.ts`)],
+    outfile,
+    bundle: true,
+    minify: true,
+    platform: 'node',
+    target: 'node24',
+    format: 'esm',
+    logLevel: 'error',
+    mainFields: MAIN_FIELDS,
+    external: variant === 'aws-sdk-external' ? ['@aws-sdk/*'] : [],
+    // The examples import `baton` by name: in a checkout that is the sources (package.json exports).
+    conditions: [SOURCE_CONDITION],
+    alias: { ...builtinAliases(), ...(fn.agents ? { [AGENTS_SPECIFIER]: fn.agents } : {}) },
+    banner: { js: ESM_REQUIRE_BANNER },
+  });
+}
+
+/** After the import: what BedrockModelClient does at its first call (import the SDK, build the client). */
+const BEDROCK_FIRST_CALL =
+  "const { BedrockRuntimeClient } = await import('@aws-sdk/client-bedrock-runtime'); new BedrockRuntimeClient({ maxAttempts: 1 });";
+
+function medianImport(
+  file: string,
+  runs: number,
+  env: Record<string, string> = {},
+  after = '',
+): { wallMs: number; cpuMs: number; afterMs: number } {
+  const script = [
+    'const c0 = process.cpuUsage(); const t0 = performance.now();',
+    `await import(${JSON.stringify(file)});`,
+    'const wall = performance.now() - t0; const c = process.cpuUsage(c0); const t1 = performance.now();',
+    after,
+    'console.log(JSON.stringify([wall, (c.user + c.system) / 1000, performance.now() - t1]));',
+  ].join('\n');
+  const samples: number[][] = [];
+  for (let i = 0; i < runs; i++) {
     const result = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
-      env: { ...process.env, ...IMPORT_ENV },
+      // Resolved from the bundle's folder: `@aws-sdk/*` left external is found in node_modules.
+      cwd: OUT_DIR,
+      env: { ...process.env, ...IMPORT_ENV, ...env },
       encoding: 'utf8',
     });
     if (result.status !== 0) throw new Error(`importing ${file} failed: ${result.stderr.slice(0, 500)}`);
-    runs.push(Number(result.stdout.trim().split('\n').at(-1)));
+    samples.push(JSON.parse(result.stdout.trim().split('\n').at(-1) ?? '[]') as number[]);
   }
-  runs.sort((a, b) => a - b);
-  return runs[Math.floor(runs.length / 2)]!;
+  const median = (k: number) => {
+    const sorted = samples.map((s) => s[k]!).sort((a, b) => a - b);
+    return sorted[Math.floor(sorted.length / 2)]!;
+  };
+  return { wallMs: median(0), cpuMs: median(1), afterMs: median(2) };
 }

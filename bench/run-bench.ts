@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { startBenchDatabase } from './bench-database.ts';
-import { type BundleFigures, measureStepBundle } from './bundle.ts';
+import { type BundleReport, measureBundles } from './bundle.ts';
 import { type ConversationFigures, measureConversationCost } from './conversation-cost.ts';
 import type { DurableReplayFigures } from './durable-replay.ts';
 import { type FanOutFigures, measureFanOut } from './fan-out.ts';
@@ -61,6 +61,8 @@ export const BENCH_WORKLOAD = {
   conversationWorkMs: 20,
   conversationIdleMs: 5_000,
   conversationInjectSamples: 5,
+  /** Fresh processes per bundle whose import time is the median. */
+  coldImportRuns: 5,
 } as const;
 
 export interface BenchReport {
@@ -76,7 +78,7 @@ export interface BenchReport {
   readonly throughput?: { baton: ThroughputFigures; raw: RawWriteFigures; ratio: number } | undefined;
   readonly fanout?: FanOutFigures | undefined;
   readonly recovery?: RecoveryFigures | { unavailable: string } | undefined;
-  readonly bundle?: BundleFigures[] | { unavailable: string } | undefined;
+  readonly bundle?: BundleReport | { unavailable: string } | undefined;
   readonly seconds: number;
 }
 
@@ -200,8 +202,10 @@ export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
       }));
     }
     if (want('bundle')) {
-      options.progress('bundle: esbuild of functions/step.ts, minified; cold import in fresh node processes');
-      report.bundle = await measureStepBundle().catch((error: unknown) => ({
+      options.progress(
+        `bundle: esbuild of functions/*.ts as the construct bundles them; cold import, median of ${w.coldImportRuns} fresh processes`,
+      );
+      report.bundle = await measureBundles(w.coldImportRuns).catch((error: unknown) => ({
         unavailable: (error instanceof Error ? error.message : String(error)).replace(/\s+/g, ' '),
       }));
     }
@@ -444,11 +448,28 @@ export function formatBenchReport(report: BenchReport): string[] {
     }
   }
   if (bundle) {
-    section('step function bundle (esbuild, minified, ESM)');
+    section(
+      `function bundles (esbuild, minified ESM, as the construct builds them); cold import, median of ${report.workload.coldImportRuns}`,
+    );
     if ('unavailable' in bundle) rows.push(['bundle', 'unavailable', bundle.unavailable]);
-    else
-      for (const b of bundle)
-        rows.push([`${b.variant}`, `${int(b.bytes / 1024)} KiB`, `cold import ${int(b.coldImportMs)} ms`]);
+    else {
+      for (const b of bundle.functions)
+        rows.push([
+          `${b.function}, ${b.variant === 'aws-sdk-external' ? 'SDK external' : 'all bundled'}`,
+          `${int(b.bytes / 1024)} KiB`,
+          `cold import ${int(b.coldImportMs)} ms (CPU ${int(b.coldImportCpuMs)} ms)`,
+        ]);
+      rows.push([
+        'step, SDK external, X-Ray on (as in Lambda)',
+        `${int(bundle.stepWithXrayMs)} ms`,
+        'the X-Ray SDK loads during init',
+      ]);
+      rows.push([
+        'Bedrock agent: its first model call adds',
+        `${int(bundle.bedrockFirstCallMs)} ms`,
+        'loading the Bedrock SDK and building its client, once per cold start',
+      ]);
+    }
   }
   const figures = rows.filter(([, b, c]) => b !== '' || c !== '');
   const w0 = Math.max(...figures.map((r) => r[0].length));

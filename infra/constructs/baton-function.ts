@@ -11,22 +11,10 @@ import {
 import { NodejsFunction, OutputFormat, SourceMapMode } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
+import { AGENTS_SPECIFIER, builtinAliases, ESM_REQUIRE_BANNER, MAIN_FIELDS, SOURCE_CONDITION } from './bundling.ts';
 
 /** AWS's policy for writing traces: X-Ray's write actions support no resource-level permissions. */
 const XRAY_WRITE_POLICY = 'AWSXRayDaemonWriteAccess';
-
-/** The export condition under which `baton` resolves to its TypeScript sources in a checkout (package.json). */
-export const SOURCE_CONDITION = 'baton-source';
-
-/** The module specifier the functions import their agents from; mapped at bundle time. */
-export const AGENTS_SPECIFIER = '#agents';
-
-/**
- * ESM bundles still meet CommonJS dependencies that call `require()` for Node built-ins;
- * this banner gives them one.
- */
-const ESM_REQUIRE_BANNER =
-  "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);";
 
 export interface BatonFunctionProps {
   /** Absolute path of the handler file (it exports `handler`). */
@@ -95,7 +83,7 @@ export class BatonFunction extends Construct {
       bundling: {
         format: OutputFormat.ESM,
         target: 'node24',
-        mainFields: ['module', 'main'],
+        mainFields: MAIN_FIELDS,
         banner: ESM_REQUIRE_BANNER,
         minify: true,
         sourceMap: true,
@@ -105,6 +93,7 @@ export class BatonFunction extends Construct {
         externalModules: [],
         forceDockerBundling: false,
         esbuildArgs: {
+          ...Object.fromEntries(Object.entries(builtinAliases()).map(([name, shim]) => [`--alias:${name}`, shim])),
           ...(props.agentsEntry === undefined ? {} : { [`--alias:${AGENTS_SPECIFIER}`]: props.agentsEntry }),
           ...(props.fromSource ? { '--conditions': SOURCE_CONDITION } : {}),
         },

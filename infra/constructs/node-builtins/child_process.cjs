@@ -1,0 +1,2 @@
+// node:child_process for the functions' ESM bundles, as a CommonJS module: see ../bundling.ts.
+module.exports = process.getBuiltinModule('node:child_process');

@@ -1,0 +1,2 @@
+// node:https for the functions' ESM bundles, as a CommonJS module: see ../bundling.ts.
+module.exports = process.getBuiltinModule('node:https');
