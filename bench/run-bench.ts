@@ -9,6 +9,7 @@ import { type FanOutFigures, measureFanOut } from './fan-out.ts';
 import { measureFullRewrite } from './full-rewrite-baseline.ts';
 import { measureResumeCost, measureSessionCost, type ResumeCost, type SessionCost } from './journal-cost.ts';
 import { LIVE_TEXT_POLICY, type LiveTextCost, measureLiveTextCost } from './live-text-cost.ts';
+import { AWS_PRICES, measurePriceWorkloads, type PriceReport, priceReport, priceRows } from './price.ts';
 import { measureRecovery, type RecoveryFigures } from './recovery.ts';
 import {
   measureRawConditionalWrites,
@@ -27,6 +28,7 @@ export const BENCH_SECTIONS = [
   'fanout',
   'recovery',
   'bundle',
+  'price',
 ] as const;
 export type BenchSection = (typeof BENCH_SECTIONS)[number];
 
@@ -79,6 +81,7 @@ export interface BenchReport {
   readonly fanout?: FanOutFigures | undefined;
   readonly recovery?: RecoveryFigures | { unavailable: string } | undefined;
   readonly bundle?: BundleReport | { unavailable: string } | undefined;
+  readonly price?: PriceReport | undefined;
   readonly seconds: number;
 }
 
@@ -101,9 +104,9 @@ export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
     workload: w,
     seconds: 0,
   };
-  const needsDb = (['journal', 'resume', 'conversation', 'stream', 'throughput', 'fanout', 'recovery'] as const).some(
-    want,
-  );
+  const needsDb = (
+    ['journal', 'resume', 'conversation', 'stream', 'throughput', 'fanout', 'recovery', 'price'] as const
+  ).some(want);
   const db = needsDb ? await startBenchDatabase() : undefined;
   try {
     if (db && want('journal')) {
@@ -201,6 +204,12 @@ export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
         unavailable: (error instanceof Error ? error.message : String(error)).replace(/\s+/g, ' '),
       }));
     }
+    if (db && want('price')) {
+      options.progress(
+        'price: the requests of 1,000 steps of long-haul, of a 5-step chat turn, of an idle conversation',
+      );
+      report.price = priceReport(await measurePriceWorkloads({ db, functionTimeoutMs: w.functionTimeoutMs }));
+    }
     if (want('bundle')) {
       options.progress(
         `bundle: esbuild of functions/*.ts as the construct bundles them; cold import, median of ${w.coldImportRuns} fresh processes`,
@@ -257,7 +266,7 @@ const dec = (n: number, digits = 2) => n.toFixed(digits);
 export function formatBenchReport(report: BenchReport): string[] {
   const rows: Array<[string, string, string]> = [];
   const section = (title: string) => rows.push([`— ${title}`, '', '']);
-  const { journal, resume, conversation, stream, durable, throughput, fanout, recovery, bundle } = report;
+  const { journal, resume, conversation, stream, durable, throughput, fanout, recovery, bundle, price } = report;
   if (journal) {
     section('journal cost (DynamoDB Local, counted at the client)');
     for (const [i, window] of journal.baton.windows.entries()) {
@@ -470,6 +479,12 @@ export function formatBenchReport(report: BenchReport): string[] {
         'loading the Bedrock SDK and building its client, once per cold start',
       ]);
     }
+  }
+  if (price) {
+    section(
+      `price of orchestration: AWS list prices, ${AWS_PRICES.region}, ${AWS_PRICES.date}, beside the peers' published prices`,
+    );
+    rows.push(...priceRows(price));
   }
   const figures = rows.filter(([, b, c]) => b !== '' || c !== '');
   const w0 = Math.max(...figures.map((r) => r[0].length));
