@@ -538,6 +538,8 @@ describe("BatonRuntime with a team's props", () => {
       'utf8',
     );
     expect(api).toContain(FIXTURE_AGENT_NAME);
+    // node:http and node:https come through CommonJS: their ESM facades load undici at cold start.
+    expect(bundle).not.toMatch(/from\s*"(node:)?https?"/);
     const loaded = spawnSync(
       process.execPath,
       ['--input-type=module', '-e', "const m = await import('./index.mjs'); console.log(typeof m.handler);"],
