@@ -29,7 +29,7 @@ export const AWS_PRICES = {
 } as const;
 
 /**
- * The peers' published prices, from /work/shared/PEERS.md and the sources it names (docs/PERFORMANCE.md
+ * The peers' published prices, from the competitive scan (PEERS.md, beside DESIGN.md) and the sources it names (docs/PERFORMANCE.md
  * cites them): each bills its orchestration per unit, and the agent's model and tools on top.
  */
 export const PEER_PRICES = {
