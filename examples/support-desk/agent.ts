@@ -49,6 +49,7 @@ function parseTurnInput(text: string): string | undefined {
  * The scripted support agent, deterministic from the transcript:
  * - `refund O-<n>`: looks the order up, then asks for approval of the once-only refund;
  * - `work <k>`: k tool calls, then `done <k>` with any notes injected meanwhile;
+ * - `work until told`: tool calls until a message is injected (at most 500), then `done <k>; notes: …`;
  * - `remind me in <s> s`: parks on a durable timer (the built-in `wait` tool), then `reminder`;
  * - anything else: `turn <N>: <text>`.
  */
@@ -73,6 +74,13 @@ export function supportScript(messages: readonly ChatMessage[]): ScriptReply {
     if (!results.has(id('wait')))
       return { toolCalls: [{ id: id('wait'), name: 'wait', input: { seconds: Number(remind[1]) } }] };
     return { final: 'reminder' };
+  }
+  if (/^work until told$/i.test(text.trim())) {
+    let k = 0;
+    while (results.has(id(`w${k + 1}`))) k++;
+    if (notes.length === 0 && k < 500)
+      return { toolCalls: [{ id: id(`w${k + 1}`), name: 'work', input: { step: k + 1 } }] };
+    return { final: `done ${k}${notes.length ? `; notes: ${notes.join('; ')}` : ''}` };
   }
   const work = /^work (\d+)$/i.exec(text.trim());
   if (work) {

@@ -45,7 +45,11 @@ export function createIntakeHandler(options: HandlerOptions) {
 
   async function handleRecord(record: SQSRecord): Promise<string | undefined> {
     const trace = parseTraceparent(record.messageAttributes[ATTR_TRACEPARENT]?.stringValue);
-    const origin = { senderId: record.attributes.SenderId, messageId: record.messageId };
+    const origin = {
+      senderId: record.attributes.SenderId,
+      messageId: record.messageId,
+      sentAt: Number(record.attributes.SentTimestamp) || undefined,
+    };
     try {
       await acceptTicket(record.body, trace, deps, origin);
       return undefined;

@@ -654,8 +654,10 @@ export class BatonClient implements BatonTransport {
       if (posted.reason === 'finished') return this.#releaseEnded(current, timeoutMs, waitUntil);
       throw new TurnRefusedError('not-found', `session ${sessionId} not found`);
     }
+    // A release asked again waits for the first one's bound from its own ask: the holder its
+    // bump woke may only now carry out a mark whose bound passed while no leg could.
     const mark = posted.record.releaseRequested!;
-    const deadline = Math.min(mark.at + mark.timeoutMs + RELEASE_GRACE_MS, waitUntil);
+    const deadline = Math.min(Math.max(mark.at, now) + mark.timeoutMs + RELEASE_GRACE_MS, waitUntil);
     let after = 0;
     for (;;) {
       const entries = await this.deps.store.readJournal(record.key, after);

@@ -16,6 +16,7 @@ import { childContext, newTraceId, type TraceContext } from '../core/trace-conte
 import { admitInput } from './admission.ts';
 import type { RuntimeDeps } from './deps.ts';
 import { itemTtlSeconds, newSessionExpiry } from './deps.ts';
+import { retentionSeconds } from './expiry.ts';
 import { acceptTurn, inlineInput } from './turn-intake.ts';
 
 export type IntakeDeps = Pick<
@@ -35,6 +36,8 @@ export interface TicketOrigin {
   /** The SQS record's `SenderId`: who sent it, as IAM authenticated it. */
   readonly senderId?: string | undefined;
   readonly messageId?: string | undefined;
+  /** When the message was first sent (SQS `SentTimestamp`, ms): a redelivery keeps it, a new send does not. */
+  readonly sentAt?: number | undefined;
 }
 
 /**
@@ -83,6 +86,7 @@ export async function acceptTicket(
     return { key: turn.key, turnId: turn.turnId, created: turn.queued };
   }
   const key: SessionKey = { tenant, agent: ticket.agent, id: deriveSessionId(tenant, ticket.agent, ticket.ticketId) };
+  await refuseRedeliveryPastRetention(key, ticket.ticketId, origin.sentAt, now, deps);
   const turnId = ticket.ticketId;
   const inputHash = hashJson(input);
   const turn = await deps.store.putTurn(
@@ -116,6 +120,33 @@ export async function acceptTicket(
     traceId: session.record.traceId,
   });
   return { key, turnId, created: turn.created };
+}
+
+/**
+ * A message first sent longer than a retention ago (a redrive from the DLQ, whose messages keep
+ * their enqueue time for up to 14 days) may have run a session that has since expired: with no
+ * record left to converge on, running it again would repeat its effects under the same ids. It is
+ * refused instead. A session still on record converges as any resubmission does; a producer's new
+ * send of an old ticket id carries a new timestamp and starts afresh (docs/RELIABILITY.md).
+ */
+async function refuseRedeliveryPastRetention(
+  key: SessionKey,
+  ticketId: string,
+  sentAt: number | undefined,
+  now: number,
+  deps: IntakeDeps,
+): Promise<void> {
+  const retentionMs = retentionSeconds(deps.config.retentionDays) * 1000;
+  if (sentAt === undefined || !(now - sentAt > retentionMs)) return;
+  if (await deps.store.getSession(key)) return;
+  const days = (ms: number) => {
+    const n = Math.floor(ms / 86_400_000);
+    return `${n} day${n === 1 ? '' : 's'}`;
+  };
+  throw new InvalidInputError(
+    `ticket ${ticketId} was first sent ${days(now - sentAt)} ago, longer than the session retention ` +
+      `(${days(retentionMs)}), and its session is not on record: it may have run and expired, so it is not run again`,
+  );
 }
 
 function parseTicket(body: string): Ticket {

@@ -122,7 +122,8 @@ describe('conversations on the local stack with two workers', { timeout: 180_000
   it('journals a message injected from another process before the running turn’s next model call', async () => {
     // Arrange
     const sessionId = await start('conv-3', 'hello');
-    await t.client.send(sessionId, { text: 'work 32' }, { id: 'conv-3-work' });
+    // The turn works until it is told something, however long the other process takes to start.
+    await t.client.send(sessionId, { text: 'work until told' }, { id: 'conv-3-work' });
     await waitFor('the work turn to run', async () => {
       const journal = await t.store.readJournal({ tenant: 'default', agent: AGENT, id: sessionId });
       return journal.some((e) => e.kind === 'tool' && e.turnId === 'conv-3-work') ? true : undefined;
@@ -140,7 +141,7 @@ describe('conversations on the local stack with two workers', { timeout: 180_000
 
     // Assert
     expect(sent).toMatchObject({ sessionId, turnId: 'note-1', mode: 'inject' });
-    expect(done.output).toBe('done 32; notes: customer is VIP');
+    expect(done.output).toMatch(/^done \d+; notes: customer is VIP$/);
     const journal = await t.store.readJournal({ tenant: 'default', agent: AGENT, id: sessionId });
     const message = journal.find((e) => e.kind === 'message');
     const lastModel = journal.filter((e) => e.kind === 'model').at(-1);

@@ -40,12 +40,41 @@ export class Facts {
   readonly retired = new Set<string>();
   /** Turns a check saw settled before their session's items expired. */
   readonly verified = new Set<string>();
+  /**
+   * Sessions whose every item expired, with how many executions and published results the world
+   * had then. A ticket id sent anew after that starts a new run of the same session id (the store
+   * remembers nothing for a retention); the checks hold each run to its promises on its own.
+   */
+  readonly expiredRuns = new Map<string, { executions: number; results: number }>();
   readonly violations: Violation[] = [];
   readonly #seen = new Set<string>();
 
   acceptTurn(key: SessionKey, turnId: string, via: string): void {
     const id = `${key.id}/${turnId}`;
     if (!this.turns.has(id)) this.turns.set(id, { key, turnId, via });
+  }
+
+  /** Every item of the session expired: what users were told about its last run is settled and forgotten. */
+  forgetRun(sessionId: string, cut: { executions: number; results: number }): void {
+    this.expiredRuns.set(sessionId, cut);
+    for (const id of [...this.turns.keys()])
+      if (id.startsWith(`${sessionId}/`)) {
+        this.turns.delete(id);
+        this.verified.delete(id);
+      }
+    const others = (keys: SessionKey[]) => keys.filter((k) => k.id !== sessionId);
+    this.cancels.splice(0, this.cancels.length, ...others(this.cancels));
+    const releases = this.releases.filter((r) => r.key.id !== sessionId);
+    this.releases.splice(0, this.releases.length, ...releases);
+    const approvals = this.approvals.filter((a) => a.sessionId !== sessionId);
+    this.approvals.splice(0, this.approvals.length, ...approvals);
+    for (const question of [...this.answered]) if (question.includes(` ${sessionId} `)) this.answered.delete(question);
+  }
+
+  /** Was this execution or result (by its index) part of a run of the session that has since expired? */
+  beforeExpiry(sessionId: string, index: number, kind: 'executions' | 'results'): boolean {
+    const cut = this.expiredRuns.get(sessionId);
+    return cut !== undefined && index < cut[kind];
   }
 
   violate(invariant: string, detail: string): void {

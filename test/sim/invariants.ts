@@ -48,7 +48,8 @@ async function readWorld(world: World): Promise<Map<string, SessionFacts>> {
 async function checkQuiet(world: World, sessions: Map<string, SessionFacts>): Promise<void> {
   const { facts } = world;
   const results = new Map<string, Set<string>>();
-  for (const { id, result } of world.results.published) {
+  for (const [index, { id, result }] of world.results.published.entries()) {
+    if (facts.beforeExpiry(id.split('/')[0] ?? '', index, 'results')) continue;
     const statuses = results.get(id) ?? new Set<string>();
     statuses.add(result.status);
     results.set(id, statuses);
@@ -182,12 +183,14 @@ function checkExpiry(world: World, id: string, s: SessionFacts): void {
  */
 function checkEffects(world: World, sessions: Map<string, SessionFacts>): void {
   const { facts, services } = world;
+  // A run whose session expired whole was checked before its items went (checkpoint).
+  const executions = services.executions.filter((e, i) => !facts.beforeExpiry(e.sessionId, i, 'executions'));
   const counts = new Map<string, number>();
-  for (const e of services.executions) counts.set(e.key, (counts.get(e.key) ?? 0) + 1);
+  for (const e of executions) counts.set(e.key, (counts.get(e.key) ?? 0) + 1);
   for (const [key, n] of counts) if (n > 1) facts.violate('once-only-once', `${key} executed ${n} times`);
   for (const r of services.refused.filter((x) => !x.stale))
     facts.violate('once-only-never-refused', `${r.key}: the downstream refused a call whose key reconcile voided`);
-  for (const e of services.executions) {
+  for (const e of executions) {
     const agent = e.key.split(':')[1];
     if (agent === 'support-desk' || agent === 'pay-desk') {
       const approved = facts.approvals.some(
@@ -249,7 +252,12 @@ export function retireExpired(world: World): void {
   for (const before of world.pendingRetirement) {
     const left = world.memory.sortKeys(before.key).length;
     // A live session that lost items stays checked: that is what the gap is for.
-    if (left === 0 || (before.terminal && left !== before.items)) world.facts.retired.add(before.key.id);
+    if (left === 0)
+      world.facts.forgetRun(before.key.id, {
+        executions: world.services.executions.length,
+        results: world.results.published.length,
+      });
+    else if (before.terminal && left !== before.items) world.facts.retired.add(before.key.id);
   }
   world.pendingRetirement = [];
 }

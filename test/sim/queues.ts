@@ -19,6 +19,8 @@ export interface Message<T> {
   readonly id: number;
   readonly body: T;
   readonly trace: TraceContext | undefined;
+  /** When it was sent (SQS's `SentTimestamp`): every delivery of it, duplicates included, keeps it. */
+  readonly sentAt: number;
   visibleAt: number;
   /** Deliveries so far; past the queue's maxReceiveCount it goes to the dead-letter queue. */
   receives: number;
@@ -64,6 +66,7 @@ export class SimQueue<T> {
         id: ++this.#ids,
         body,
         trace: options?.trace,
+        sentAt: this.clock.now(),
         visibleAt: this.clock.now() + delayMs + extra,
         receives: 0,
       });

@@ -300,19 +300,20 @@ export class World {
     this.tickets.queue.receive(message);
     const ticket = message.body;
     const body = JSON.stringify(ticket);
+    const origin = { sentAt: message.sentAt };
     const n = ++this.#invocations;
     const actor = this.sim.spawn(
       'intake',
       `i${n}(${ticket.ticketId})`,
       async () => {
         try {
-          const accepted = await acceptTicket(body, message.trace, this.deps);
+          const accepted = await acceptTicket(body, message.trace, this.deps, origin);
           // Acknowledged: from here the ticket is the system's promise.
           this.facts.acceptTurn(accepted.key, accepted.turnId, 'intake');
           return true;
         } catch (error) {
           if (!(error instanceof InvalidInputError)) throw error;
-          return recordRejectedTicket(body, error.message, this.deps, {}, message.trace).catch(() => false);
+          return recordRejectedTicket(body, error.message, this.deps, origin, message.trace).catch(() => false);
         }
       },
       (result) => {

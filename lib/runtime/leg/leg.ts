@@ -137,8 +137,13 @@ export class Leg implements LegContext {
     if (isCrashLoop(this.journal.view, this.reason === 'recovery', recoveries, agent.limits.maxRecoveries)) {
       const why = `crash loop: ${recoveries} consecutive recoveries without progress`;
       const interrupted = interruptedOnceOnly(this.journal.view);
-      if (!interrupted) return finishNow(this, 'failed', why);
-      await parkInterrupted(this, interrupted, why);
+      if (interrupted) await parkInterrupted(this, interrupted, why);
+      else {
+        // Journaled here, published by the loop: after a release or cancel this leg saw at its
+        // acquire, which the loop carries out first (a finish from here left it unseen for good).
+        this.log.error('turn failed', { error: why });
+        await this.journal.append('outcome', { status: 'failed', error: why });
+      }
     }
     const refused = await refuseOrphanTask(this);
     const left = refused && (await this.#leave(refused));

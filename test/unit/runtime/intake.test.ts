@@ -33,6 +33,40 @@ describe('intake', () => {
     expect(workQueue.bodies.map((k) => k.reason)).toEqual(['first', 'first']);
   });
 
+  describe('a redelivery first sent longer than a retention ago (seed 9707: a refund ran twice)', () => {
+    const day = 86_400_000;
+
+    it('is refused when its session is not on record: it may have run and expired', async () => {
+      const { deps, store, workQueue, clock } = makeTestDeps([lookupAgent()]);
+      const sentAt = clock.now();
+      clock.advance(31 * day);
+      const refusal = acceptTicket(ticketBody('lookup-agent', 'T-old', { ids: ['a'] }), undefined, deps, { sentAt });
+      await expect(refusal).rejects.toThrow(InvalidInputError);
+      await expect(refusal).rejects.toThrow(
+        /ticket T-old was first sent 31 days ago, longer than the session retention \(1 day\), and its session is not on record/,
+      );
+      expect(await store.getTurn(key('T-old'), 'T-old')).toBeUndefined();
+      expect(workQueue.sent).toHaveLength(0);
+    });
+
+    it('converges on its session when the session is still on record, and a fresh send starts afresh', async () => {
+      const { deps, clock } = makeTestDeps([lookupAgent()]);
+      const sentAt = clock.now();
+      const first = await acceptTicket(ticketBody('lookup-agent', 'T-long', { ids: ['a'] }), undefined, deps, {
+        sentAt,
+      });
+      clock.advance(31 * day);
+      const redelivered = acceptTicket(ticketBody('lookup-agent', 'T-long', { ids: ['a'] }), undefined, deps, {
+        sentAt,
+      });
+      await expect(redelivered).resolves.toMatchObject({ created: false, key: first.key });
+      const fresh = acceptTicket(ticketBody('lookup-agent', 'T-new', { ids: ['a'] }), undefined, deps, {
+        sentAt: clock.now(),
+      });
+      await expect(fresh).resolves.toMatchObject({ created: true });
+    });
+  });
+
   it('refuses a ticket id reused with a different input', async () => {
     const { deps } = makeTestDeps([lookupAgent()]);
     await acceptTicket(ticketBody('lookup-agent', 'T-2', { ids: ['a'] }), undefined, deps);

@@ -146,6 +146,78 @@ describe('a leg that ends a turn or a session (issue 22)', () => {
     await expect(client.send(key.id, 'third', { id: 'T3' })).rejects.toThrow(/released/);
   });
 
+  it('seed 2229: a release the leg saw at its acquire is carried out when a crash loop fails the turn', async () => {
+    // Arrange: a conversation whose second turn kills every leg; a release lands between them.
+    const looping = defineAgent({
+      name: 'looping',
+      instructions: 'Echo.',
+      conversation: true,
+      model: scriptedModel({ maxDurationMs: 1_000, script: (m) => ({ final: `echo: ${lastText(m)}` }) }),
+      limits: { maxRecoveries: 1 },
+    });
+    let crashing = false;
+    const { deps, store, clock } = makeTestDeps([looping], {
+      config: { leaseTtlMs: 200, reserveMs: 50, retentionDays: 1, sweepGraceMs: 200 },
+      failpoint: async (name) => {
+        if (crashing && name === 'after-append') throw new FailpointCrash(name);
+      },
+    });
+    await acceptTicket(ticketBody('looping', 'L1', 'hello'), undefined, deps);
+    await drain(deps);
+    const key = keyOf('looping', 'L1');
+    const client = clientOf(deps);
+    const leg = async (reason: 'first' | 'recovery') => {
+      try {
+        return await runKick({ v: 1, session: key, reason }, invocation(60_000, deps.clock), deps);
+      } catch (error) {
+        if (error instanceof FailpointCrash) return 'crashed';
+        throw error;
+      }
+    };
+    crashing = true;
+    await client.send(key.id, 'second', { id: 'T2' });
+    expect(await leg('first')).toBe('crashed');
+    expect((await client.release(key.id, { waitMs: 0 })).released).toBe(false);
+    for (let i = 0; i < 2; i++) {
+      clock.advance(250);
+      expect(await leg('recovery')).toBe('crashed');
+    }
+
+    // Act: the next recovery finds the crash loop.
+    crashing = false;
+    clock.advance(250);
+    await leg('recovery');
+    await drain(deps);
+
+    // Assert: the turn failed as a crash loop, and the release was carried out, not left unseen.
+    expect((await store.getTurn(key, 'T2'))?.outcome).toMatchObject({ status: 'failed', error: /crash loop/ });
+    expect((await store.readJournal(key)).some((e) => e.kind === 'released')).toBe(true);
+    expect(await store.getSession(key)).toMatchObject({ state: 'idle' });
+    expect((await client.release(key.id, { waitMs: 0 })).released).toBe(true);
+  });
+
+  it('seed 2229: a release asked again after the first one’s bound passed waits its own bound for the holder it woke', async () => {
+    // Arrange: a release whose mark no leg carried out (its kick was lost) past its bound.
+    const { deps, store, workQueue, key, client, clock } = await conversation('C2b');
+    expect((await client.release(key.id, { timeoutS: 1, waitMs: 0 })).released).toBe(false);
+    workQueue.receive();
+    clock.advance(10 * 60_000);
+
+    // Act: asked again; a worker picks up the kick this ask sends once the ask has looked once.
+    let reads = 0;
+    const read = store.readJournal.bind(store);
+    store.readJournal = (...args) => {
+      reads++;
+      return read(...args);
+    };
+    const again = client.release(key.id, { timeoutS: 1 });
+    while (reads === 0 || workQueue.pendingCount === 0) await new Promise((r) => setImmediate(r));
+    await drain(deps);
+
+    // Assert
+    await expect(again).resolves.toMatchObject({ released: true });
+  });
+
   it('bug 3: cancelling a conversation gives every turn queued behind the active one its outcome and its result', async () => {
     // Arrange: two turns wait behind a running one when the cancel lands.
     const { deps, store, results, key, client } = await conversation('C3');
