@@ -1,4 +1,4 @@
-import { agentRegistry } from 'baton';
+import { agentRegistry, defineSchedule } from 'baton';
 import { bedrockModelFromEnv } from './bedrock-model.ts';
 import { dispatcher } from './dispatcher/agent.ts';
 import { longHaul } from './long-haul/agent.ts';
@@ -17,3 +17,17 @@ export const agents = agentRegistry([
   supportDesk(),
   dispatcher(),
 ]);
+
+/**
+ * Recurring tickets: `baton dev` fires them on the local stack, `baton schedules` lists them, and
+ * a stack passes them to `BatonRuntime({ schedules })` for EventBridge Scheduler.
+ */
+export const schedules = [
+  defineSchedule({
+    name: 'nightly-long-haul',
+    description: 'A nightly 20-step run of the long-haul agent.',
+    agent: longHaul,
+    input: { steps: 20 },
+    cron: '0 3 * * ? *',
+  }),
+];

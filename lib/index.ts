@@ -17,6 +17,12 @@ export {
   defineAgent,
 } from './agent/define-agent.ts';
 export {
+  defineSchedule,
+  nextFires,
+  type ScheduleDefinition,
+  type ScheduleOptions,
+} from './agent/define-schedule.ts';
+export {
   type AnyTool,
   defineTool,
   type ReconcileVerdict,

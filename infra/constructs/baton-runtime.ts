@@ -13,6 +13,7 @@ import { BlockPublicAccess, Bucket, BucketEncryption, type IBucket, ObjectOwners
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import type { Queue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import type { ScheduleDefinition } from '../../lib/agent/define-schedule.ts';
 import {
   ANY_TENANT,
   API_ROLES,
@@ -26,6 +27,7 @@ import {
 import { SERVICE_NAME_ENV } from '../../lib/telemetry/metric-names.ts';
 import { BatonFunction } from './baton-function.ts';
 import { BatonQueues } from './baton-queues.ts';
+import { BatonSchedules } from './baton-schedules.ts';
 import { grantModelInvoke } from './model-grants.ts';
 import { BatonMonitoring } from './monitoring.ts';
 import { createSessionTable } from './session-table.ts';
@@ -241,6 +243,13 @@ export interface BatonRuntimeProps {
    * @default the stack's name and the construct's path in it, e.g. `MyStack/Baton`
    */
   readonly serviceName?: string;
+  /**
+   * Recurring tickets (`defineSchedule`): EventBridge Scheduler puts each one's ticket on the
+   * tickets queue at its fire times, with the fire time in the ticket id. With `producers` set,
+   * the schedules' role is bound to their tenants.
+   * @default none
+   */
+  readonly schedules?: readonly ScheduleDefinition[];
 }
 
 /**
@@ -362,6 +371,14 @@ export class BatonRuntime extends Construct {
     this.#consume(this.stepFunction, this.workQueue, settings.batchSize, settings);
     this.#grantLeastPrivilege();
     this.#scheduleSweeper();
+    if (props.schedules !== undefined && props.schedules.length > 0) {
+      const { role } = new BatonSchedules(this, 'Schedules', {
+        schedules: props.schedules,
+        ticketsQueue: this.ticketsQueue,
+        ticketsDlq: this.ticketsDlq,
+      });
+      this.#mapProducer(role, [...new Set(props.schedules.map((s) => s.tenant))]);
+    }
     for (const modelId of props.bedrockModels ?? []) this.grantModelInvoke(modelId);
 
     this.monitoring = new BatonMonitoring(this, 'Monitoring', {

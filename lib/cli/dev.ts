@@ -1,12 +1,16 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { createSqsClient } from '../adapters/aws-clients.ts';
 import { enabledFaultKinds, FAULTS_ENV, parseFaultSpec } from '../adapters/faults/fault-config.ts';
+import { SqsTicketQueue } from '../adapters/sqs/sqs-queues.ts';
 import { CallerMap } from '../api/caller.ts';
 import { describeIssues } from '../core/messages.ts';
-import { agentsModuleFor } from '../local/agents-module.ts';
+import { agentsModuleFor, loadSchedules } from '../local/agents-module.ts';
+import { LOCAL_CREDENTIALS } from '../local/aws-clients.ts';
 import { waitForOutcome } from '../local/local-baton.ts';
 import { consoleLoginUrl, type LocalStackConfig, readLocalStackConfig } from '../local/local-config.ts';
+import { startLocalSchedules } from '../local/local-schedules.ts';
 import {
   DEFAULT_FUNCTION_TIMEOUT_S,
   DEFAULT_STATE_DIR,
@@ -118,6 +122,7 @@ export async function dev(args: string[], io: CommandIo): Promise<number> {
     io.out(`  state      ${stateDir}/local.json — other baton commands find the stack there`);
     io.out('Ctrl-C stops everything this command started.');
   }
+  const fired = await fireSchedules(config, agentsModule, io);
   if (sample !== undefined) await submitSample(config, sample, io);
 
   await new Promise<void>((resolve) => {
@@ -126,9 +131,20 @@ export async function dev(args: string[], io: CommandIo): Promise<number> {
     else io.signal.addEventListener('abort', () => resolve(), { once: true });
   });
   if (!io.json) io.out('baton dev: stopping');
+  fired.stop();
   await stack.stop();
   if (!io.json) io.out('baton dev: stopped');
   return 0;
+}
+
+/** The agents module's schedules, fired on the local tickets queue as Scheduler fires them on AWS. */
+async function fireSchedules(config: LocalStackConfig, agentsModule: string | undefined, io: CommandIo) {
+  const schedules = await loadSchedules(agentsModule);
+  const aws = { region: config.region, endpoints: config.endpoints, credentials: LOCAL_CREDENTIALS };
+  const tickets = new SqsTicketQueue({ client: createSqsClient(aws), queueUrl: config.resources.queues.tickets.url });
+  const fired = startLocalSchedules({ schedules, tickets, log: (line) => !io.json && io.out(`baton dev: ${line}`) });
+  if (!io.json) for (const { name, at } of fired.next()) io.out(`  schedule   ${name}, next fire ${at.toISOString()}`);
+  return fired;
 }
 
 /** The `--callers` file: `{ NAME: { "tenants": [...] | "*", "roles": [...] | "*" } }`, checked before the stack starts. */

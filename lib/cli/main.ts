@@ -7,6 +7,7 @@ import { extname } from 'node:path';
 import { CHAOS_USAGE } from '../chaos/chaos-options.ts';
 import { dev } from './dev.ts';
 import { init } from './init.ts';
+import { schedules } from './schedules.ts';
 import { schemas } from './schemas.ts';
 import {
   approve,
@@ -119,6 +120,11 @@ const COMMANDS: Record<string, CommandEntry> = {
     run: fromCheckout('chaos'),
     summary: 'kill, pause and fault a local stack, then check the invariants',
     usage: CHAOS_USAGE,
+  },
+  schedules: {
+    run: schedules,
+    summary: "list the agents module's schedules with their next fire times",
+    usage: 'baton schedules [--agents FILE] [--count N]',
   },
   schemas: {
     run: schemas,

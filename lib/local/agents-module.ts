@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { AgentRegistry } from '../agent/define-agent.ts';
+import type { ScheduleDefinition } from '../agent/define-schedule.ts';
 
 /** The repository's example agents: what the local stack hosts without `--agents`. A package install has none. */
 export const EXAMPLE_AGENTS_URL = new URL('../../examples/agents.ts', import.meta.url);
@@ -46,4 +47,33 @@ export async function loadAgents(
   const loaded = (await import(url)) as { agents?: unknown };
   if (!(loaded.agents instanceof Map)) throw new Error(`${module} has no 'agents' export (an agentRegistry([...]))`);
   return loaded.agents as AgentRegistry;
+}
+
+/**
+ * The module's `schedules` export (`defineSchedule` results), checked against its agents: what
+ * `baton dev` fires and `baton schedules` lists. None when the module has no such export.
+ */
+export async function loadSchedules(
+  module: string | undefined,
+  examples: URL = EXAMPLE_AGENTS_URL,
+): Promise<ScheduleDefinition[]> {
+  const url =
+    module === undefined || module === ''
+      ? examples.href
+      : module.startsWith('file:')
+        ? module
+        : pathToFileURL(module).href;
+  const loaded = (await import(url)) as { agents?: AgentRegistry; schedules?: unknown };
+  if (loaded.schedules === undefined) return [];
+  const where = module ?? 'the example agents';
+  if (!Array.isArray(loaded.schedules))
+    throw new Error(`${where}: 'schedules' must be an array of defineSchedule(...)`);
+  return loaded.schedules.map((schedule: unknown, i) => {
+    const s = schedule as Partial<ScheduleDefinition> | undefined;
+    if (typeof s?.name !== 'string' || typeof s.expression !== 'string' || typeof s.agent !== 'string')
+      throw new Error(`${where}: schedules[${i}] is not a defineSchedule(...) result`);
+    if (loaded.agents instanceof Map && !loaded.agents.has(s.agent))
+      throw new Error(`${where}: schedule "${s.name}" names agent "${s.agent}", which the module does not export`);
+    return s as ScheduleDefinition;
+  });
 }
