@@ -95,6 +95,7 @@ export async function acceptTicket(
     itemTtlSeconds(deps.config, now),
   );
   if (!turn.created && turn.turn.inputHash !== inputHash) throw new TicketConflictError(ticket.ticketId);
+  if (!turn.created) await refuseRunPastRetention(key, ticket.ticketId, turn.turn.createdAt, now, deps);
 
   const session = await deps.store.createSession({
     key,
@@ -146,6 +147,26 @@ async function refuseRedeliveryPastRetention(
   throw new InvalidInputError(
     `ticket ${ticketId} was first sent ${days(now - sentAt)} ago, longer than the session retention ` +
       `(${days(retentionMs)}), and its session is not on record: it may have run and expired, so it is not run again`,
+  );
+}
+
+/**
+ * The ticket's turn is on record from longer than a retention ago, and its session record is gone:
+ * the session ran and expired, and only items that outlive the record are left (they expire half
+ * a retention after it). Creating a record now would resume over them; the ticket is refused.
+ * (A younger turn without a record is an intake that died between the two writes: it goes on.)
+ */
+async function refuseRunPastRetention(
+  key: SessionKey,
+  ticketId: string,
+  turnCreatedAt: number,
+  now: number,
+  deps: IntakeDeps,
+): Promise<void> {
+  if (!(now - turnCreatedAt > retentionSeconds(deps.config.retentionDays) * 1000)) return;
+  if (await deps.store.getSession(key)) return;
+  throw new InvalidInputError(
+    `ticket ${ticketId} ran in a session that has expired (its turn was accepted ${new Date(turnCreatedAt).toISOString()}); it is not run again`,
   );
 }
 

@@ -1,3 +1,4 @@
+import { META_SK } from '../../lib/adapters/session-item-codec.ts';
 import { CorruptStateError, errorMessage } from '../../lib/core/errors.ts';
 import { foldJournal, type SessionView } from '../../lib/core/fold.ts';
 import type { JournalEntry } from '../../lib/core/journal.ts';
@@ -250,9 +251,11 @@ export async function checkpoint(world: World): Promise<void> {
 /** After an idle gap's expiry: the finished sessions that lost items (or all of them) are retired. */
 export function retireExpired(world: World): void {
   for (const before of world.pendingRetirement) {
-    const left = world.memory.sortKeys(before.key).length;
-    // A live session that lost items stays checked: that is what the gap is for.
-    if (left === 0)
+    const keys = world.memory.sortKeys(before.key);
+    const left = keys.length;
+    // A live session that lost items stays checked: that is what the gap is for. One whose record
+    // expired is over: a ticket sent again starts a new run (or is refused while remnants stay).
+    if (!keys.includes(META_SK))
       world.facts.forgetRun(before.key.id, {
         executions: world.services.executions.length,
         results: world.results.published.length,

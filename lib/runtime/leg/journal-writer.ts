@@ -1,5 +1,6 @@
 import {
   BatonError,
+  CorruptStateError,
   InfrastructureError,
   LeaseLostError,
   PayloadTooLargeError,
@@ -72,6 +73,7 @@ export class JournalWriter {
    */
   async load(): Promise<void> {
     this.#entries = await this.deps.store.readJournal(this.key);
+    refuseRemnants(this.#entries, this.signals.record.createdAt);
     this.#view = foldJournal(this.#entries);
     // A leg paused between its acquire and this read may find a newer owner's marker already
     // there: its own marker would land after it, at a free seq, and fence nothing. It stops.
@@ -201,4 +203,21 @@ export class JournalWriter {
     this.log.debug('journaled', { seq: entry.seq, kind, bytes });
     await this.deps.failpoint('after-append');
   }
+}
+
+/** Far more than any clock skew between hosts, far less than a retention (a day at least). */
+const REMNANT_MARGIN_MS = 3_600_000;
+
+/**
+ * A journal that began long before its session record was created belongs to an earlier run of
+ * the same session id whose record expired (items outlive it by half a retention): resuming over
+ * it would finish that run's turns a second time. Refused as stored state that cannot be used.
+ */
+function refuseRemnants(entries: readonly JournalEntry[], recordCreatedAt: number): void {
+  const first = entries[0];
+  if (first === undefined || first.at >= recordCreatedAt - REMNANT_MARGIN_MS) return;
+  throw new CorruptStateError(
+    `the journal began ${new Date(first.at).toISOString()}, before this session's record was created (${new Date(recordCreatedAt).toISOString()}): ` +
+      'it is what is left of an earlier run of this session id, which expired; resend once it has expired too, or with a new ticket id',
+  );
 }

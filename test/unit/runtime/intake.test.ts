@@ -9,7 +9,7 @@ import {
 import { deriveSessionId } from '../../../lib/core/ids.ts';
 import { parseProducers } from '../../../lib/core/tenancy.ts';
 import { acceptTicket, recordRejectedTicket, salvageIds } from '../../../lib/runtime/intake.ts';
-import { lookupAgent, makeTestDeps, ticketBody } from '../../fixtures/runtime.ts';
+import { drain, lookupAgent, makeTestDeps, ticketBody } from '../../fixtures/runtime.ts';
 
 const key = (ticketId: string, agent = 'lookup-agent') => ({
   tenant: 'default',
@@ -47,6 +47,28 @@ describe('intake', () => {
       );
       expect(await store.getTurn(key('T-old'), 'T-old')).toBeUndefined();
       expect(workQueue.sent).toHaveLength(0);
+    });
+
+    it('is refused when its turn is older than a retention and its record expired (seed 9048: a turn ran twice)', async () => {
+      // Arrange: the session ran; a retention and a bit later its record expired, its items not yet.
+      const { deps, store, clock, workQueue } = makeTestDeps([lookupAgent()]);
+      await acceptTicket(ticketBody('lookup-agent', 'T-gone', { ids: ['a'] }), undefined, deps);
+      await drain(deps);
+      clock.advance(day + 60_000);
+      store.expireItems(Math.floor(clock.now() / 1000));
+      expect(await store.getSession(key('T-gone'))).toBeUndefined();
+      expect(await store.getTurn(key('T-gone'), 'T-gone')).toBeDefined();
+      const kicks = workQueue.sent.length;
+
+      // Act: the producer sends the ticket again (a new send: a fresh timestamp).
+      const again = acceptTicket(ticketBody('lookup-agent', 'T-gone', { ids: ['a'] }), undefined, deps, {
+        sentAt: clock.now(),
+      });
+
+      // Assert
+      await expect(again).rejects.toThrow(/ticket T-gone ran in a session that has expired .*; it is not run again/);
+      expect(await store.getSession(key('T-gone'))).toBeUndefined();
+      expect(workQueue.sent).toHaveLength(kicks);
     });
 
     it('converges on its session when the session is still on record, and a fresh send starts afresh', async () => {
