@@ -430,7 +430,12 @@ export class TestBaton {
   async #runLeg(kick: Kick): Promise<void> {
     const deadline = this.clock.now() + this.#functionTimeoutMs;
     const invocation = { requestId: `req-${++this.#invocations}`, remainingMs: () => deadline - this.clock.now() };
-    const { leg, result } = this.#tracker.run(kick, () => runKick(kick, invocation, this.#deps));
+    const { leg, result } = this.#tracker.run(kick, async () => {
+      const outcome = await runKick(kick, invocation, this.#deps);
+      // Where the step handler reaches it: the batch is done, its messages not yet deleted.
+      await this.#deps.failpoint('after-release');
+      return outcome;
+    });
     let done = false;
     const finished = result.then(
       () => {
@@ -448,7 +453,11 @@ export class TestBaton {
       if (this.#inFlight > 0 || !this.clock.advanceToNextSleep())
         await new Promise((resolve) => setTimeout(resolve, 1));
     }
-    if (leg.dead) this.#deadLegs.push(leg);
+    if (!leg.dead) return;
+    this.#deadLegs.push(leg);
+    // A killed invocation's message comes back: SQS after the visibility timeout, the harness at
+    // once. While the dead lease is live it is dropped; before the first acquire it runs the turn.
+    await this.#work.sendKick(kick);
   }
 
   /**

@@ -6,6 +6,7 @@ import { scriptedModel, toolResults } from '../../../lib/agent/scripted-model.ts
 import { waitTool } from '../../../lib/agent/timer.ts';
 import { StepError } from '../../../lib/core/errors.ts';
 import type { ChatMessage } from '../../../lib/ports/model-client.ts';
+import { FAILPOINTS } from '../../../lib/runtime/failpoints.ts';
 import { createTestBaton, type MockReply } from '../../../lib/testing/index.ts';
 
 /** A model that must never be called: every test here mocks it. */
@@ -157,6 +158,50 @@ describe('createTestBaton: a conversation', () => {
   });
 });
 
+describe('createTestBaton: humans and messages', () => {
+  it('denies a call with a reason: the tool never runs, and the model reads the denial', async () => {
+    const baton = createTestBaton({ agents: [desk] });
+    baton.mockModel('desk', oneCall('refund', { id: '2', amount: 900 }));
+    const refunds = baton.mockTool('desk', 'refund', () => 'refunded');
+    const run = await baton.start('desk', 'refund order 2');
+
+    await run.deny(undefined, 'over the limit');
+
+    expect(refunds.calls).toEqual([]);
+    expect(await run.output()).toContain('over the limit');
+  });
+
+  it('cancels a session that waits for a human', async () => {
+    const baton = createTestBaton({ agents: [desk] });
+    baton.mockModel('desk', oneCall('refund', { id: '2', amount: 900 }));
+    const run = await baton.start('desk', 'refund order 2');
+
+    const answer = await run.cancel();
+
+    expect(answer).toBe('requested');
+    expect(await run.outcome()).toMatchObject({ status: 'cancelled' });
+    await expect(run.approve()).rejects.toThrow(`session ${run.sessionId} has no call waiting for approval`);
+  });
+
+  it('takes a message a mocked tool sends into the running turn before the next model call', async () => {
+    const baton = createTestBaton({ agents: [desk] });
+    baton.mockModel('desk', (transcript) => {
+      if (toolResults(transcript).size === 0) return { toolCalls: [{ name: 'lookup', input: { id: '1' } }] };
+      const told = transcript.at(-1)?.content.flatMap((c) => (c.type === 'text' ? [c.text] : [])) ?? [];
+      return `told: ${told.join(', ')}`;
+    });
+    baton.mockTool('desk', 'lookup', async (_input, ctx) => {
+      // The customer writes while the tool runs: the send returns once the message is accepted.
+      await baton.send(ctx.sessionId, 'also check 5', { mode: 'inject' });
+      return 'found';
+    });
+
+    const run = await baton.start('desk', 'find 1');
+
+    expect(await run.output()).toBe('told: also check 5');
+  });
+});
+
 describe('createTestBaton: the manual clock', () => {
   it('fires a durable timer only when advance passes it', async () => {
     // Arrange
@@ -277,5 +322,63 @@ describe('createTestBaton: crash and recover', () => {
     expect(lookups.calls).toHaveLength(2);
     expect(lookups.calls[0]?.idempotencyKey).toBe(lookups.calls[1]?.idempotencyKey);
     expect(await run.output()).toBe('lookup: "found"');
+  });
+});
+
+describe('createTestBaton: every named crash point', () => {
+  /** A once-only refund after a lookup: a turn that passes every crash point a short session can reach. */
+  async function refundWithCrashAt(point: (typeof FAILPOINTS)[number]) {
+    const baton = createTestBaton({ agents: [desk] });
+    baton.mockModel('desk', (transcript) => {
+      const results = toolResults(transcript);
+      if (!results.has('c1')) return { toolCalls: [{ id: 'c1', name: 'lookup', input: { id: '4' } }] };
+      if (!results.has('c2')) return { toolCalls: [{ id: 'c2', name: 'refund', input: { id: '4', amount: 10 } }] };
+      return 'refunded';
+    });
+    baton.mockTool('desk', 'lookup', () => 'found');
+    const refunds = baton.mockTool('desk', 'refund', {
+      run: () => 'refunded',
+      // A crash before the refund ran leaves a watermark: the downstream says the key is void.
+      reconcile: async () => ({ verdict: 'notDone' }),
+    });
+    const crash = baton.crash(point);
+    const run = await baton.start('desk', 'refund 4');
+    return { crash, run, refunds };
+  }
+
+  // after-continuation needs a leg that runs out of budget: the next describe.
+  it.each(FAILPOINTS.filter((p) => p !== 'after-continuation'))(
+    'recovers a leg killed at %s: the turn completes once and the refund runs once',
+    async (point) => {
+      const { crash, run, refunds } = await refundWithCrashAt(point);
+
+      expect(crash.fired).toBe(true);
+      expect(await run.output()).toBe('refunded');
+      expect(refunds.calls).toHaveLength(1);
+      expect((await run.status()).outcome?.status).toBe('completed');
+    },
+  );
+});
+
+describe('createTestBaton: a leg that runs out of budget', () => {
+  it('hands off to a continuation, and recovers a leg killed right after sending it', async () => {
+    // Arrange: a lookup that takes 56 s of a 1-minute invocation, so the leg must yield after it.
+    const baton = createTestBaton({ agents: [desk], functionTimeout: '1m' });
+    baton.mockModel('desk', oneCall('lookup', { id: '6' }));
+    baton.mockTool('desk', 'lookup', () => {
+      baton.clock.advance(56_000);
+      return 'found';
+    });
+    const crash = baton.crash('after-continuation');
+
+    // Act
+    const run = await baton.start('desk', 'find 6');
+
+    // Assert
+    expect(crash.fired).toBe(true);
+    expect(await run.output()).toBe('lookup: "found"');
+    expect(
+      (await run.journal()).filter((e) => e.kind === 'leg').map((e) => e.kind === 'leg' && e.data.reason),
+    ).toContain('continuation');
   });
 });
