@@ -234,7 +234,12 @@ export class TestBaton {
    * DynamoDB's TTL removes what the retention lets go.
    */
   async advance(duration: Duration): Promise<void> {
-    const target = this.clock.now() + durationMs(duration);
+    const ms = durationMs(duration);
+    if (this.#driving)
+      throw new InvalidInputError(
+        'advance runs legs, so a mocked model or tool cannot call it: move time inside a call with baton.clock.advance(ms)',
+      );
+    const target = this.clock.now() + ms;
     await this.#settle();
     for (let steps = 0; ; steps++) {
       const next = await this.#nextDueAt();
@@ -465,23 +470,15 @@ export class TestBaton {
    * on its way): the clock moves to when the sweeper finds it (the lease's expiry) and it polls.
    */
   async #recoverDeadLegs(): Promise<boolean> {
-    for (const leg of this.#deadLegs) {
-      const record = await this.store.getSession(leg.kick.session);
-      const stuck =
-        record !== undefined &&
-        record.sweepAt !== undefined &&
-        (record.state === 'running' || record.state === 'queued') &&
-        ![...this.#pendingKicks].some((m) => m.body.session.id === record.key.id);
-      if (!stuck) {
-        this.#deadLegs = this.#deadLegs.filter((l) => l !== leg);
-        return true;
-      }
-      this.clock.set(Math.max(this.clock.now(), record.sweepAt! + 1));
+    const leg = this.#deadLegs.shift();
+    if (leg === undefined) return false;
+    const record = await this.store.getSession(leg.kick.session);
+    const kickOnItsWay = [...this.#pendingKicks].some((m) => m.body.session.id === leg.kick.session.id);
+    if (record?.sweepAt !== undefined && (record.state === 'running' || record.state === 'queued') && !kickOnItsWay) {
+      this.clock.set(Math.max(this.clock.now(), record.sweepAt + 1));
       await this.#sweep();
-      this.#deadLegs = this.#deadLegs.filter((l) => l !== leg);
-      return true;
     }
-    return false;
+    return true;
   }
 
   /** When the earliest retry backoff ends (a retry kick, or a wait for tasks' deadline). */

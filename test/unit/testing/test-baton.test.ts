@@ -134,6 +134,25 @@ describe('createTestBaton: mocks', () => {
   });
 });
 
+describe('createTestBaton: actions from inside a mock', () => {
+  it('refuses advance from a mocked tool, naming what to use there, and the turn goes on', async () => {
+    const baton = createTestBaton({ agents: [desk] });
+    baton.mockModel('desk', oneCall('lookup', { id: '1' }));
+    let refusal: unknown;
+    baton.mockTool('desk', 'lookup', async () => {
+      refusal = await baton.advance('1m').catch((error: unknown) => error);
+      return 'found';
+    });
+    const before = baton.clock.now();
+
+    const run = await baton.start('desk', 'find 1');
+
+    expect(String(refusal)).toContain('move time inside a call with baton.clock.advance(ms)');
+    expect(baton.clock.now()).toBe(before);
+    expect(await run.output()).toBe('lookup: "found"');
+  });
+});
+
 describe('createTestBaton: a conversation', () => {
   it('takes two turns, each with its own outcome, and the transcript holds both in order', async () => {
     // Arrange
