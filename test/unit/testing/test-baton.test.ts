@@ -5,6 +5,7 @@ import { defineTool } from '../../../lib/agent/define-tool.ts';
 import { scriptedModel, toolResults } from '../../../lib/agent/scripted-model.ts';
 import { waitTool } from '../../../lib/agent/timer.ts';
 import { StepError } from '../../../lib/core/errors.ts';
+import { deriveSessionId } from '../../../lib/core/ids.ts';
 import type { ChatMessage } from '../../../lib/ports/model-client.ts';
 import { FAILPOINTS } from '../../../lib/runtime/failpoints.ts';
 import { createTestBaton, type MockReply } from '../../../lib/testing/index.ts';
@@ -323,6 +324,25 @@ describe('createTestBaton: crash and recover', () => {
     expect(await run.output()).toBe('lookup: "found"');
     expect(baton.clock.now() - before).toBeGreaterThanOrEqual(10_000);
     expect((await run.status()).recoveries).toBe(1);
+  });
+
+  it("armed before a start, kills that session's first leg at its first port call, and leaves other sessions alone", async () => {
+    // Arrange
+    const baton = createTestBaton({ agents: [desk] });
+    baton.mockModel('desk', oneCall('lookup', { id: '1' }));
+    baton.mockTool('desk', 'lookup', () => 'found');
+    const other = await baton.start('desk', 'find 1');
+    const target = deriveSessionId('default', 'desk', 'ticket-2');
+    const crash = baton.crash('next-port-call', { sessionId: target });
+
+    // Act
+    const run = await baton.start('desk', 'find 1 again');
+
+    // Assert
+    expect(run.sessionId).toBe(target);
+    expect(crash).toMatchObject({ fired: true, sessionId: target, diedAt: expect.stringMatching(/^store\./) });
+    expect(await run.output()).toBe('lookup: "found"');
+    expect((await other.status()).recoveries).toBe(0);
   });
 
   it('runs a pure call again when its leg died before the result was journaled: that step had not completed', async () => {
