@@ -20,5 +20,5 @@ export {
   type StartOptions,
   TestBaton,
   type TestBatonOptions,
-  TestRun,
 } from './test-baton.ts';
+export { TestRun } from './test-run.ts';
