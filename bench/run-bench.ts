@@ -7,6 +7,7 @@ import { type ConversationFigures, measureConversationCost } from './conversatio
 import type { DurableReplayFigures } from './durable-replay.ts';
 import { type FanOutFigures, measureFanOut } from './fan-out.ts';
 import { measureFullRewrite } from './full-rewrite-baseline.ts';
+import { type HarnessFigures, measureHarness } from './harness.ts';
 import { measureResumeCost, measureSessionCost, type ResumeCost, type SessionCost } from './journal-cost.ts';
 import { LIVE_TEXT_POLICY, type LiveTextCost, measureLiveTextCost } from './live-text-cost.ts';
 import { AWS_PRICES, measurePriceWorkloads, type PriceReport, priceReport, priceRows } from './price.ts';
@@ -29,6 +30,7 @@ export const BENCH_SECTIONS = [
   'recovery',
   'bundle',
   'price',
+  'harness',
 ] as const;
 export type BenchSection = (typeof BENCH_SECTIONS)[number];
 
@@ -65,6 +67,8 @@ export const BENCH_WORKLOAD = {
   conversationInjectSamples: 5,
   /** Fresh processes per bundle whose import time is the median. */
   coldImportRuns: 5,
+  /** Short one-shot sessions (a tool call and an answer) run one after another through the test harness. */
+  harnessSessions: 100,
 } as const;
 
 export interface BenchReport {
@@ -82,6 +86,7 @@ export interface BenchReport {
   readonly recovery?: RecoveryFigures | { unavailable: string } | undefined;
   readonly bundle?: BundleReport | { unavailable: string } | undefined;
   readonly price?: PriceReport | undefined;
+  readonly harness?: HarnessFigures | undefined;
   readonly seconds: number;
 }
 
@@ -218,6 +223,10 @@ export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
         unavailable: (error instanceof Error ? error.message : String(error)).replace(/\s+/g, ' '),
       }));
     }
+    if (want('harness')) {
+      options.progress(`harness: ${w.harnessSessions} short sessions through baton/testing (in memory, manual clock)`);
+      report.harness = await measureHarness({ sessions: w.harnessSessions });
+    }
   } finally {
     await db?.stop();
   }
@@ -266,7 +275,8 @@ const dec = (n: number, digits = 2) => n.toFixed(digits);
 export function formatBenchReport(report: BenchReport): string[] {
   const rows: Array<[string, string, string]> = [];
   const section = (title: string) => rows.push([`— ${title}`, '', '']);
-  const { journal, resume, conversation, stream, durable, throughput, fanout, recovery, bundle, price } = report;
+  const { journal, resume, conversation, stream, durable, throughput, fanout, recovery, bundle, price, harness } =
+    report;
   if (journal) {
     section('journal cost (DynamoDB Local, counted at the client)');
     for (const [i, window] of journal.baton.windows.entries()) {
@@ -485,6 +495,14 @@ export function formatBenchReport(report: BenchReport): string[] {
       `price of orchestration: AWS list prices, ${AWS_PRICES.region}, ${AWS_PRICES.date}, beside the peers' published prices`,
     );
     rows.push(...priceRows(price));
+  }
+  if (harness) {
+    section('test harness (baton/testing): the real runtime on the in-memory twins, manual clock');
+    rows.push([
+      `${harness.sessions} short sessions, one after another`,
+      `${int(harness.ms)} ms`,
+      `CPU ${int(harness.cpuMs)} ms; ${dec(harness.msPerSession)} ms a session of ${harness.stepsPerSession} steps; target: under 1 s`,
+    ]);
   }
   const figures = rows.filter(([, b, c]) => b !== '' || c !== '');
   const w0 = Math.max(...figures.map((r) => r[0].length));

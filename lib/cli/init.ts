@@ -101,7 +101,8 @@ export function projectFiles(
       engines: { node: '>=20' },
       scripts: {
         start: 'baton dev --agents src/agents.ts --submit sample-ticket.json',
-        test: 'baton-node --test test/agents.test.ts',
+        test: 'baton-node --test test/greeter.test.ts',
+        'test:local': 'baton-node --test test/agents.test.ts',
         typecheck: 'tsc --noEmit',
         synth: 'cdk synth',
         deploy: 'cdk deploy',
@@ -240,6 +241,46 @@ test('the greeter greets whoever the ticket names, on the local stack', async ()
   assert.equal(status.outcome?.output, 'Hello, Grace!');
 });
 `,
+    'test/greeter.test.ts': `import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { createTestBaton } from 'baton/testing';
+import { greeter } from '../src/agents.ts';
+
+// The real runtime on in-memory stand-ins for DynamoDB and SQS, with a clock that moves only
+// when a test says so (\`await baton.advance('2h')\`): each test takes milliseconds.
+
+test('the greeter greets whoever the ticket names', async () => {
+  const baton = createTestBaton({ agents: [greeter] });
+
+  const run = await baton.start('greeter', { who: 'Grace' });
+
+  assert.equal(await run.output(), 'Hello, Grace!');
+});
+
+test('the answer is what the tool returned (the tool mocked)', async () => {
+  const baton = createTestBaton({ agents: [greeter] });
+  const greet = baton.mockTool('greeter', 'greet', ({ who }: { who: string }) => \`Hi, \${who}\`);
+
+  const run = await baton.start('greeter', { who: 'Ada' });
+
+  assert.equal(await run.output(), 'Hi, Ada');
+  assert.deepEqual(
+    greet.calls.map((call) => call.input),
+    [{ who: 'Ada' }],
+  );
+});
+
+test('a crash in the middle of a step is recovered, and the turn ends as it would have', async () => {
+  const baton = createTestBaton({ agents: [greeter] });
+  const crash = baton.crash('mid-step');
+
+  const run = await baton.start('greeter', { who: 'Alan' });
+
+  assert.ok(crash.fired);
+  assert.equal((await run.status()).recoveries, 1);
+  assert.equal(await run.output(), 'Hello, Alan!');
+});
+`,
     'README.md': `# ${name}
 
 Agents on Baton, a durable runtime for long-running LLM
@@ -248,6 +289,7 @@ agents on AWS serverless.
 - \`src/agents.ts\`: the agents (\`defineAgent\`, \`defineTool\`), exported as \`agents\`.
 - \`src/functions/\`: the Lambda handlers, two lines each (\`baton/aws\`).
 - \`infra/app.ts\`: the CDK app with the \`BatonRuntime\` construct (\`baton/cdk\`).
+- \`test/greeter.test.ts\`: the sample agent through the test harness (\`baton/testing\`), in milliseconds.
 - \`test/agents.test.ts\`: the sample agent on the local stack (\`baton/local\`).
 
 Needs Node 20 or newer with npm (Baton's scripts fetch Node 24 when the machine's node is older)
@@ -255,10 +297,11 @@ and, for the local stack, Java 17 or newer (DynamoDB Local).
 
 \`\`\`sh
 npm install
-npm start        # the local stack with your agents, a sample ticket, the console; Ctrl-C stops it
-npm test         # the sample agent on the local stack
-npx baton --help # submit, status, list, events, cancel … against the local stack or --stack NAME
-npm run deploy   # cdk deploy (AWS credentials and a bootstrapped account)
+npm start          # the local stack with your agents, a sample ticket, the console; Ctrl-C stops it
+npm test           # the sample agent through the test harness: no Java, no emulators
+npm run test:local # the sample agent on the local stack
+npx baton --help   # submit, status, list, events, cancel … against the local stack or --stack NAME
+npm run deploy     # cdk deploy (AWS credentials and a bootstrapped account)
 \`\`\`
 `,
   };

@@ -249,7 +249,7 @@ describe('the published package, installed into a project outside the repository
       exports: Record<string, { types: string; default: string }>;
     };
     expect(manifest.private).toBeUndefined();
-    for (const entry of ['.', './aws', './cdk']) {
+    for (const entry of ['.', './aws', './cdk', './testing']) {
       const target = manifest.exports[entry];
       expect(target, `exports["${entry}"]`).toBeDefined();
       expect(existsSync(join(installed, target!.default)), `${entry} → ${target!.default}`).toBe(true);

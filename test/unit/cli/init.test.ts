@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -63,6 +64,33 @@ describe("baton init's sample agent", () => {
       await expect(refusal({ who: 7 })).rejects.toThrow(
         'input does not match agent greeter: who: Invalid input: expected string',
       );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("passes its harness test (baton/testing), the project's `npm test`, in seconds and with no local stack", () => {
+    const artifacts = fileURLToPath(new URL('../../../test-artifacts/', import.meta.url));
+    mkdirSync(artifacts, { recursive: true });
+    const dir = mkdtempSync(join(artifacts, 'init-'));
+    try {
+      const files = projectFiles('my-agents', manifest);
+      mkdirSync(join(dir, 'src'));
+      mkdirSync(join(dir, 'test'));
+      writeFileSync(join(dir, 'src', 'agents.ts'), files['src/agents.ts']!);
+      writeFileSync(join(dir, 'test', 'greeter.test.ts'), files['test/greeter.test.ts']!);
+
+      // Inside the checkout `baton` resolves to lib/ through the package's baton-source condition.
+      const run = spawnSync(
+        process.execPath,
+        ['--import', import.meta.resolve('tsx'), '--conditions=baton-source', '--test', 'test/greeter.test.ts'],
+        { cwd: dir, encoding: 'utf8', timeout: 120_000 },
+      );
+
+      expect(JSON.parse(files['package.json']!).scripts.test).toBe('baton-node --test test/greeter.test.ts');
+      expect(run.stdout + run.stderr).toMatch(/\bpass 3\b/);
+      expect(run.stdout + run.stderr).toMatch(/\bfail 0\b/);
+      expect(run.status).toBe(0);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
