@@ -59,6 +59,8 @@ export const EntryKind = {
   reconciled: 'reconciled',
   /** The session's release was carried out: its tasks cancelled, the stragglers named. */
   released: 'released',
+  /** The session moved to another version of its agent (its upgrade policy), from then on. */
+  upgraded: 'upgraded',
   outcome: 'outcome',
   published: 'published',
 } as const;

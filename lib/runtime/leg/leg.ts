@@ -1,5 +1,5 @@
 import type { AgentDefinition } from '../../agent/define-agent.ts';
-import { CorruptStateError, errorMessage, LeaseLostError } from '../../core/errors.ts';
+import { CorruptStateError, errorMessage, LeaseLostError, NewerJournalFormatError } from '../../core/errors.ts';
 import type { SessionKey } from '../../core/ids.ts';
 import { decideNext, interruptedOnceOnly, isCrashLoop, recoveriesWithoutProgress } from '../../core/next-action.ts';
 import { childContext, type TraceContext } from '../../core/trace-context.ts';
@@ -19,6 +19,7 @@ import {
   waitUntil,
   yieldForBudget,
 } from '../protocol/exits.ts';
+import { leaveForNewerWorker } from '../protocol/newer-format.ts';
 import { denyExpiredApproval } from './approval-step.ts';
 import { deliverInbox } from './inbox-step.ts';
 import type { Invocation } from './invocation.ts';
@@ -100,6 +101,7 @@ export class Leg implements LegContext {
     try {
       await this.journal.load();
     } catch (error) {
+      if (error instanceof NewerJournalFormatError) return leaveForNewerWorker(this, error);
       if (error instanceof CorruptStateError)
         return failUnjournaled(this, `stored state failed validation: ${error.message}`);
       throw error;
