@@ -100,6 +100,8 @@ const SessionItemSchema = z.object({
   parentId: z.string().min(1).optional(),
   releaseAt: int.optional(),
   releaseTimeoutMs: count.optional(),
+  agentVersion: int.positive().optional(),
+  journalFormat: int.positive().optional(),
 });
 export type SessionItem = z.infer<typeof SessionItemSchema>;
 
@@ -203,6 +205,8 @@ export function newSessionItem(session: NewSession): SessionItem {
     ...(session.ttlSeconds === undefined ? {} : { ttl: session.ttlSeconds }),
     ...(session.retentionS === undefined ? {} : { retentionS: session.retentionS }),
     ...(session.parent === undefined ? {} : { parentAgent: session.parent.agent, parentId: session.parent.id }),
+    ...(session.agentVersion === undefined ? {} : { agentVersion: session.agentVersion }),
+    ...(session.journalFormat === undefined ? {} : { journalFormat: session.journalFormat }),
   };
 }
 
@@ -274,6 +278,8 @@ export function decodeSession(raw: unknown, expected?: SessionKey): SessionRecor
     ...(item.releaseAt === undefined
       ? {}
       : { releaseRequested: { at: item.releaseAt, timeoutMs: item.releaseTimeoutMs ?? 0 } }),
+    ...(item.agentVersion === undefined ? {} : { agentVersion: item.agentVersion }),
+    ...(item.journalFormat === undefined ? {} : { journalFormat: item.journalFormat }),
   };
 }
 

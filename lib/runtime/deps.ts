@@ -1,4 +1,5 @@
-import type { AgentRegistry } from '../agent/define-agent.ts';
+import { versionOf } from '../agent/agent-versions.ts';
+import type { AgentDefinition, AgentRegistry } from '../agent/define-agent.ts';
 import type { IdSource } from '../core/ids.ts';
 import { JOURNAL_FORMAT_VERSION } from '../core/journal.ts';
 import { RUNTIME_DEFAULTS } from '../core/resources.ts';
@@ -81,3 +82,12 @@ export const newSessionExpiry = (config: RuntimeConfig, now: number) => ({
   ttlSeconds: ttlSeconds(config, now),
   retentionS: retentionSeconds(config.retentionDays),
 });
+
+/**
+ * What a new session records of the build that creates it: the agent version it starts on (the
+ * newest deployed) and the journal format. A format 1 build (one from before versions) records neither.
+ */
+export function newSessionVersions(config: RuntimeConfig, agent: AgentDefinition) {
+  const journalFormat = journalFormatOf(config);
+  return journalFormat < 2 ? {} : { agentVersion: versionOf(agent), journalFormat };
+}
