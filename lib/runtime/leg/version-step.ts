@@ -26,14 +26,7 @@ export const versionChoice = (leg: LegContext, turnStart: boolean): VersionChoic
 export async function journalUpgrade(leg: LegContext, from: number, to: AgentDefinition): Promise<void> {
   const version = versionOf(to);
   await leg.journal.append('upgraded', { from, to: version });
-  const now = leg.deps.clock.now();
-  await leg.deps.store.renew(leg.key, {
-    owner: leg.owner,
-    epoch: leg.signals.epoch,
-    until: now + leg.deps.config.leaseTtlMs,
-    progressed: leg.journal.progressed,
-    agentVersion: version,
-  });
+  await recordVersion(leg, version);
   leg.log.info('session upgraded', { from, to: version });
 }
 
@@ -49,5 +42,21 @@ export async function agentForLeg(leg: LegContext): Promise<{ agent: AgentDefini
   if (leg.journal.view.outcome) return { agent: choice.kind === 'run' ? choice.agent : newest };
   if (choice.kind === 'removed') return { error: removedVersionMessage(leg.key.agent, choice) };
   if (choice.from !== undefined) await journalUpgrade(leg, choice.from, choice.agent);
+  else await recordVersion(leg, versionOf(choice.agent));
   return { agent: choice.agent };
+}
+
+/**
+ * Brings the record's copy of the version up to the journal's when a leg died between an
+ * `upgraded` entry and the renewal that records it: the record is only an index for reports.
+ */
+async function recordVersion(leg: LegContext, version: number): Promise<void> {
+  if (leg.journal.view.agentVersion === undefined || leg.signals.record.agentVersion === version) return;
+  await leg.deps.store.renew(leg.key, {
+    owner: leg.owner,
+    epoch: leg.signals.epoch,
+    until: leg.deps.clock.now() + leg.deps.config.leaseTtlMs,
+    progressed: leg.journal.progressed,
+    agentVersion: version,
+  });
 }

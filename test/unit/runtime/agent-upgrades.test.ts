@@ -186,4 +186,23 @@ describe('agent versions across a deploy', () => {
       /agent support-desk version 1, which this session runs on, is no longer deployed/,
     );
   });
+
+  it('brings a record whose version lags the journal’s up to it at the next leg (a leg that died between the two)', async () => {
+    // Arrange: a turn waiting mid-way on version 1, whose record says otherwise.
+    const tool = flakyTool();
+    const test = makeTestDeps([desk(1, 'at-turn', tool)]);
+    await acceptTicket(ticketBody('support-desk', 'T1', 'hello'), undefined, test.deps);
+    await drain(test.deps, { maxKicks: 1 });
+    const meta = test.store.rawItem(key, 'META');
+    test.store.putRawItem(key, 'META', { ...meta, agentVersion: 7 });
+
+    // Act
+    await drain(test.deps);
+
+    // Assert
+    expect(await test.store.getSession(key)).toMatchObject({ agentVersion: 1 });
+    expect(await test.store.getTurn(key, 'T1')).toMatchObject({
+      outcome: { status: 'completed', output: 'v1: hello' },
+    });
+  });
 });
