@@ -17,7 +17,9 @@ function stepOf(event, previousAt, started) {
   const at = ms(event.at);
   switch (kind) {
     case 'input':
-      return { title: 'input', detail: brief(data.input) };
+      return { title: data.agentVersion ? `input (v${data.agentVersion})` : 'input', detail: brief(data.input) };
+    case 'upgraded':
+      return { title: 'upgraded', detail: `agent version ${data.from} → ${data.to}` };
     case 'model': {
       const calls = data.toolCalls.map((c) => c.name);
       const tokens = data.usage.inputTokens + data.usage.outputTokens;

@@ -270,6 +270,7 @@ export class BatonMonitoring extends Construct {
         batonMetric(METRIC.messagesDelivered),
         batonMetric(METRIC.timersWoken),
       ]),
+      graph('Left to a newer build (rolling deploys)', [batonMetric(METRIC.newerJournalFormat)]),
       graph('Live model text writes', [batonMetric(METRIC.liveTextWrites), batonMetric(METRIC.liveTextWriteFailures)]),
       graph('Needs an operator (alarms above 0)', [resultsUndelivered, forgedKicksRefused]),
     );

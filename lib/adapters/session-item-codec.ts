@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { CorruptStateError, InvalidInputError } from '../core/errors.ts';
 import { canonicalJson, formatSessionKey, type SessionKey } from '../core/ids.ts';
 import { InboxItem } from '../core/inbox.ts';
-import { type JournalEntry, parseEntry } from '../core/journal.ts';
+import { assertReadableFormat, type JournalEntry, parseEntry } from '../core/journal.ts';
 import { describeIssues } from '../core/messages.ts';
 import type { SessionSnapshot } from '../core/snapshot.ts';
 import { OutcomeStatus, SessionState, TERMINAL_SESSION_STATES } from '../core/vocabulary.ts';
@@ -100,6 +100,8 @@ const SessionItemSchema = z.object({
   parentId: z.string().min(1).optional(),
   releaseAt: int.optional(),
   releaseTimeoutMs: count.optional(),
+  agentVersion: int.positive().optional(),
+  journalFormat: int.positive().optional(),
 });
 export type SessionItem = z.infer<typeof SessionItemSchema>;
 
@@ -142,6 +144,8 @@ const JournalItemSchema = z
     writeId: z.string().min(1),
     at: int,
     turnId: z.string().optional(),
+    /** The entry's journal format (lib/core/journal.ts); absent: format 1. */
+    v: int.positive().optional(),
     data: z.string().optional(),
     dataBlob: z.string().optional(),
     ttl: int.optional(),
@@ -201,6 +205,8 @@ export function newSessionItem(session: NewSession): SessionItem {
     ...(session.ttlSeconds === undefined ? {} : { ttl: session.ttlSeconds }),
     ...(session.retentionS === undefined ? {} : { retentionS: session.retentionS }),
     ...(session.parent === undefined ? {} : { parentAgent: session.parent.agent, parentId: session.parent.id }),
+    ...(session.agentVersion === undefined ? {} : { agentVersion: session.agentVersion }),
+    ...(session.journalFormat === undefined ? {} : { journalFormat: session.journalFormat }),
   };
 }
 
@@ -272,6 +278,8 @@ export function decodeSession(raw: unknown, expected?: SessionKey): SessionRecor
     ...(item.releaseAt === undefined
       ? {}
       : { releaseRequested: { at: item.releaseAt, timeoutMs: item.releaseTimeoutMs ?? 0 } }),
+    ...(item.agentVersion === undefined ? {} : { agentVersion: item.agentVersion }),
+    ...(item.journalFormat === undefined ? {} : { journalFormat: item.journalFormat }),
   };
 }
 
@@ -463,6 +471,7 @@ export async function encodeEntry(
     writeId: entry.writeId,
     at: entry.at,
     ...(entry.turnId === undefined ? {} : { turnId: entry.turnId }),
+    ...(entry.v === undefined ? {} : { v: entry.v }),
     ...payloadAttrs(data, 'data', 'dataBlob'),
     ...(ttlSeconds === undefined ? {} : { ttl: ttlSeconds }),
   };
@@ -474,7 +483,11 @@ export async function encodeEntry(
  * dropped: an entry that does not round-trip exactly was not written by Baton.
  */
 export async function decodeEntry(raw: unknown, key: SessionKey, offload: PayloadOffload): Promise<JournalEntry> {
-  const sk = (raw as { sk?: unknown } | undefined)?.sk;
+  const head = raw as { sk?: unknown; seq?: unknown; v?: unknown } | undefined;
+  const sk = head?.sk;
+  // A newer worker's entry may hold attributes, a kind or fields this build does not know:
+  // recognised by its format before anything else is validated, and never taken for corruption.
+  assertReadableFormat(typeof head?.seq === 'number' ? head.seq : 0, head?.v);
   const where = `journal entry ${typeof sk === 'string' ? sk.slice(JOURNAL_PREFIX.length).replace(/^0+/, '') : '?'} of ${formatSessionKey(key)}`;
   const item = validate(JournalItemSchema, raw, where);
   if (item.pk !== pkOf(key) || item.sk !== journalSk(item.seq)) {
@@ -492,6 +505,7 @@ export async function decodeEntry(raw: unknown, key: SessionKey, offload: Payloa
     writeId: item.writeId,
     at: item.at,
     ...(item.turnId === undefined ? {} : { turnId: item.turnId }),
+    ...(item.v === undefined ? {} : { v: item.v }),
     data,
   };
   let entry: JournalEntry;

@@ -3,6 +3,7 @@ import { MAX_CLOCK_SKEW_MS, onceOnlyCanEverFit, stepCanEverFit } from '../core/b
 import { InvalidInputError } from '../core/errors.ts';
 import { NAME_PATTERN } from '../core/ids.ts';
 import { TASK_TOOL_NAMES } from '../core/tasks.ts';
+import { UpgradePolicy } from '../core/vocabulary.ts';
 import type { ModelClient } from '../ports/model-client.ts';
 import type { AnyTool } from './define-tool.ts';
 import type { RetryPolicy } from './retry-policy.ts';
@@ -20,6 +21,13 @@ export const DEFAULT_LIMITS: AgentLimits = { maxSteps: 200, maxRecoveries: 5, ma
 
 export interface AgentDefinition {
   readonly name: string;
+  /**
+   * Its version, a positive integer (1 when absent). A registry may hold several versions of one
+   * agent; a session records the version it started on (lib/agent/agent-versions.ts).
+   */
+  readonly version?: number | undefined;
+  /** How its sessions move to a newer version (`at-turn` when absent); the newest version's policy rules. */
+  readonly upgrade?: UpgradePolicy | undefined;
   /** The system prompt. Always from code, never from stored state. */
   readonly instructions: string;
   readonly model: ModelClient;
@@ -56,6 +64,13 @@ export interface DefineAgentOptions extends Omit<AgentDefinition, 'limits' | 'to
 export function defineAgent(options: DefineAgentOptions): AgentDefinition {
   if (!NAME_PATTERN.test(options.name))
     throw new InvalidInputError(`agent name "${options.name}" must match ${NAME_PATTERN}`);
+  if (options.version !== undefined && !(Number.isInteger(options.version) && options.version > 0))
+    throw new InvalidInputError(`agent ${options.name}: version must be a positive integer, got ${options.version}`);
+  const policies = Object.values(UpgradePolicy) as string[];
+  if (options.upgrade !== undefined && !policies.includes(options.upgrade))
+    throw new InvalidInputError(
+      `agent ${options.name}: upgrade policy "${options.upgrade}" is not one of ${policies.join(', ')}`,
+    );
   const tools = options.tools ?? [];
   const names = new Set<string>();
   for (const tool of tools) {
@@ -108,14 +123,34 @@ export function assertFitsBudget(agent: AgentDefinition, limits: BudgetLimits): 
   }
 }
 
-/** The agents a deployment hosts, by name. */
+/**
+ * The agents a deployment hosts, by name: each name maps to its newest version. The older
+ * versions it holds are read through `agentVersions` (lib/agent/agent-versions.ts).
+ */
 export type AgentRegistry = ReadonlyMap<string, AgentDefinition>;
 
+/** Every version a registry holds, by name, oldest first; a registry not built by agentRegistry has none here. */
+export const REGISTRY_VERSIONS = new WeakMap<AgentRegistry, ReadonlyMap<string, readonly AgentDefinition[]>>();
+
+/**
+ * A deployment's agents. Several versions of one agent may be registered (distinct versions);
+ * the same name and version twice is refused.
+ * @example export const agents = agentRegistry([supportDeskV1, supportDeskV2, triage]);
+ */
 export function agentRegistry(agents: readonly AgentDefinition[]): AgentRegistry {
-  const registry = new Map<string, AgentDefinition>();
+  const versions = new Map<string, AgentDefinition[]>();
   for (const agent of agents) {
-    if (registry.has(agent.name)) throw new InvalidInputError(`agent "${agent.name}" is registered twice`);
-    registry.set(agent.name, agent);
+    const known = versions.get(agent.name) ?? [];
+    const version = agent.version ?? 1;
+    if (known.some((a) => (a.version ?? 1) === version))
+      throw new InvalidInputError(`agent "${agent.name}" version ${version} is registered twice`);
+    versions.set(
+      agent.name,
+      [...known, agent].sort((a, b) => (a.version ?? 1) - (b.version ?? 1)),
+    );
   }
+  const registry = new Map<string, AgentDefinition>();
+  for (const [name, all] of versions) registry.set(name, all.at(-1) as AgentDefinition);
+  REGISTRY_VERSIONS.set(registry, versions);
   return registry;
 }

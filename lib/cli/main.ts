@@ -22,6 +22,7 @@ import {
   submit,
   tasks,
 } from './session-commands.ts';
+import { checkUpgrade, versions } from './versions.ts';
 
 /** A signal repeated within this window is one Ctrl-C delivered twice (terminal and parent), not an insistence. */
 const REPEATED_SIGNAL_WINDOW_MS = 1_000;
@@ -115,6 +116,16 @@ const COMMANDS: Record<string, CommandEntry> = {
     run: release,
     summary: 'release a session: cancel its running tasks, wait for them, refuse new work',
     usage: 'baton release SESSION [--no-cancel] [--timeout-s 30]',
+  },
+  versions: {
+    run: versions,
+    summary: 'list each agent version and the live sessions on it (counts, oldest)',
+    usage: 'baton versions [AGENT]',
+  },
+  'check-upgrade': {
+    run: checkUpgrade,
+    summary: 'fold live or exported sessions with new agents, no model or tool called; exit 1 if any would break',
+    usage: 'baton check-upgrade --agents NEW_MODULE [--sessions N | --from DIR] [--export DIR]',
   },
   chaos: {
     run: fromCheckout('chaos'),

@@ -42,6 +42,21 @@ export class CorruptStateError extends BatonError {
   }
 }
 
+/**
+ * A journal entry in a format newer than this build reads (a newer worker wrote it during a
+ * rolling deploy). Not corruption: the session is left to a worker that reads it.
+ */
+export class NewerJournalFormatError extends BatonError {
+  constructor(
+    readonly seq: number,
+    readonly format: number,
+    readonly understood: number,
+  ) {
+    super(`journal entry ${seq} is in format ${format}; this build reads formats up to ${understood}`);
+    this.name = 'NewerJournalFormatError';
+  }
+}
+
 /** Another owner holds the lease (or took it over): the caller must stop writing. */
 export class LeaseLostError extends BatonError {
   constructor(

@@ -95,6 +95,8 @@ export interface SessionView {
   readonly decisions: Readonly<Record<string, Decision>>;
   /** Inbox items already journaled this turn (messages, decisions, resolutions): each lands once. */
   readonly deliveredIds: readonly string[];
+  /** The agent version the session runs on: its last turn's input, or an `upgraded` entry since. */
+  readonly agentVersion?: number | undefined;
 }
 
 export const EMPTY_VIEW: SessionView = {
@@ -132,6 +134,7 @@ export function applyEntry(view: SessionView, entry: JournalEntry): SessionView 
       return {
         ...next,
         ...(entry.data.leg ? { legEpoch: entry.epoch, legs: view.legs + 1 } : {}),
+        ...(entry.data.agentVersion === undefined ? {} : { agentVersion: entry.data.agentVersion }),
         turnId: entry.turnId,
         turnSteps: 0,
         pendingCalls: [],
@@ -256,6 +259,8 @@ export function applyEntry(view: SessionView, entry: JournalEntry): SessionView 
     case 'released':
       // The task ledger reads it (lib/core/tasks.ts); the turn goes on.
       return next;
+    case 'upgraded':
+      return { ...next, agentVersion: entry.data.to };
     case 'outcome':
       // Errors before the outcome were the steps'; the result's own sends count from here.
       return { ...next, outcome: entry.data, failedAttempts: 0, retryAt: undefined, lastError: undefined };

@@ -1,11 +1,22 @@
 import { z } from 'zod';
 import { callIdentityFields } from './call-identity.ts';
+import { NewerJournalFormatError } from './errors.ts';
 import { type EntryKind, KickReason, OutcomeStatus } from './vocabulary.ts';
 
 /**
  * The journal: the append-only, seq-numbered record of a session. It is the checkpoint, the
  * transcript and the event stream at once. Every entry read back is validated here.
  */
+
+/**
+ * The journal format this build writes and the newest it reads. Format 1 entries carry no `v`
+ * (everything written before formats were numbered); format 2 adds `v`, the `upgraded` kind and
+ * `agentVersion` on `input`. A change an older reader would refuse (a new kind, a new field)
+ * bumps it, so an older worker meeting such an entry leaves the session to a newer one.
+ */
+export const JOURNAL_FORMAT_VERSION = 2;
+
+const agentVersion = z.number().int().positive();
 
 export const ToolCall = z.object({ id: z.string().min(1), name: z.string().min(1), input: z.unknown() });
 export type ToolCall = z.infer<typeof ToolCall>;
@@ -25,7 +36,12 @@ export const EntryData = {
    * A turn's start. `leg`: the input is its leg's first write and carries the leg's marker (it
    * fences stale owners exactly as a `leg` entry would: nothing of the leg comes before it).
    */
-  input: z.object({ input: z.unknown(), leg: LegMarker.optional() }),
+  input: z.object({
+    input: z.unknown(),
+    leg: LegMarker.optional(),
+    /** The agent version the turn runs on (format 2); older inputs ran on the session's first. */
+    agentVersion: agentVersion.optional(),
+  }),
   model: z.object({
     text: z.string().optional(),
     toolCalls: z.array(ToolCall),
@@ -89,6 +105,8 @@ export const EntryData = {
   }),
   /** A release carried out by the lease holder: tasks still running at its deadline are stragglers. */
   released: z.object({ cancelled: z.array(z.string()), stragglers: z.array(z.string()) }),
+  /** The session runs on agent version `to` from here on (its agent's upgrade policy). */
+  upgraded: z.object({ from: agentVersion, to: agentVersion }),
   outcome: z.object({
     status: z.enum(Object.values(OutcomeStatus) as [OutcomeStatus, ...OutcomeStatus[]]),
     output: z.unknown().optional(),
@@ -106,6 +124,8 @@ interface EntryBase {
   readonly writeId: string;
   readonly at: number;
   readonly turnId?: string | undefined;
+  /** The entry's journal format; absent: format 1. */
+  readonly v?: number | undefined;
 }
 
 /** A journal entry, discriminated by kind. */
@@ -122,6 +142,7 @@ const entryBase = {
   writeId: z.string().min(1),
   at: z.number().int(),
   turnId: z.string().optional(),
+  v: z.number().int().positive().optional(),
 };
 
 export const JournalEntrySchema = z.discriminatedUnion(
@@ -138,7 +159,21 @@ export function legMarkerOf(entry: JournalEntry): EntryDataOf<'leg'> | undefined
   return undefined;
 }
 
+/** An entry's journal format (format 1 entries carry none). */
+export const entryFormat = (entry: { readonly v?: number | undefined }): number => entry.v ?? 1;
+
+/**
+ * Refuses, before anything else is read of it, an entry of a format newer than `understood`:
+ * its kind or fields may be ones this build does not know, and that is not corruption.
+ */
+export function assertReadableFormat(seq: number, format: unknown, understood = JOURNAL_FORMAT_VERSION): void {
+  if (typeof format === 'number' && Number.isInteger(format) && format > understood)
+    throw new NewerJournalFormatError(seq, format, understood);
+}
+
 /** Validates an entry read back from storage: stored state is untrusted input. */
 export function parseEntry(raw: unknown): JournalEntry {
+  const head = raw as { seq?: unknown; v?: unknown } | undefined;
+  assertReadableFormat(typeof head?.seq === 'number' ? head.seq : 0, head?.v);
   return JournalEntrySchema.parse(raw) as unknown as JournalEntry;
 }

@@ -13,7 +13,7 @@ import { OutcomeStatus } from './vocabulary.ts';
  */
 
 /** Bump whenever applyEntry changes what it derives. */
-export const FOLD_VERSION = 5;
+export const FOLD_VERSION = 6;
 
 export interface SessionSnapshot {
   readonly seq: number;
@@ -86,6 +86,7 @@ const SessionViewSchema = z
       }),
     ),
     deliveredIds: z.array(z.string()),
+    agentVersion: z.number().int().positive().optional(),
   })
   .strict();
 

@@ -59,10 +59,20 @@ export const EntryKind = {
   reconciled: 'reconciled',
   /** The session's release was carried out: its tasks cancelled, the stragglers named. */
   released: 'released',
+  /** The session moved to another version of its agent (its upgrade policy), from then on. */
+  upgraded: 'upgraded',
   outcome: 'outcome',
   published: 'published',
 } as const;
 export type EntryKind = (typeof EntryKind)[keyof typeof EntryKind];
+
+/**
+ * How an agent's sessions move to a newer version of it: `pin` keeps a session on the version it
+ * started on while that version is deployed; `at-turn` moves it to the newest at its next turn's
+ * start; `now` at its next leg. The newest deployed version's policy rules.
+ */
+export const UpgradePolicy = { pin: 'pin', atTurn: 'at-turn', now: 'now' } as const;
+export type UpgradePolicy = (typeof UpgradePolicy)[keyof typeof UpgradePolicy];
 
 /** Declared side-effect kind of a tool. */
 export const ToolEffect = { pure: 'pure', idempotent: 'idempotent', once: 'once' } as const;

@@ -68,6 +68,14 @@ export interface SessionRecord {
   readonly parent?: SessionKey | undefined;
   /** A release was asked for (when, and how long it waits for running tasks): new work is refused. */
   readonly releaseRequested?: ReleaseRequestMark | undefined;
+  /**
+   * The agent version the session runs on: the newest deployed when it was created, moved by an
+   * upgrade (the journal's `upgraded` entry is the truth; this copy serves `baton versions`).
+   * Absent on sessions created before agents had versions: version 1.
+   */
+  readonly agentVersion?: number | undefined;
+  /** The journal format of the build that created it (lib/core/journal.ts); absent: format 1. */
+  readonly journalFormat?: number | undefined;
 }
 
 /** A turn's input carried on the session record; see SessionRecord.activeInput. */
@@ -101,6 +109,10 @@ export interface NewSession {
   readonly conversation?: boolean | undefined;
   /** A background task's session: the session that started it. */
   readonly parent?: SessionKey | undefined;
+  /** The agent version it starts on (SessionRecord.agentVersion). */
+  readonly agentVersion?: number | undefined;
+  /** The journal format of the build that creates it (SessionRecord.journalFormat). */
+  readonly journalFormat?: number | undefined;
 }
 
 /** A turn: one input of a session, write-once outcome. */
@@ -146,6 +158,8 @@ export interface RenewRequest {
   readonly progressed: boolean;
   /** Stores the nonce its continuation will carry (a yield); acquire clears it. */
   readonly handoff?: string | undefined;
+  /** Records the agent version the session moved to (an upgrade the leg journaled). */
+  readonly agentVersion?: number | undefined;
 }
 
 export interface ReleaseRequest {

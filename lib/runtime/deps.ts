@@ -1,5 +1,7 @@
-import type { AgentRegistry } from '../agent/define-agent.ts';
+import { versionOf } from '../agent/agent-versions.ts';
+import type { AgentDefinition, AgentRegistry } from '../agent/define-agent.ts';
 import type { IdSource } from '../core/ids.ts';
+import { JOURNAL_FORMAT_VERSION } from '../core/journal.ts';
 import { RUNTIME_DEFAULTS } from '../core/resources.ts';
 import type { ProducerMap } from '../core/tenancy.ts';
 import type { BlobStore } from '../ports/blob-store.ts';
@@ -29,7 +31,16 @@ export interface RuntimeConfig {
   readonly producers?: ProducerMap | undefined;
   /** How streamed model text is coalesced into live text writes (DEFAULT_LIVE_TEXT_POLICY when absent). */
   readonly liveText?: LiveTextPolicy | undefined;
+  /**
+   * The journal format this worker writes and the newest it reads (JOURNAL_FORMAT_VERSION when
+   * absent). Below 2 it behaves as a build from before agent versions: a rolling-deploy test
+   * runs an older worker beside a newer one this way.
+   */
+  readonly journalFormat?: number | undefined;
 }
+
+/** The journal format a worker writes and reads up to. */
+export const journalFormatOf = (config: RuntimeConfig): number => config.journalFormat ?? JOURNAL_FORMAT_VERSION;
 
 export const DEFAULT_RUNTIME_CONFIG: RuntimeConfig = {
   leaseTtlMs: RUNTIME_DEFAULTS.leaseTtlMs,
@@ -71,3 +82,12 @@ export const newSessionExpiry = (config: RuntimeConfig, now: number) => ({
   ttlSeconds: ttlSeconds(config, now),
   retentionS: retentionSeconds(config.retentionDays),
 });
+
+/**
+ * What a new session records of the build that creates it: the agent version it starts on (the
+ * newest deployed) and the journal format. A format 1 build (one from before versions) records neither.
+ */
+export function newSessionVersions(config: RuntimeConfig, agent: AgentDefinition) {
+  const journalFormat = journalFormatOf(config);
+  return journalFormat < 2 ? {} : { agentVersion: versionOf(agent), journalFormat };
+}

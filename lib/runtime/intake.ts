@@ -15,7 +15,7 @@ import { tenantRefusal } from '../core/tenancy.ts';
 import { childContext, newTraceId, type TraceContext } from '../core/trace-context.ts';
 import { admitInput } from './admission.ts';
 import type { RuntimeDeps } from './deps.ts';
-import { itemTtlSeconds, newSessionExpiry } from './deps.ts';
+import { itemTtlSeconds, newSessionExpiry, newSessionVersions } from './deps.ts';
 import { retentionSeconds } from './expiry.ts';
 import { acceptTurn, inlineInput } from './turn-intake.ts';
 
@@ -106,6 +106,7 @@ export async function acceptTicket(
     now,
     sweepAt: now + deps.config.sweepGraceMs,
     ...newSessionExpiry(deps.config, now),
+    ...newSessionVersions(deps.config, agent),
     conversation: agent.conversation === true,
   });
   // Kick even when the session existed: the first kick may be what was lost. A duplicate is dropped.

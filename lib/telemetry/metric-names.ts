@@ -44,6 +44,8 @@ export const METRIC = {
   forgedKicksRefused: 'ForgedKicksRefused',
   /** Results given up after the publish retries: the turn keeps its outcome, the consumer never hears. */
   resultsUndelivered: 'ResultsUndelivered',
+  /** Kicks left to a newer worker: the journal holds an entry in a format newer than this build reads (a rolling deploy). */
+  newerJournalFormat: 'NewerJournalFormat',
 } as const;
 export type MetricName = (typeof METRIC)[keyof typeof METRIC];
 

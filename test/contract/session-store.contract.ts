@@ -3,7 +3,13 @@ import { describe, expect, it } from 'vitest';
 import type { StoreWrite } from '../../lib/adapters/memory/memory-session-store.ts';
 import { journalSk, META_SK, turnSk } from '../../lib/adapters/session-item-codec.ts';
 import { sweepShardOf } from '../../lib/adapters/sweep-shard.ts';
-import { CorruptStateError, LeaseLostError, PayloadTooLargeError, SeqTakenError } from '../../lib/core/errors.ts';
+import {
+  CorruptStateError,
+  LeaseLostError,
+  NewerJournalFormatError,
+  PayloadTooLargeError,
+  SeqTakenError,
+} from '../../lib/core/errors.ts';
 import type { SessionKey } from '../../lib/core/ids.ts';
 import type { JournalEntry } from '../../lib/core/journal.ts';
 import type { DueSession, NewSession, SessionStore } from '../../lib/ports/session-store.ts';
@@ -320,6 +326,56 @@ export function describeSessionStoreContract(name: string, makeHarness: MakeHarn
 
         // Assert
         expect(result.ok && result.record).toMatchObject({ owner: 'owner-a', epoch: 1, legs: 1 });
+      });
+    });
+
+    describe('versions', () => {
+      it('records the agent version and journal format a session starts on, and the version a renewal moves it to', async () => {
+        // Arrange
+        const harness = await makeHarness();
+        const key = newKey();
+        const now = Date.now();
+        const created = await harness.store.createSession(newSession(key, now, { agentVersion: 3, journalFormat: 2 }));
+        await acquireFree(harness.store, key, 'owner-a', now);
+
+        // Act
+        const renewed = await harness.store.renew(key, {
+          owner: 'owner-a',
+          epoch: 1,
+          until: now + TTL_MS,
+          progressed: true,
+          agentVersion: 4,
+        });
+
+        // Assert
+        expect(created.record).toMatchObject({ agentVersion: 3, journalFormat: 2 });
+        expect(renewed).toMatchObject({ agentVersion: 4, journalFormat: 2 });
+        expect(await harness.store.getSession(key)).toMatchObject({ agentVersion: 4 });
+      });
+
+      it('round-trips an entry’s format, and refuses one newer than it reads as newer, not as corrupt', async () => {
+        // Arrange
+        const { harness, store, key } = await setup();
+        await store.append(key, { ...entry(1, 1), v: 2 });
+        await harness.putRawItem(key, journalSk(2), {
+          seq: 2,
+          kind: 'hologram',
+          epoch: 1,
+          writeId: 'w-future',
+          at: 2,
+          v: 9,
+          attributeFromTheFuture: 'x',
+          data: '{}',
+        });
+
+        // Act
+        const first = await store.readJournal(key, 0, { limit: 1 });
+        const all = store.readJournal(key);
+
+        // Assert
+        expect(first).toEqual([{ ...entry(1, 1), v: 2 }]);
+        await expect(all).rejects.toThrow(NewerJournalFormatError);
+        await expect(all).rejects.toMatchObject({ seq: 2, format: 9 });
       });
     });
 

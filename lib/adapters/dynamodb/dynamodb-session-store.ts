@@ -465,6 +465,7 @@ export class DynamoDbSessionStore implements SessionStore {
     ];
     if (request.progressed) sets.push(`${x.name('recoveries')} = ${x.value(0)}`);
     if (request.handoff !== undefined) sets.push(`${x.name('handoff')} = ${x.value(request.handoff)}`);
+    if (request.agentVersion !== undefined) sets.push(`${x.name('agentVersion')} = ${x.value(request.agentVersion)}`);
     const result = await this.#update(key, META_SK, x, {
       update: `SET ${sets.join(', ')}`,
       condition: holdsLease,

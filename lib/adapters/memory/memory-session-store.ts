@@ -473,6 +473,7 @@ export class MemorySessionStore implements SessionStore {
         updatedAt: this.#clock.now(),
         ...(request.progressed ? { recoveries: 0 } : {}),
         ...(request.handoff === undefined ? {} : { handoff: request.handoff }),
+        ...(request.agentVersion === undefined ? {} : { agentVersion: request.agentVersion }),
       };
       this.#setMeta(key, next);
       return decodeSession(next, key);

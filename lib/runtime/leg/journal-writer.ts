@@ -8,10 +8,10 @@ import {
 } from '../../core/errors.ts';
 import { applyEntry, EMPTY_VIEW, foldJournal, type SessionView } from '../../core/fold.ts';
 import type { SessionKey } from '../../core/ids.ts';
-import type { EntryDataOf, JournalEntry } from '../../core/journal.ts';
+import { assertReadableFormat, type EntryDataOf, type JournalEntry } from '../../core/journal.ts';
 import { formatTraceparent, type TraceContext } from '../../core/trace-context.ts';
 import type { EntryKind, KickReason } from '../../core/vocabulary.ts';
-import { itemTtlSeconds, type RuntimeDeps, type RuntimeLogger } from '../deps.ts';
+import { itemTtlSeconds, journalFormatOf, type RuntimeDeps, type RuntimeLogger } from '../deps.ts';
 import type { LegSignals } from './leg-signals.ts';
 
 /** How many times a new owner re-reads and retries its leg marker when a stale write won the seq. */
@@ -73,6 +73,10 @@ export class JournalWriter {
    */
   async load(): Promise<void> {
     this.#entries = await this.deps.store.readJournal(this.key);
+    // The store refuses formats newer than this build; a worker configured as an older build
+    // (journalFormat) refuses what its own format does not cover, the same way.
+    const understood = journalFormatOf(this.deps.config);
+    for (const entry of this.#entries) assertReadableFormat(entry.seq, entry.v, understood);
     refuseRemnants(this.#entries, this.signals.record.createdAt);
     this.#view = foldJournal(this.#entries);
     // A leg paused between its acquire and this read may find a newer owner's marker already
@@ -160,6 +164,7 @@ export class JournalWriter {
     turnId: string | undefined,
     marker?: EntryDataOf<'leg'>,
   ): Promise<void> {
+    const format = journalFormatOf(this.deps.config);
     const entry = {
       seq: this.#view.lastSeq + 1,
       kind,
@@ -167,6 +172,7 @@ export class JournalWriter {
       writeId: this.deps.ids.writeId(),
       at: this.deps.clock.now(),
       ...(turnId !== undefined ? { turnId } : {}),
+      ...(format > 1 ? { v: format } : {}),
       data: marker ? { ...data, leg: marker } : data,
     } as JournalEntry;
     const bytes = Buffer.byteLength(JSON.stringify(data));

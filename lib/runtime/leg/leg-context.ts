@@ -31,8 +31,10 @@ export interface LegContext {
   readonly span: LegSpan;
   /** Connections tools open for this leg (MCP clients): closed before the leg hands off. */
   readonly resources: LegResources;
-  /** The session's agent, when it is deployed here. */
+  /** The session's agent, when it is deployed here: the version the session runs on once the leg chose it. */
   readonly agent: AgentDefinition | undefined;
+  /** Runs the rest of the leg on this version of the agent (a turn's start chose it). */
+  useAgent(agent: AgentDefinition): void;
   /**
    * The turn whose result this leg sent and has not yet recorded: the release that records it
    * (`publishedTurnId`) may be refused by an event that arrived meanwhile, and the leg that goes

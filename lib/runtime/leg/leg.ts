@@ -1,5 +1,5 @@
 import type { AgentDefinition } from '../../agent/define-agent.ts';
-import { CorruptStateError, errorMessage, LeaseLostError } from '../../core/errors.ts';
+import { CorruptStateError, errorMessage, LeaseLostError, NewerJournalFormatError } from '../../core/errors.ts';
 import type { SessionKey } from '../../core/ids.ts';
 import { decideNext, interruptedOnceOnly, isCrashLoop, recoveriesWithoutProgress } from '../../core/next-action.ts';
 import { childContext, type TraceContext } from '../../core/trace-context.ts';
@@ -19,6 +19,7 @@ import {
   waitUntil,
   yieldForBudget,
 } from '../protocol/exits.ts';
+import { leaveForNewerWorker } from '../protocol/newer-format.ts';
 import { denyExpiredApproval } from './approval-step.ts';
 import { deliverInbox } from './inbox-step.ts';
 import type { Invocation } from './invocation.ts';
@@ -34,6 +35,7 @@ import { isTaskCall, taskStep } from './task-step.ts';
 import { wakeTimer } from './timer-step.ts';
 import { parkInterrupted, reconcileStep, toolStep } from './tool-step.ts';
 import { finalOutcome, startTurn } from './turn-step.ts';
+import { agentForLeg, keepsVersions } from './version-step.ts';
 
 /**
  * One invocation's stretch of work on a session, from acquire to yield, wait, finish or death:
@@ -50,6 +52,8 @@ export class Leg implements LegContext {
   resultSent: string | undefined;
   /** Whether a step boundary has read the inbox yet; the first one uses the acquire's record. */
   #passedBoundary = false;
+  /** The version of the agent the session runs on, once chosen (version-step.ts); until then the newest. */
+  #agent: AgentDefinition | undefined;
 
   constructor(
     readonly key: SessionKey,
@@ -70,7 +74,11 @@ export class Leg implements LegContext {
   }
 
   get agent(): AgentDefinition | undefined {
-    return this.deps.agents.get(this.key.agent);
+    return this.#agent ?? this.deps.agents.get(this.key.agent);
+  }
+
+  useAgent(agent: AgentDefinition): void {
+    this.#agent = agent;
   }
 
   async run(): Promise<KickOutcome> {
@@ -100,12 +108,14 @@ export class Leg implements LegContext {
     try {
       await this.journal.load();
     } catch (error) {
+      if (error instanceof NewerJournalFormatError) return leaveForNewerWorker(this, error);
       if (error instanceof CorruptStateError)
         return failUnjournaled(this, `stored state failed validation: ${error.message}`);
       throw error;
     }
     // A leg whose first action starts a turn carries its marker on the turn's input.
-    if (this.#startsTurn()) this.journal.deferLegMarker(this.owner, this.reason, this.trace);
+    const startsTurn = this.#startsTurn();
+    if (startsTurn) this.journal.deferLegMarker(this.owner, this.reason, this.trace);
     else await this.journal.appendLegMarker(this.owner, this.reason, this.trace);
     const record = this.signals.record;
     const annotations = {
@@ -127,8 +137,14 @@ export class Leg implements LegContext {
     this.log.info('leg started', { reason: this.reason, seq: view.lastSeq, legs: view.legs });
     await this.deps.failpoint('after-marker');
 
+    if (!this.agent) return finishNow(this, 'failed', `unknown agent "${this.key.agent}": not deployed here`);
+    // The version it runs on: a turn's start chooses it (turn-step.ts); any other leg here.
+    if (keepsVersions(this) && !startsTurn) {
+      const chosen = await agentForLeg(this);
+      if ('error' in chosen) return finishNow(this, 'failed', chosen.error);
+      this.#agent = chosen.agent;
+    }
     const agent = this.agent;
-    if (!agent) return finishNow(this, 'failed', `unknown agent "${this.key.agent}": not deployed here`);
     const recoveries = recoveriesWithoutProgress(
       this.signals.record.recoveries,
       this.signals.epoch,
@@ -159,7 +175,8 @@ export class Leg implements LegContext {
     for (;;) {
       let exit: LegExit | undefined;
       try {
-        exit = await this.#next(agent);
+        // A turn's start may have moved the session to another version of its agent.
+        exit = await this.#next(this.#agent ?? agent);
       } catch (error) {
         if (!(error instanceof LegAborted) || error.why === 'lease-lost') throw error;
         // Cancel: the next pass writes the cancelled outcome. Budget: continue elsewhere.

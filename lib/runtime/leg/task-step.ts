@@ -17,7 +17,7 @@ import {
   taskLedger,
 } from '../../core/tasks.ts';
 import { childContext } from '../../core/trace-context.ts';
-import { itemTtlSeconds, newSessionExpiry } from '../deps.ts';
+import { itemTtlSeconds, newSessionExpiry, newSessionVersions } from '../deps.ts';
 import { postDepsOf } from '../protocol/post.ts';
 import { cancelChild, readTaskLines } from '../tasks/read-tasks.ts';
 import { acceptTurn } from '../turn-intake.ts';
@@ -198,6 +198,7 @@ async function startTask(
     now,
     sweepAt: now + deps.config.sweepGraceMs,
     ...newSessionExpiry(deps.config, now),
+    ...newSessionVersions(deps.config, child),
     conversation: true,
     parent: leg.key,
   });

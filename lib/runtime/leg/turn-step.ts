@@ -1,7 +1,9 @@
+import { removedVersionMessage, versionOf } from '../../agent/agent-versions.ts';
 import type { AgentDefinition } from '../../agent/define-agent.ts';
 import type { EntryDataOf } from '../../core/journal.ts';
 import type { LegContext } from './leg-context.ts';
 import type { LegExit } from './leg-exit.ts';
+import { currentVersion, journalUpgrade, keepsVersions, versionChoice } from './version-step.ts';
 
 /**
  * Starts the active turn: journals its input, which begins the turn's state in the fold. A small
@@ -9,13 +11,28 @@ import type { LegExit } from './leg-exit.ts';
  */
 export async function startTurn(leg: LegContext): Promise<LegExit | undefined> {
   const { activeTurnId: turnId, activeInput } = leg.signals.record;
-  if (activeInput !== undefined && activeInput.turnId === turnId) {
-    await leg.journal.append('input', { input: activeInput.input }, turnId);
+  let input: unknown;
+  if (activeInput !== undefined && activeInput.turnId === turnId) input = activeInput.input;
+  else {
+    const turn = await leg.deps.store.getTurn(leg.key, turnId!);
+    if (!turn) return { kind: 'finish', status: 'failed', error: `turn ${turnId} not found` };
+    input = turn.input;
+  }
+  if (!keepsVersions(leg)) {
+    await leg.journal.append('input', { input }, turnId);
     return undefined;
   }
-  const turn = await leg.deps.store.getTurn(leg.key, turnId!);
-  if (!turn) return { kind: 'finish', status: 'failed', error: `turn ${turnId} not found` };
-  await leg.journal.append('input', { input: turn.input }, turnId);
+  // A turn's start is where `at-turn` moves a session to the newest version of its agent. The
+  // input records the version the turn runs on, and an `upgraded` entry follows it on a move.
+  const current = currentVersion(leg);
+  const choice = versionChoice(leg, true);
+  const agent = choice.kind === 'run' ? choice.agent : undefined;
+  await leg.journal.append('input', { input, agentVersion: agent ? versionOf(agent) : current }, turnId);
+  if (choice.kind === 'removed')
+    return { kind: 'finish', status: 'failed', error: removedVersionMessage(leg.key.agent, choice) };
+  if (!agent) return { kind: 'finish', status: 'failed', error: `unknown agent "${leg.key.agent}": not deployed here` };
+  if (choice.kind === 'run' && choice.from !== undefined) await journalUpgrade(leg, choice.from, agent);
+  leg.useAgent(agent);
   return undefined;
 }
 

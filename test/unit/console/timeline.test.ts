@@ -73,6 +73,26 @@ describe('the console timeline', () => {
     expect(timeline.legs[0]?.steps.map((s) => s.title)).toEqual(['input', 'outcome completed']);
   });
 
+  it('shows the agent version a turn runs on and a move to another', () => {
+    const events = [
+      {
+        seq: 1,
+        kind: 'input',
+        epoch: 1,
+        at: at(0),
+        data: { input: 'hi', agentVersion: 2, leg: { reason: 'first', owner: 'owner-a', traceparent: 't' } },
+      },
+      { seq: 2, kind: 'upgraded', epoch: 1, at: at(1), data: { from: 1, to: 2 } },
+    ];
+
+    const steps = buildTimeline(events).legs[0]?.steps;
+
+    expect(steps?.map((s) => [s.title, s.detail])).toEqual([
+      ['input (v2)', 'hi'],
+      ['upgraded', 'agent version 1 → 2'],
+    ]);
+  });
+
   it('formats durations and ages for people', () => {
     expect(formatDuration(850)).toBe('850 ms');
     expect(formatDuration(3_240)).toBe('3.2 s');

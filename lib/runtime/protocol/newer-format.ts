@@ -1,0 +1,45 @@
+import type { NewerJournalFormatError } from '../../core/errors.ts';
+import { ttlSeconds } from '../deps.ts';
+import type { KickOutcome, LegContext } from '../leg/leg-context.ts';
+
+/**
+ * How long a session whose journal is newer than this build waits before it is kicked again.
+ * During a rolling deploy the newer workers take over within about this long; an older worker
+ * that takes the kick again leaves it again, so the wait repeats until a newer one answers.
+ */
+export const NEWER_FORMAT_DELAY_MS = 30_000;
+
+/**
+ * Leaves a session whose journal holds an entry newer than this build reads: nothing is
+ * journaled (not even the leg marker), the lease is released with the session queued, and a
+ * delayed kick (the sweeper as backstop) brings it to a newer worker. Never a failed turn: the
+ * state is not corrupt, only newer than this code.
+ */
+export async function leaveForNewerWorker(leg: LegContext, error: NewerJournalFormatError): Promise<KickOutcome> {
+  leg.deps.telemetry.metrics.count('NewerJournalFormat');
+  leg.log.warn('journal written by a newer build: left to a newer worker', {
+    seq: error.seq,
+    format: error.format,
+    understood: error.understood,
+  });
+  await leg.signals.stopHeartbeat();
+  const now = leg.deps.clock.now();
+  const retryAt = now + NEWER_FORMAT_DELAY_MS;
+  await leg.deps.workQueue.sendKick(
+    { v: 1, session: leg.key, reason: 'retry' },
+    { trace: leg.trace, notBefore: retryAt },
+  );
+  const record = leg.signals.record;
+  const released = await leg.deps.store.release(leg.key, {
+    owner: leg.owner,
+    epoch: leg.signals.epoch,
+    state: 'queued',
+    // Nothing was handled: what the last owner had seen stays the mark.
+    seenVersion: record.seenVersion,
+    sweepAt: retryAt,
+    progressed: false,
+    ttlSeconds: ttlSeconds(leg.deps.config, now),
+  });
+  if (!released.ok) leg.log.warn('release after a newer journal format refused: the lease moved on');
+  return 'delayed';
+}
