@@ -13,7 +13,7 @@ import { OutcomeStatus } from './vocabulary.ts';
  */
 
 /** Bump whenever applyEntry changes what it derives. */
-export const FOLD_VERSION = 5;
+export const FOLD_VERSION = 6;
 
 export interface SessionSnapshot {
   readonly seq: number;
@@ -49,6 +49,17 @@ const SessionViewSchema = z
     steps: z.number().int().nonnegative(),
     turnSteps: z.number().int().nonnegative(),
     usage,
+    modelCalls: z.number().int().nonnegative(),
+    costUsd: z.number().nonnegative(),
+    turnUsage: usage,
+    turnModelCalls: z.number().int().nonnegative(),
+    spendBase: z.object({
+      turnTokens: z.number().int().nonnegative(),
+      turnModelCalls: z.number().int().nonnegative(),
+      sessionCostUsd: z.number().nonnegative(),
+    }),
+    budgetDenied: z.string().optional(),
+    compactedThrough: z.number().int().nonnegative(),
     turnId: z.string().optional(),
     pendingCalls: z.array(
       z.object({

@@ -20,6 +20,7 @@ import {
   yieldForBudget,
 } from '../protocol/exits.ts';
 import { denyExpiredApproval } from './approval-step.ts';
+import { budgetStep } from './budget-step.ts';
 import { deliverInbox } from './inbox-step.ts';
 import type { Invocation } from './invocation.ts';
 import { refreshItemExpiry } from './item-expiry.ts';
@@ -211,6 +212,8 @@ export class Leg implements LegContext {
       case 'step-limit':
         await this.journal.append('outcome', { status: 'failed', error: `step limit of ${action.maxSteps} reached` });
         return undefined;
+      case 'budget':
+        return budgetStep(this, action);
       case 'model':
         return modelStep(this, agent);
       case 'tools': {
@@ -259,6 +262,7 @@ export class Leg implements LegContext {
       activeTurnId: record.activeTurnId,
       cancelRequested: record.cancelRequested,
       maxSteps: agent.limits.maxSteps,
+      spendLimits: agent.limits,
       now: this.deps.clock.now(),
       publishedTurnId: this.resultSent ?? record.publishedTurnId,
     });
