@@ -22,7 +22,7 @@ export async function budgetStep(
   if (action.ask && action.reached) {
     // The request's own seq names it: each limit reached gets its own decision.
     const seq = leg.journal.view.lastSeq + 1;
-    const input = { ...action.reached, spent };
+    const input = { ...action.reached, totals: spent };
     await leg.journal.append('approval', {
       callId: `budget-${seq}`,
       tool: BUDGET_APPROVAL_TOOL,
