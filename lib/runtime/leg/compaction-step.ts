@@ -83,7 +83,9 @@ export async function compactionStep(
       agent.compaction?.instructions,
     );
     const signal = leg.signals.stepSignal;
-    const response = await untilAbandoned(summarizer.converse(request, signal), signal, leg.deps.clock);
+    const pending = summarizer.converse(request, signal);
+    await leg.deps.failpoint('mid-step');
+    const response = await untilAbandoned(pending, signal, leg.deps.clock);
     leg.signals.throwIfAborted();
     const text = response.text?.trim() ?? '';
     if (text === '') throw new StepError(`summarizer ${summarizer.id} returned no summary`, { retryable: true });

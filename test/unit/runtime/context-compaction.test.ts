@@ -8,9 +8,11 @@ import { buildTranscript } from '../../../lib/agent/transcript.ts';
 import { foldJournal } from '../../../lib/core/fold.ts';
 import { deriveSessionId, type SessionKey } from '../../../lib/core/ids.ts';
 import type { ChatMessage, ModelRequest } from '../../../lib/ports/model-client.ts';
+import { FailpointCrash } from '../../../lib/runtime/failpoints.ts';
 import { acceptTicket } from '../../../lib/runtime/intake.ts';
+import { runKick } from '../../../lib/runtime/step-runner.ts';
 import { acceptTurn } from '../../../lib/runtime/turn-intake.ts';
-import { drain, makeTestDeps, ticketBody } from '../../fixtures/runtime.ts';
+import { drain, invocation, makeTestDeps, ticketBody } from '../../fixtures/runtime.ts';
 
 const WINDOW_TOKENS = 8_000;
 const TURNS = 300;
@@ -140,4 +142,58 @@ describe('context that always fits', () => {
     expect(results).toEqual(uses);
     expect(transcript[0]?.role).toBe('user');
   }, 120_000);
+});
+
+describe('compaction as a step', () => {
+  it('survives a kill during the summarizer call, then runs once: its summary is journaled once and never asked for again', async () => {
+    // Arrange: a window so small that the second turn's call passes the threshold.
+    let summarizerCalls = 0;
+    let crashed = false;
+    const agent = defineAgent({
+      name: 'desk',
+      instructions: 'Answer.',
+      conversation: true,
+      contextWindowTokens: 200,
+      compaction: { thresholdRatio: 0.5, keepRatio: 0.2 },
+      model: scriptedModel({
+        script: (messages, request) => {
+          if (request.system !== 'Answer.') {
+            summarizerCalls++;
+            return { final: 'the customer said hello' };
+          }
+          return { final: `answer ${messages.length}: ${'words '.repeat(20)}` };
+        },
+      }),
+    });
+    const crash = new FailpointCrash('mid-step');
+    const test = makeTestDeps([agent], {
+      failpoint: async (name) => {
+        if (name === 'mid-step' && summarizerCalls === 1 && !crashed) {
+          crashed = true;
+          throw crash;
+        }
+      },
+    });
+    const key: SessionKey = { tenant: 'default', agent: 'desk', id: deriveSessionId('default', 'desk', 'k1') };
+    await acceptTicket(ticketBody('desk', 'k1', 'hello, I have a question about my order'), undefined, test.deps);
+    await drain(test.deps);
+
+    // Act: the second turn's leg dies in the summarizer call; a recovery takes the session up.
+    await acceptTurn({ key, turnId: 't2', ticketId: 't2', input: 'and another one', sweepGraceMs: 1_500 }, test.deps);
+    await expect(drain(test.deps)).rejects.toBe(crash);
+    const afterCrash = await test.store.readJournal(key);
+    test.clock.advance(test.deps.config.leaseTtlMs + 100);
+    await runKick({ v: 1, session: key, reason: 'recovery' }, invocation(60_000, test.clock), test.deps);
+    await drain(test.deps);
+
+    // Assert
+    const entries = await test.store.readJournal(key);
+    expect(afterCrash.some((e) => e.kind === 'compaction')).toBe(false);
+    expect(entries.filter((e) => e.kind === 'compaction')).toHaveLength(1);
+    expect(summarizerCalls).toBe(2);
+    expect(test.results.bodies.map((r) => r.status)).toEqual(['completed', 'completed']);
+    const fold = foldJournal(entries);
+    expect(fold.usage.inputTokens).toBeGreaterThan(0);
+    expect(fold.modelCalls).toBe(3);
+  });
 });
