@@ -77,6 +77,8 @@ export interface SessionView {
   /** Tokens of the current turn's model calls, compactions included. */
   readonly turnUsage: Usage;
   readonly turnModelCalls: number;
+  /** US dollars of the current turn's priced model calls. */
+  readonly turnCostUsd: number;
   /** The spend the turn's limits count from: zero, or what was spent when a human approved going on. */
   readonly spendBase: SpendBase;
   /** A human declined to let the turn spend more: it ends `budget-exceeded`. */
@@ -122,6 +124,7 @@ export const EMPTY_VIEW: SessionView = {
   costUsd: 0,
   turnUsage: { inputTokens: 0, outputTokens: 0 },
   turnModelCalls: 0,
+  turnCostUsd: 0,
   spendBase: ZERO_SPEND,
   compactedThrough: 0,
   pendingCalls: [],
@@ -156,6 +159,7 @@ export function applyEntry(view: SessionView, entry: JournalEntry): SessionView 
         turnSteps: 0,
         turnUsage: { inputTokens: 0, outputTokens: 0 },
         turnModelCalls: 0,
+        turnCostUsd: 0,
         // The session's cost limit counts on from an approval given in an earlier turn.
         spendBase: { ...ZERO_SPEND, sessionCostUsd: view.spendBase.sessionCostUsd },
         budgetDenied: undefined,
@@ -344,7 +348,7 @@ function parkedAt(view: SessionView, callId: string, seq: number): ParkedCall {
 function spentOn(
   view: SessionView,
   call: { readonly usage: Usage; readonly costUsd?: number | undefined },
-): Pick<SessionView, 'usage' | 'turnUsage' | 'modelCalls' | 'turnModelCalls' | 'costUsd'> {
+): Pick<SessionView, 'usage' | 'turnUsage' | 'modelCalls' | 'turnModelCalls' | 'costUsd' | 'turnCostUsd'> {
   const add = (a: Usage): Usage => ({
     inputTokens: a.inputTokens + call.usage.inputTokens,
     outputTokens: a.outputTokens + call.usage.outputTokens,
@@ -355,6 +359,7 @@ function spentOn(
     modelCalls: view.modelCalls + 1,
     turnModelCalls: view.turnModelCalls + 1,
     costUsd: view.costUsd + (call.costUsd ?? 0),
+    turnCostUsd: view.turnCostUsd + (call.costUsd ?? 0),
   };
 }
 

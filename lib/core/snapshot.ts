@@ -53,6 +53,7 @@ const SessionViewSchema = z
     costUsd: z.number().nonnegative(),
     turnUsage: usage,
     turnModelCalls: z.number().int().nonnegative(),
+    turnCostUsd: z.number().nonnegative(),
     spendBase: z.object({
       turnTokens: z.number().int().nonnegative(),
       turnModelCalls: z.number().int().nonnegative(),

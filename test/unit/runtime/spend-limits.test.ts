@@ -90,6 +90,12 @@ describe('spend limits', () => {
       status: 'budget-exceeded',
       error: expect.stringMatching(/^maxCostPerSession of 0.02/),
     });
+    const status = await clientOf(deps).status(keyOf('B3').id);
+    const spent = { modelCalls: models.length, costUsd: view.costUsd, inputTokens: view.usage.inputTokens };
+    expect(status?.usage).toEqual({
+      session: expect.objectContaining(spent),
+      turn: expect.objectContaining(spent),
+    });
   });
 
   it("with onBudget 'ask', waits holding no lease, and an approve lets the turn spend the limit again", async () => {
