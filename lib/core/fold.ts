@@ -3,7 +3,7 @@ import { CorruptStateError } from './errors.ts';
 import { idempotencyKey, type SessionKey } from './ids.ts';
 import type { EntryDataOf, JournalEntry, ToolCall } from './journal.ts';
 import type { Usage } from './messages.ts';
-import { BUDGET_APPROVAL_TOOL, type SpendBase, type Spent, ZERO_SPEND } from './spend.ts';
+import { BUDGET_APPROVAL_TOOL, type SpendBase, type SpendLimits, type Spent, ZERO_SPEND } from './spend.ts';
 import type { OutcomeStatus } from './vocabulary.ts';
 
 /**
@@ -81,6 +81,8 @@ export interface SessionView {
   readonly turnCostUsd: number;
   /** The spend the turn's limits count from: zero, or what was spent when a human approved going on. */
   readonly spendBase: SpendBase;
+  /** The ticket's spend limits for the current turn, from its input entry. */
+  readonly ticketLimits?: SpendLimits | undefined;
   /** A human declined to let the turn spend more: it ends `budget-exceeded`. */
   readonly budgetDenied?: string | undefined;
   /** Seq of the last entry the latest compaction replaced (0: none): the model's transcript starts after it. */
@@ -163,6 +165,7 @@ export function applyEntry(view: SessionView, entry: JournalEntry): SessionView 
         // The session's cost limit counts on from an approval given in an earlier turn.
         spendBase: { ...ZERO_SPEND, sessionCostUsd: view.spendBase.sessionCostUsd },
         budgetDenied: undefined,
+        ticketLimits: entry.data.limits,
         pendingCalls: [],
         finalText: undefined,
         failedAttempts: 0,

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { callIdentityFields } from './call-identity.ts';
+import { SpendLimitsSchema } from './spend.ts';
 import { type EntryKind, KickReason, OutcomeStatus } from './vocabulary.ts';
 
 /**
@@ -26,8 +27,9 @@ export const EntryData = {
   /**
    * A turn's start. `leg`: the input is its leg's first write and carries the leg's marker (it
    * fences stale owners exactly as a `leg` entry would: nothing of the leg comes before it).
+   * `limits`: the ticket's spend limits for the turn (lib/core/spend.ts).
    */
-  input: z.object({ input: z.unknown(), leg: LegMarker.optional() }),
+  input: z.object({ input: z.unknown(), leg: LegMarker.optional(), limits: SpendLimitsSchema.optional() }),
   model: z.object({
     text: z.string().optional(),
     toolCalls: z.array(ToolCall),

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { foldJournal, type SessionView } from './fold.ts';
 import { type JournalEntry, ToolCall } from './journal.ts';
+import { SpendLimitsSchema } from './spend.ts';
 import { EMPTY_LEDGER, type TaskLedger, taskLedger } from './tasks.ts';
 import { OutcomeStatus } from './vocabulary.ts';
 
@@ -60,6 +61,7 @@ const SessionViewSchema = z
       sessionCostUsd: z.number().nonnegative(),
     }),
     budgetDenied: z.string().optional(),
+    ticketLimits: SpendLimitsSchema.optional(),
     compactedThrough: z.number().int().nonnegative(),
     turnId: z.string().optional(),
     pendingCalls: z.array(

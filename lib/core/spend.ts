@@ -73,6 +73,20 @@ export function turnLimits(agent: SpendLimits | undefined, ticket: SpendLimits |
   return limits as SpendLimits;
 }
 
+/**
+ * The limits a running turn obeys: the ticket's, each capped by the agent's current ceiling. Intake
+ * refused a ticket above the ceiling; a ceiling lowered by a redeploy since then still holds.
+ */
+export function ceilingLimits(agent: SpendLimits, ticket: SpendLimits | undefined): SpendLimits {
+  if (ticket === undefined) return agent;
+  const limits: Record<string, unknown> = { ...agent, ...(ticket.onBudget ? { onBudget: ticket.onBudget } : {}) };
+  for (const name of LIMIT_NAMES) {
+    const values = [agent[name], ticket[name]].filter((v): v is number => v !== undefined);
+    if (values.length > 0) limits[name] = Math.min(...values);
+  }
+  return limits as SpendLimits;
+}
+
 /** What was spent, as a turn's limits count it (since the last approval to go on) and in all. */
 export interface Spent {
   readonly turnTokens: number;

@@ -2,6 +2,7 @@ import type { AgentDefinition } from '../../agent/define-agent.ts';
 import { CorruptStateError, errorMessage, LeaseLostError } from '../../core/errors.ts';
 import type { SessionKey } from '../../core/ids.ts';
 import { decideNext, interruptedOnceOnly, isCrashLoop, recoveriesWithoutProgress } from '../../core/next-action.ts';
+import { ceilingLimits } from '../../core/spend.ts';
 import { childContext, type TraceContext } from '../../core/trace-context.ts';
 import type { KickReason } from '../../core/vocabulary.ts';
 import type { SessionRecord } from '../../ports/session-store.ts';
@@ -262,7 +263,7 @@ export class Leg implements LegContext {
       activeTurnId: record.activeTurnId,
       cancelRequested: record.cancelRequested,
       maxSteps: agent.limits.maxSteps,
-      spendLimits: agent.limits,
+      spendLimits: ceilingLimits(agent.limits, this.journal.view.ticketLimits),
       now: this.deps.clock.now(),
       publishedTurnId: this.resultSent ?? record.publishedTurnId,
     });

@@ -15,7 +15,7 @@ export async function startTurn(leg: LegContext): Promise<LegExit | undefined> {
   }
   const turn = await leg.deps.store.getTurn(leg.key, turnId!);
   if (!turn) return { kind: 'finish', status: 'failed', error: `turn ${turnId} not found` };
-  await leg.journal.append('input', { input: turn.input }, turnId);
+  await leg.journal.append('input', { input: turn.input, ...(turn.limits ? { limits: turn.limits } : {}) }, turnId);
   return undefined;
 }
 

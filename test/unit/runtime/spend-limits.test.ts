@@ -143,3 +143,44 @@ describe('spend limits', () => {
     ]);
   });
 });
+
+describe('spend limits on a ticket', () => {
+  const ticketWith = (ticketId: string, limits: object) =>
+    JSON.stringify({ ticketId, agent: 'lookup-agent', input: FIVE_IDS, limits });
+
+  it("tightens the agent's limits for its turn, and survives the journal as the turn's input", async () => {
+    // Arrange
+    const { deps, results, store } = makeTestDeps([agentWith({ maxModelCallsPerTurn: 5 })]);
+
+    // Act
+    await acceptTicket(ticketWith('L1', { maxModelCallsPerTurn: 2 }), undefined, deps);
+    await drain(deps);
+
+    // Assert
+    expect(results.bodies[0]).toMatchObject({
+      status: 'budget-exceeded',
+      error: expect.stringMatching(/^maxModelCallsPerTurn of 2 reached/),
+    });
+    const input = (await store.readJournal(keyOf('L1'))).find((e) => e.kind === 'input');
+    expect(input?.kind === 'input' && input.data.limits).toEqual({ maxModelCallsPerTurn: 2 });
+  });
+
+  it("refuses a ticket whose limit is above the agent's ceiling, naming it, and stores nothing", async () => {
+    // Arrange
+    const { deps, store } = makeTestDeps([agentWith({ maxModelCallsPerTurn: 5 })]);
+
+    // Act
+    const accepting = acceptTicket(ticketWith('L2', { maxModelCallsPerTurn: 6 }), undefined, deps);
+
+    // Assert
+    await expect(accepting).rejects.toThrow("ticket maxModelCallsPerTurn 6 is above the agent's ceiling of 5");
+    expect(await store.getSession(keyOf('L2'))).toBeUndefined();
+  });
+
+  it('refuses a limit that is not a positive number', async () => {
+    const { deps } = makeTestDeps([agentWith({})]);
+    await expect(acceptTicket(ticketWith('L3', { maxTokensPerTurn: 0 }), undefined, deps)).rejects.toThrow(
+      /limits\.maxTokensPerTurn/,
+    );
+  });
+});
