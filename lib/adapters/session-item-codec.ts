@@ -6,6 +6,7 @@ import { InboxItem } from '../core/inbox.ts';
 import { assertReadableFormat, type JournalEntry, parseEntry } from '../core/journal.ts';
 import { describeIssues } from '../core/messages.ts';
 import type { SessionSnapshot } from '../core/snapshot.ts';
+import { type SpendLimits, SpendLimitsSchema } from '../core/spend.ts';
 import { OutcomeStatus, SessionState, TERMINAL_SESSION_STATES } from '../core/vocabulary.ts';
 import {
   type ActiveInput,
@@ -119,6 +120,8 @@ const TurnItemSchema = z.object({
   inputBlob: z.string().optional(),
   inputHash: z.string(),
   createdAt: int,
+  /** The ticket's spend limits, as JSON. */
+  limits: z.string().optional(),
   outcome: z.string().optional(),
   outcomeBlob: z.string().optional(),
   ttl: int.optional(),
@@ -393,6 +396,7 @@ export async function encodeTurn(
     ...payloadAttrs(input, 'input', 'inputBlob'),
     inputHash: turn.inputHash,
     createdAt: turn.createdAt,
+    ...(turn.limits === undefined ? {} : { limits: JSON.stringify(turn.limits) }),
     ...outcome,
     ...(ttlSeconds === undefined ? {} : { ttl: ttlSeconds }),
   };
@@ -431,8 +435,15 @@ export async function decodeTurn(raw: unknown, key: SessionKey, offload: Payload
     input,
     inputHash: item.inputHash,
     createdAt: item.createdAt,
+    ...(item.limits === undefined ? {} : { limits: decodeLimits(item.limits, where) }),
     ...(outcome === undefined ? {} : { outcome }),
   };
+}
+
+function decodeLimits(json: string, where: string): SpendLimits {
+  const parsed = SpendLimitsSchema.safeParse(parseJson(json, `${where} limits`));
+  if (!parsed.success) throw new CorruptStateError(`${where} limits: ${describeIssues(parsed.error)}`);
+  return parsed.data;
 }
 
 async function decodeOutcome(

@@ -2,13 +2,20 @@ import type { ZodType } from 'zod';
 import { MAX_CLOCK_SKEW_MS, onceOnlyCanEverFit, stepCanEverFit } from '../core/budget.ts';
 import { InvalidInputError } from '../core/errors.ts';
 import { NAME_PATTERN } from '../core/ids.ts';
+import { describeIssues } from '../core/messages.ts';
+import { type PriceTable, type SpendLimits, SpendLimitsSchema } from '../core/spend.ts';
 import { TASK_TOOL_NAMES } from '../core/tasks.ts';
 import { UpgradePolicy } from '../core/vocabulary.ts';
 import type { ModelClient } from '../ports/model-client.ts';
+import {
+  type CompactionOptions,
+  DEFAULT_COMPACTION_KEEP_RATIO,
+  DEFAULT_COMPACTION_THRESHOLD_RATIO,
+} from './compaction.ts';
 import type { AnyTool } from './define-tool.ts';
 import type { RetryPolicy } from './retry-policy.ts';
 
-export interface AgentLimits {
+export interface AgentLimits extends SpendLimits {
   /** Model calls plus tool results per turn; past it the turn fails. */
   readonly maxSteps: number;
   /** Consecutive recoveries without progress before the turn fails as a crash loop. */
@@ -47,6 +54,15 @@ export interface AgentDefinition {
   readonly delegates?: readonly string[] | undefined;
   /** How long one wait_tasks call waits at most (the host's bound; the model cannot change it). Default 10 minutes. */
   readonly taskWaitTimeoutMs?: number | undefined;
+  /**
+   * The context window in tokens; the model adapter's when absent. With a window, the transcript
+   * is compacted before a call that would pass its threshold (`compaction`); without, never.
+   */
+  readonly contextWindowTokens?: number | undefined;
+  /** How the transcript is compacted (threshold, what is kept, the summarizer). */
+  readonly compaction?: CompactionOptions | undefined;
+  /** US dollars per million tokens by model id: the cost journaled with each model call and shown by status. */
+  readonly prices?: PriceTable | undefined;
 }
 
 /** A wait_tasks call returns after this long at most unless the agent sets its own bound. */
@@ -87,8 +103,46 @@ export function defineAgent(options: DefineAgentOptions): AgentDefinition {
     const bad = options.delegates.find((d) => !NAME_PATTERN.test(d));
     if (bad !== undefined) throw new InvalidInputError(`agent ${options.name}: delegate "${bad}" is not an agent name`);
   }
+  checkContextOptions(options);
+  const spend = SpendLimitsSchema.safeParse(spendPart(options.limits ?? {}));
+  if (!spend.success) throw new InvalidInputError(`agent ${options.name}: limits: ${describeIssues(spend.error)}`);
   return { ...options, tools, limits: { ...DEFAULT_LIMITS, ...options.limits } };
 }
+
+/** The spend limits among an agent's limits. */
+function spendPart(limits: Partial<AgentLimits>): SpendLimits {
+  const { maxTokensPerTurn, maxCostPerSession, maxModelCallsPerTurn, onBudget } = limits;
+  return Object.fromEntries(
+    Object.entries({ maxTokensPerTurn, maxCostPerSession, maxModelCallsPerTurn, onBudget }).filter(
+      ([, v]) => v !== undefined,
+    ),
+  );
+}
+
+function checkContextOptions(options: DefineAgentOptions): void {
+  const window = options.contextWindowTokens;
+  if (window !== undefined && !(Number.isInteger(window) && window > 0))
+    throw new InvalidInputError(`agent ${options.name}: contextWindowTokens must be a positive integer, not ${window}`);
+  const threshold = options.compaction?.thresholdRatio ?? DEFAULT_COMPACTION_THRESHOLD_RATIO;
+  const keep = options.compaction?.keepRatio ?? DEFAULT_COMPACTION_KEEP_RATIO;
+  if (!(threshold > 0 && threshold <= 1))
+    throw new InvalidInputError(`agent ${options.name}: compaction.thresholdRatio must be in (0, 1], not ${threshold}`);
+  if (!(keep > 0 && keep < threshold))
+    throw new InvalidInputError(
+      `agent ${options.name}: compaction.keepRatio must be above 0 and below the threshold ratio ${threshold}, not ${keep}`,
+    );
+  for (const [model, price] of Object.entries(options.prices ?? {})) {
+    const ok = [price.inputPerMillionTokens, price.outputPerMillionTokens].every((n) => Number.isFinite(n) && n >= 0);
+    if (!ok) throw new InvalidInputError(`agent ${options.name}: prices.${model} must be two non-negative numbers`);
+  }
+}
+
+/** The context window an agent's compaction works with: its own, else its model adapter's. */
+export const contextWindowOf = (agent: AgentDefinition): number | undefined =>
+  agent.contextWindowTokens ?? agent.model.contextWindowTokens;
+
+/** The model that writes an agent's summaries. */
+export const summarizerOf = (agent: AgentDefinition): ModelClient => agent.compaction?.summarizer ?? agent.model;
 
 /** The deployment's durations that every step must fit in. */
 export interface BudgetLimits {
@@ -103,8 +157,10 @@ export interface BudgetLimits {
  * Functions call it at cold start with their deployed durations, so the error shows at deploy.
  */
 export function assertFitsBudget(agent: AgentDefinition, limits: BudgetLimits): void {
+  const summarizer = agent.compaction?.summarizer;
   const steps = [
     { what: `model ${agent.model.id}`, ms: agent.model.maxDurationMs },
+    ...(summarizer ? [{ what: `summarizer ${summarizer.id}`, ms: summarizer.maxDurationMs }] : []),
     ...agent.tools.map((t) => ({ what: `tool ${t.name}`, ms: t.maxDurationMs })),
   ];
   for (const step of steps) {

@@ -1,12 +1,19 @@
-import type { JournalEntry } from '../core/journal.ts';
+import type { JournalEntry, JournalEntryOf } from '../core/journal.ts';
 import type { AssistantContent, ChatMessage, UserContent } from '../ports/model-client.ts';
 
 /**
  * Builds the model's transcript from the journal. Roles come from the entry kind alone, never
- * from stored text, so a tampered payload cannot speak as the system or the assistant.
+ * from stored text, so a tampered payload cannot speak as the system or the assistant. After a
+ * compaction it starts with the latest compaction's summary and goes on from the first entry it
+ * did not replace (a compaction never splits a call from its result, so nothing kept answers a
+ * call that was replaced).
  */
 export function buildTranscript(entries: readonly JournalEntry[]): ChatMessage[] {
-  const messages: ChatMessage[] = [];
+  const compaction = latestCompaction(entries);
+  const messages: ChatMessage[] = compaction
+    ? [{ role: 'user', content: [{ type: 'text', text: summaryText(compaction.data.summary) }] }]
+    : [];
+  const from = compaction?.data.throughSeq ?? 0;
   const pushUser = (content: UserContent) => {
     const last = messages.at(-1);
     if (last?.role === 'user') messages[messages.length - 1] = { role: 'user', content: [...last.content, content] };
@@ -24,6 +31,7 @@ export function buildTranscript(entries: readonly JournalEntry[]): ChatMessage[]
   // Once-only calls reconciled as unknown (parked): they may have run, so "not run" would be a lie.
   const maybeRan = new Set<string>();
   for (const entry of entries) {
+    if (entry.seq <= from) continue;
     switch (entry.kind) {
       case 'input':
         for (const toolCallId of unanswered)
@@ -72,6 +80,19 @@ export function buildTranscript(entries: readonly JournalEntry[]): ChatMessage[]
   }
   return messages;
 }
+
+/** The latest compaction entry of a journal, if any. */
+export function latestCompaction(entries: readonly JournalEntry[]): JournalEntryOf<'compaction'> | undefined {
+  for (let i = entries.length - 1; i >= 0; i--) {
+    const entry = entries[i] as JournalEntry;
+    if (entry.kind === 'compaction') return entry;
+  }
+  return undefined;
+}
+
+/** How the model is told that a summary stands for the earlier conversation. */
+export const summaryText = (summary: string): string =>
+  `[Summary of the earlier conversation, condensed to fit the context window]\n${summary}`;
 
 /** The result a call gets in the transcript when its turn ended before it ran. */
 export const UNANSWERED = 'not run: its turn ended before this call ran';

@@ -91,6 +91,14 @@ const CallIdentityView = z.object({
   digest: z.string().optional(),
 });
 
+/** Tokens, model calls and US dollars (of the models the agent's price table names). */
+const SpendFiguresView = z.object({
+  inputTokens: z.number().int(),
+  outputTokens: z.number().int(),
+  modelCalls: z.number().int(),
+  costUsd: z.number(),
+});
+
 export const SessionStatusView = z
   .object({
     sessionId: z.string(),
@@ -105,6 +113,8 @@ export const SessionStatusView = z
     recoveries: z.number().int(),
     consecutiveRecoveries: z.number().int(),
     tokens: z.number().int(),
+    /** What the session's model calls (compactions included) spent, in all and in its latest turn. */
+    usage: z.object({ session: SpendFiguresView, turn: SpendFiguresView }).optional(),
     cancelRequested: z.boolean(),
     traceId: z.string(),
     createdAt: z.string(),

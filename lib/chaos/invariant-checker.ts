@@ -86,7 +86,7 @@ export interface CheckOptions {
 export const TRANSIENT_EXHAUSTED = /failed \d+ times; last error: .*\(transient\)/;
 
 const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
-const STEP_KINDS = new Set(['model', 'tool', 'reconciled']);
+const STEP_KINDS = new Set(['model', 'tool', 'reconciled', 'compaction']);
 
 /**
  * Checks a chaos run's snapshot against Baton's invariants. Pure: reads only the snapshot.

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import type { BatonTransport } from '../client/baton-client.ts';
+import type { BatonTransport, SpendFigures } from '../client/baton-client.ts';
 import { SendMode } from '../client/baton-client.ts';
 import { HttpBatonClient } from '../client/http-baton-client.ts';
 import type { CallIdentity, CallRef } from '../core/call-identity.ts';
@@ -66,6 +66,10 @@ export async function submit(args: string[], io: CommandIo): Promise<number> {
   return 0;
 }
 
+/** Tokens in and out, model calls and the priced cost, as one phrase. */
+const spendLine = (s: SpendFigures): string =>
+  `${s.inputTokens} in + ${s.outputTokens} out tokens in ${s.modelCalls} model calls, $${s.costUsd.toFixed(4)}`;
+
 /** `baton status SESSION` */
 export async function status(args: string[], io: CommandIo): Promise<number> {
   const sessionId = onlySession(args, 'baton status SESSION');
@@ -84,6 +88,7 @@ export async function status(args: string[], io: CommandIo): Promise<number> {
       `  ticket ${found.ticketId} · legs ${found.legs} · epoch ${found.epoch} · recoveries ${found.recoveries} · trace ${found.traceId}`,
     );
     if (found.outcome?.output !== undefined) io.out(`  output ${JSON.stringify(found.outcome.output)}`);
+    if (found.usage) io.out(`  spent: turn ${spendLine(found.usage.turn)} · session ${spendLine(found.usage.session)}`);
     for (const turn of found.turns ?? []) io.out(`  turn ${turn.turnId} ${turn.outcome ?? turn.status}`);
     if (found.pendingInputs) io.out(`  pending inputs ${found.pendingInputs}`);
     // The input is the parsed one the tool would run with; the options pin exactly this call.

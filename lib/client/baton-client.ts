@@ -112,6 +112,8 @@ export interface SessionStatus {
   /** Recoveries in a row without progress (a crash loop fails the turn past its cap). */
   readonly consecutiveRecoveries: number;
   readonly tokens: number;
+  /** What the session's model calls (compactions included) spent, in all and in its latest turn. */
+  readonly usage?: { readonly session: SpendFigures; readonly turn: SpendFigures } | undefined;
   readonly cancelRequested: boolean;
   readonly traceId: string;
   readonly createdAt: string;
@@ -132,6 +134,22 @@ export interface SessionStatus {
   readonly tasks?: Partial<Record<TaskStatus, number>> | undefined;
   /** A release was asked for (`requested`) or carried out (`released`). */
   readonly release?: 'requested' | 'released' | undefined;
+}
+
+/** Tokens, model calls and US dollars (of the models the agent's price table names). */
+export interface SpendFigures {
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+  readonly modelCalls: number;
+  readonly costUsd: number;
+}
+
+/** The spend figures of a folded journal: the session's and its latest turn's. */
+function spendOf(view: SessionView): { session: SpendFigures; turn: SpendFigures } {
+  return {
+    session: { ...view.usage, modelCalls: view.modelCalls, costUsd: view.costUsd },
+    turn: { ...view.turnUsage, modelCalls: view.turnModelCalls, costUsd: view.turnCostUsd },
+  };
 }
 
 /** One background task of a session, as `baton tasks` lists it. */
@@ -851,6 +869,7 @@ export class BatonClient implements BatonTransport {
       recoveries: record.recovered,
       consecutiveRecoveries: record.recoveries,
       tokens: record.tokens,
+      usage: spendOf(fold.view),
       cancelRequested: record.cancelRequested,
       traceId: record.traceId,
       createdAt: new Date(record.createdAt).toISOString(),

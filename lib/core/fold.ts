@@ -3,6 +3,7 @@ import { CorruptStateError } from './errors.ts';
 import { idempotencyKey, type SessionKey } from './ids.ts';
 import type { EntryDataOf, JournalEntry, ToolCall } from './journal.ts';
 import type { Usage } from './messages.ts';
+import { BUDGET_APPROVAL_TOOL, type SpendBase, type SpendLimits, type Spent, ZERO_SPEND } from './spend.ts';
 import type { OutcomeStatus } from './vocabulary.ts';
 
 /**
@@ -69,6 +70,23 @@ export interface SessionView {
   /** Steps of the current turn: the per-turn cap counts these, so a long conversation is not capped. */
   readonly turnSteps: number;
   readonly usage: Usage;
+  /** Model calls of the session, compactions included. */
+  readonly modelCalls: number;
+  /** US dollars of the session's model calls that had a price. */
+  readonly costUsd: number;
+  /** Tokens of the current turn's model calls, compactions included. */
+  readonly turnUsage: Usage;
+  readonly turnModelCalls: number;
+  /** US dollars of the current turn's priced model calls. */
+  readonly turnCostUsd: number;
+  /** The spend the turn's limits count from: zero, or what was spent when a human approved going on. */
+  readonly spendBase: SpendBase;
+  /** The ticket's spend limits for the current turn, from its input entry. */
+  readonly ticketLimits?: SpendLimits | undefined;
+  /** A human declined to let the turn spend more: it ends `budget-exceeded`. */
+  readonly budgetDenied?: string | undefined;
+  /** Seq of the last entry the latest compaction replaced (0: none): the model's transcript starts after it. */
+  readonly compactedThrough: number;
   /** The turn whose input was journaled last. */
   readonly turnId?: string | undefined;
   /** Tool calls of the last model entry that have no result yet, in call order. */
@@ -106,6 +124,13 @@ export const EMPTY_VIEW: SessionView = {
   steps: 0,
   turnSteps: 0,
   usage: { inputTokens: 0, outputTokens: 0 },
+  modelCalls: 0,
+  costUsd: 0,
+  turnUsage: { inputTokens: 0, outputTokens: 0 },
+  turnModelCalls: 0,
+  turnCostUsd: 0,
+  spendBase: ZERO_SPEND,
+  compactedThrough: 0,
   pendingCalls: [],
   failedAttempts: 0,
   published: false,
@@ -137,6 +162,13 @@ export function applyEntry(view: SessionView, entry: JournalEntry): SessionView 
         ...(entry.data.agentVersion === undefined ? {} : { agentVersion: entry.data.agentVersion }),
         turnId: entry.turnId,
         turnSteps: 0,
+        turnUsage: { inputTokens: 0, outputTokens: 0 },
+        turnModelCalls: 0,
+        turnCostUsd: 0,
+        // The session's cost limit counts on from an approval given in an earlier turn.
+        spendBase: { ...ZERO_SPEND, sessionCostUsd: view.spendBase.sessionCostUsd },
+        budgetDenied: undefined,
+        ticketLimits: entry.data.limits,
         pendingCalls: [],
         finalText: undefined,
         failedAttempts: 0,
@@ -152,12 +184,9 @@ export function applyEntry(view: SessionView, entry: JournalEntry): SessionView 
     case 'model':
       return {
         ...next,
+        ...spentOn(view, entry.data),
         steps: view.steps + 1,
         turnSteps: view.turnSteps + 1,
-        usage: {
-          inputTokens: view.usage.inputTokens + entry.data.usage.inputTokens,
-          outputTokens: view.usage.outputTokens + entry.data.usage.outputTokens,
-        },
         pendingCalls: entry.data.toolCalls.map((call) => ({ call, modelSeq: entry.seq })),
         finalText: entry.data.toolCalls.length === 0 ? (entry.data.text ?? '') : undefined,
         failedAttempts: 0,
@@ -233,6 +262,7 @@ export function applyEntry(view: SessionView, entry: JournalEntry): SessionView 
       if (!awaited) return decided;
       return {
         ...decided,
+        ...(awaited.tool === BUDGET_APPROVAL_TOOL ? budgetDecided(view, entry.data) : {}),
         awaitingApproval: view.awaitingApproval.filter((a) => a !== awaited),
         decisions: {
           ...view.decisions,
@@ -256,6 +286,22 @@ export function applyEntry(view: SessionView, entry: JournalEntry): SessionView 
     case 'message':
       // A message after the final answer reopens the turn: the model answers what it was told.
       return { ...(entry.data.id === undefined ? next : delivered(next, entry.data.id)), finalText: undefined };
+    case 'compaction':
+      // A compaction always continues where the previous one stopped and replaces only what came
+      // before it: anything else was not written by this runtime.
+      if (entry.data.fromSeq !== view.compactedThrough + 1 || entry.data.throughSeq >= entry.seq)
+        throw new CorruptStateError(
+          `compaction at seq ${entry.seq} replaces seqs ${entry.data.fromSeq}..${entry.data.throughSeq}; expected from ${view.compactedThrough + 1} to before ${entry.seq}`,
+        );
+      // A step (progress, counted and priced), though not one of the turn's steps the cap counts.
+      return {
+        ...next,
+        ...spentOn(view, entry.data),
+        steps: view.steps + 1,
+        compactedThrough: entry.data.throughSeq,
+        failedAttempts: 0,
+        retryAt: undefined,
+      };
     case 'released':
       // The task ledger reads it (lib/core/tasks.ts); the turn goes on.
       return next;
@@ -304,6 +350,38 @@ function parkedAt(view: SessionView, callId: string, seq: number): ParkedCall {
     tool: pending?.call.name ?? '',
     ...(pending?.digest === undefined ? {} : { digest: pending.digest }),
   };
+}
+
+/** The counters a priced model call (a model entry or a compaction) adds to. */
+function spentOn(
+  view: SessionView,
+  call: { readonly usage: Usage; readonly costUsd?: number | undefined },
+): Pick<SessionView, 'usage' | 'turnUsage' | 'modelCalls' | 'turnModelCalls' | 'costUsd' | 'turnCostUsd'> {
+  const add = (a: Usage): Usage => ({
+    inputTokens: a.inputTokens + call.usage.inputTokens,
+    outputTokens: a.outputTokens + call.usage.outputTokens,
+  });
+  return {
+    usage: add(view.usage),
+    turnUsage: add(view.turnUsage),
+    modelCalls: view.modelCalls + 1,
+    turnModelCalls: view.turnModelCalls + 1,
+    costUsd: view.costUsd + (call.costUsd ?? 0),
+    turnCostUsd: view.turnCostUsd + (call.costUsd ?? 0),
+  };
+}
+
+/** What the view has spent, as spend limits count it. */
+export const spentOf = (view: SessionView): Spent => ({
+  turnTokens: view.turnUsage.inputTokens + view.turnUsage.outputTokens,
+  turnModelCalls: view.turnModelCalls,
+  sessionCostUsd: view.costUsd,
+});
+
+/** A decision on a budget approval: approved, the limits count again from here; declined, the turn ends. */
+function budgetDecided(view: SessionView, data: EntryDataOf<'decision'>): Partial<SessionView> {
+  if (data.approved) return { spendBase: spentOf(view) };
+  return { budgetDenied: data.reason ?? (data.id === undefined ? 'no decision in time' : 'no reason given') };
 }
 
 const delivered = (view: SessionView, id: string): SessionView => ({

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { callIdentityFields } from './call-identity.ts';
 import { NewerJournalFormatError } from './errors.ts';
+import { SpendLimitsSchema } from './spend.ts';
 import { type EntryKind, KickReason, OutcomeStatus } from './vocabulary.ts';
 
 /**
@@ -22,6 +23,8 @@ export const ToolCall = z.object({ id: z.string().min(1), name: z.string().min(1
 export type ToolCall = z.infer<typeof ToolCall>;
 
 const usage = z.object({ inputTokens: z.number().int().nonnegative(), outputTokens: z.number().int().nonnegative() });
+/** What a model call cost in US dollars, from the agent's price table; absent when its model has no price. */
+const costUsd = z.number().nonnegative().finite().optional();
 
 /** A leg's marker: who owns the journal from here, why the leg runs, and its trace context. */
 const LegMarker = z.object({
@@ -35,18 +38,21 @@ export const EntryData = {
   /**
    * A turn's start. `leg`: the input is its leg's first write and carries the leg's marker (it
    * fences stale owners exactly as a `leg` entry would: nothing of the leg comes before it).
+   * `limits`: the ticket's spend limits for the turn (lib/core/spend.ts).
    */
   input: z.object({
     input: z.unknown(),
     leg: LegMarker.optional(),
     /** The agent version the turn runs on (format 2); older inputs ran on the session's first. */
     agentVersion: agentVersion.optional(),
+    limits: SpendLimitsSchema.optional(),
   }),
   model: z.object({
     text: z.string().optional(),
     toolCalls: z.array(ToolCall),
     stopReason: z.string(),
     usage,
+    costUsd,
   }),
   /** `digest`: of the parsed input the call runs with (what an operator's `resolve` names). */
   intent: z.object({
@@ -103,6 +109,22 @@ export const EntryData = {
     /** The inbox item of an operator's `resolve`; absent when the tool's reconcile answered. */
     id: z.string().optional(),
   }),
+  /**
+   * The transcript through `throughSeq` condensed by `model` into `summary` (which folds in the
+   * previous compaction's summary): the model's transcript starts from here. The entries it
+   * replaces stay in the journal for events, audit and fork. `throughSeq` never splits a tool call
+   * from its result.
+   */
+  compaction: z
+    .object({
+      summary: z.string(),
+      fromSeq: z.number().int().positive(),
+      throughSeq: z.number().int().positive(),
+      model: z.string(),
+      usage,
+      costUsd,
+    })
+    .refine((d) => d.fromSeq <= d.throughSeq, 'compaction fromSeq must not pass throughSeq'),
   /** A release carried out by the lease holder: tasks still running at its deadline are stragglers. */
   released: z.object({ cancelled: z.array(z.string()), stragglers: z.array(z.string()) }),
   /** The session runs on agent version `to` from here on (its agent's upgrade policy). */
@@ -132,6 +154,9 @@ interface EntryBase {
 export type JournalEntry = {
   [K in EntryKind]: EntryBase & { readonly kind: K; readonly data: EntryDataOf<K> };
 }[EntryKind];
+
+/** A journal entry of one kind. */
+export type JournalEntryOf<K extends EntryKind> = Extract<JournalEntry, { readonly kind: K }>;
 
 /** An entry before the store assigns nothing: the writer picks the seq (next after what it read). */
 export type NewEntry = JournalEntry;

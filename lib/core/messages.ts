@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { HANDOFF_PATTERN, NAME_PATTERN, SESSION_ID_PATTERN } from './ids.ts';
 import { isCleanText } from './json-depth.ts';
 import { TENANT_PATTERN } from './resources.ts';
+import { SpendLimitsSchema } from './spend.ts';
 import { KickReason, OutcomeStatus } from './vocabulary.ts';
 
 /** Queue message contracts. Each carries `v`; a consumer refuses versions it does not know. */
@@ -53,6 +54,11 @@ export const Ticket = z
     /** A further turn of this conversation (the ticketId is the turn's id); absent, a new session. */
     sessionId: z.string().min(1).max(64).optional(),
     input: z.unknown().refine((value) => value !== undefined, 'input is required'),
+    /**
+     * Spend limits for this ticket's turn, within the agent's ceiling (a limit above the agent's is
+     * refused): maxTokensPerTurn, maxCostPerSession, maxModelCallsPerTurn, onBudget.
+     */
+    limits: SpendLimitsSchema.optional(),
   })
   .strict();
 export type Ticket = z.infer<typeof Ticket>;

@@ -1,5 +1,6 @@
-import type { PendingCall, SessionView } from './fold.ts';
+import { type PendingCall, type SessionView, spentOf } from './fold.ts';
 import type { JournalEntry } from './journal.ts';
+import { type LimitReached, limitReached, type SpendLimits } from './spend.ts';
 
 /**
  * The next action of a leg: a pure function of the folded journal and the few facts of the
@@ -11,6 +12,16 @@ export type NextAction =
   | { readonly kind: 'cancel' }
   | { readonly kind: 'start-turn' }
   | { readonly kind: 'step-limit'; readonly maxSteps: number }
+  /**
+   * A spend limit is reached before a model call: with `ask`, request a human's approval to go
+   * on; otherwise (or once a human declined, `declined`) end the turn `budget-exceeded`.
+   */
+  | {
+      readonly kind: 'budget';
+      readonly reached?: LimitReached | undefined;
+      readonly ask: boolean;
+      readonly declined?: string | undefined;
+    }
   | { readonly kind: 'model' }
   | { readonly kind: 'tools'; readonly calls: readonly PendingCall[] }
   | { readonly kind: 'reconcile'; readonly call: PendingCall }
@@ -35,6 +46,8 @@ export interface LegFacts {
   readonly cancelRequested: boolean;
   /** The agent's cap on journaled steps per turn. */
   readonly maxSteps: number;
+  /** The turn's spend limits: the agent's, lowered by its ticket's. */
+  readonly spendLimits?: SpendLimits | undefined;
   readonly now: number;
   /** The turn whose result the record says was published (the release after the publish carries it). */
   readonly publishedTurnId?: string | undefined;
@@ -116,8 +129,8 @@ const earliest = (times: readonly number[]): number | undefined => (times.length
 
 /**
  * The leg's decision: a requested cancel ends the turn first — once an interrupted once-only call
- * is reconciled, since a turn never ends with one open — and a model call past the step cap ends
- * it failed.
+ * is reconciled, since a turn never ends with one open — a model call past the step cap ends it
+ * failed, and one past a spend limit ends it `budget-exceeded` or asks a human to let it go on.
  */
 export function decideNext(view: SessionView, facts: LegFacts): NextAction {
   if (facts.cancelRequested && !view.outcome) {
@@ -125,8 +138,11 @@ export function decideNext(view: SessionView, facts: LegFacts): NextAction {
     return interrupted ? { kind: 'reconcile', call: interrupted } : { kind: 'cancel' };
   }
   const action = nextAction(view, facts.activeTurnId, facts.now, facts.publishedTurnId);
-  if (action.kind === 'model' && view.turnSteps >= facts.maxSteps)
-    return { kind: 'step-limit', maxSteps: facts.maxSteps };
+  if (action.kind !== 'model') return action;
+  if (view.turnSteps >= facts.maxSteps) return { kind: 'step-limit', maxSteps: facts.maxSteps };
+  if (view.budgetDenied !== undefined) return { kind: 'budget', ask: false, declined: view.budgetDenied };
+  const reached = facts.spendLimits && limitReached(spentOf(view), view.spendBase, facts.spendLimits);
+  if (reached) return { kind: 'budget', reached, ask: facts.spendLimits?.onBudget === 'ask' };
   return action;
 }
 

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { foldJournal, type SessionView } from './fold.ts';
 import { type JournalEntry, ToolCall } from './journal.ts';
+import { SpendLimitsSchema } from './spend.ts';
 import { EMPTY_LEDGER, type TaskLedger, taskLedger } from './tasks.ts';
 import { OutcomeStatus } from './vocabulary.ts';
 
@@ -49,6 +50,19 @@ const SessionViewSchema = z
     steps: z.number().int().nonnegative(),
     turnSteps: z.number().int().nonnegative(),
     usage,
+    modelCalls: z.number().int().nonnegative(),
+    costUsd: z.number().nonnegative(),
+    turnUsage: usage,
+    turnModelCalls: z.number().int().nonnegative(),
+    turnCostUsd: z.number().nonnegative(),
+    spendBase: z.object({
+      turnTokens: z.number().int().nonnegative(),
+      turnModelCalls: z.number().int().nonnegative(),
+      sessionCostUsd: z.number().nonnegative(),
+    }),
+    budgetDenied: z.string().optional(),
+    ticketLimits: SpendLimitsSchema.optional(),
+    compactedThrough: z.number().int().nonnegative(),
     turnId: z.string().optional(),
     pendingCalls: z.array(
       z.object({

@@ -18,6 +18,8 @@ export const OutcomeStatus = {
   failed: 'failed',
   cancelled: 'cancelled',
   superseded: 'superseded',
+  /** A budget limit (tokens or model calls per turn, cost per session) was reached. */
+  'budget-exceeded': 'budget-exceeded',
 } as const;
 export type OutcomeStatus = (typeof OutcomeStatus)[keyof typeof OutcomeStatus];
 
@@ -27,7 +29,13 @@ export type OutcomeStatus = (typeof OutcomeStatus)[keyof typeof OutcomeStatus];
  */
 export function reportedState(recordState: SessionState, outcome: OutcomeStatus | undefined): SessionState {
   if (outcome === undefined) return recordState;
-  return outcome === 'superseded' ? 'completed' : outcome;
+  return terminalStateOf(outcome);
+}
+
+/** The terminal session state a one-shot session's outcome leaves it in. */
+export function terminalStateOf(outcome: OutcomeStatus): SessionState {
+  if (outcome === 'superseded') return 'completed';
+  return outcome === 'budget-exceeded' ? 'failed' : outcome;
 }
 
 /** Why a kick was sent; a leg marker records the reason its leg started. */
@@ -57,6 +65,8 @@ export const EntryKind = {
   /** A durable timer: the call's result waits until `wakeAt`; the session holds nothing meanwhile. */
   timer: 'timer',
   reconciled: 'reconciled',
+  /** The oldest part of the transcript condensed into a summary; the model's transcript starts from the latest one. */
+  compaction: 'compaction',
   /** The session's release was carried out: its tasks cancelled, the stragglers named. */
   released: 'released',
   /** The session moved to another version of its agent (its upgrade policy), from then on. */

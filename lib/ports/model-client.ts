@@ -46,6 +46,13 @@ export interface ModelClient {
   readonly id: string;
   /** Upper bound of one call, used by the budget check before the call starts. */
   readonly maxDurationMs: number;
+  /** The model's context window in tokens, when the adapter knows it: an agent's default window. */
+  readonly contextWindowTokens?: number | undefined;
+  /**
+   * The provider's token count of a request's input, when the adapter can ask for one; without it
+   * the runtime uses a conservative estimate (lib/agent/compaction.ts).
+   */
+  countTokens?(request: ModelRequest, signal: AbortSignal): Promise<number>;
   /** One call; a model that streams reports partial text to `stream`, then resolves with the whole response. */
   converse(request: ModelRequest, signal: AbortSignal, stream?: ModelStreamSink): Promise<ModelResponse>;
 }

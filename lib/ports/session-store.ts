@@ -2,6 +2,7 @@ import type { SessionKey } from '../core/ids.ts';
 import type { InboxItem } from '../core/inbox.ts';
 import type { JournalEntry } from '../core/journal.ts';
 import type { SessionSnapshot } from '../core/snapshot.ts';
+import type { SpendLimits } from '../core/spend.ts';
 import type { OutcomeStatus, SessionState } from '../core/vocabulary.ts';
 
 /** The session record (sk META): state, lease and the counters that drive wake-ups. */
@@ -123,6 +124,8 @@ export interface TurnRecord {
   readonly inputHash: string;
   readonly createdAt: number;
   readonly outcome?: TurnOutcome | undefined;
+  /** The ticket's spend limits for this turn (within the agent's ceiling, checked at intake). */
+  readonly limits?: SpendLimits | undefined;
 }
 
 export interface TurnOutcome {

@@ -11,6 +11,7 @@ import {
 import { DEFAULT_TENANT, deriveSessionId, hashJson, NAME_PATTERN, type SessionKey } from '../core/ids.ts';
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../core/json-depth.ts';
 import { BlobRef, describeIssues, Ticket, TicketId } from '../core/messages.ts';
+import { turnLimits } from '../core/spend.ts';
 import { tenantRefusal } from '../core/tenancy.ts';
 import { childContext, newTraceId, type TraceContext } from '../core/trace-context.ts';
 import { admitInput } from './admission.ts';
@@ -63,6 +64,10 @@ export async function acceptTicket(
     );
   const input = await resolveInput(ticket.input, tenant, agent, deps);
   admitInput(input, agent, `ticket ${ticket.ticketId} input`);
+  // A limit above the agent's ceiling is refused here, before anything is stored.
+  if (ticket.limits !== undefined) turnLimits(agent.limits, ticket.limits);
+  if (ticket.limits !== undefined && ticket.sessionId !== undefined)
+    throw new InvalidInputError(`ticket ${ticket.ticketId}: limits are taken only on a ticket that starts a session`);
 
   const now = deps.clock.now();
   if (ticket.sessionId !== undefined) {
@@ -91,7 +96,14 @@ export async function acceptTicket(
   const inputHash = hashJson(input);
   const turn = await deps.store.putTurn(
     key,
-    { turnId, ticketId: ticket.ticketId, input, inputHash, createdAt: now },
+    {
+      turnId,
+      ticketId: ticket.ticketId,
+      input,
+      inputHash,
+      createdAt: now,
+      ...(ticket.limits === undefined ? {} : { limits: ticket.limits }),
+    },
     itemTtlSeconds(deps.config, now),
   );
   if (!turn.created && turn.turn.inputHash !== inputHash) throw new TicketConflictError(ticket.ticketId);
@@ -101,7 +113,8 @@ export async function acceptTicket(
     key,
     ticketId: ticket.ticketId,
     activeTurnId: turnId,
-    activeInput: inlineInput(turnId, input),
+    // A turn with limits is read from its item, which carries them (the record carries the input alone).
+    activeInput: ticket.limits === undefined ? inlineInput(turnId, input) : undefined,
     traceId: trace?.traceId ?? newTraceId(),
     now,
     sweepAt: now + deps.config.sweepGraceMs,

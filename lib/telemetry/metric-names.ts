@@ -30,6 +30,8 @@ export const METRIC = {
   bytesJournaled: 'BytesJournaled',
   inputTokens: 'InputTokens',
   outputTokens: 'OutputTokens',
+  /** Transcripts condensed to fit the context window (their tokens count in InputTokens/OutputTokens). */
+  compactions: 'Compactions',
   /** Counted with the dimension `status` (one of OUTCOME_STATUSES). */
   outcomes: 'Outcomes',
   stalledSessions: 'StalledSessions',

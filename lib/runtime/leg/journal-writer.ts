@@ -18,7 +18,7 @@ import type { LegSignals } from './leg-signals.ts';
 const MARKER_ATTEMPTS = 5;
 
 /** Entry kinds that are steps: the atomic units of progress. */
-export const STEP_KINDS: ReadonlySet<EntryKind> = new Set(['model', 'tool', 'reconciled']);
+export const STEP_KINDS: ReadonlySet<EntryKind> = new Set(['model', 'tool', 'reconciled', 'compaction']);
 
 /**
  * The leg's journal: the entries read at the start, the fold over them, and the one writer that
@@ -195,7 +195,8 @@ export class JournalWriter {
       this.#stepsThisLeg++;
       this.deps.telemetry.metrics.count('Steps');
     }
-    if (entry.kind === 'model') this.#tokensThisLeg += entry.data.usage.inputTokens + entry.data.usage.outputTokens;
+    if (entry.kind === 'model' || entry.kind === 'compaction')
+      this.#tokensThisLeg += entry.data.usage.inputTokens + entry.data.usage.outputTokens;
     if (kind !== 'leg' && !this.#progressed) {
       this.#progressed = true;
       // A recovered leg clears the crash-loop counter as soon as it progresses: one killed

@@ -2,6 +2,7 @@ import type { AgentDefinition } from '../../agent/define-agent.ts';
 import { CorruptStateError, errorMessage, LeaseLostError, NewerJournalFormatError } from '../../core/errors.ts';
 import type { SessionKey } from '../../core/ids.ts';
 import { decideNext, interruptedOnceOnly, isCrashLoop, recoveriesWithoutProgress } from '../../core/next-action.ts';
+import { ceilingLimits } from '../../core/spend.ts';
 import { childContext, type TraceContext } from '../../core/trace-context.ts';
 import type { KickReason } from '../../core/vocabulary.ts';
 import type { SessionRecord } from '../../ports/session-store.ts';
@@ -21,6 +22,7 @@ import {
 } from '../protocol/exits.ts';
 import { leaveForNewerWorker } from '../protocol/newer-format.ts';
 import { denyExpiredApproval } from './approval-step.ts';
+import { budgetStep } from './budget-step.ts';
 import { deliverInbox } from './inbox-step.ts';
 import type { Invocation } from './invocation.ts';
 import { refreshItemExpiry } from './item-expiry.ts';
@@ -233,6 +235,8 @@ export class Leg implements LegContext {
       case 'step-limit':
         await this.journal.append('outcome', { status: 'failed', error: `step limit of ${action.maxSteps} reached` });
         return undefined;
+      case 'budget':
+        return budgetStep(this, action);
       case 'model':
         return modelStep(this, agent);
       case 'tools': {
@@ -281,6 +285,7 @@ export class Leg implements LegContext {
       activeTurnId: record.activeTurnId,
       cancelRequested: record.cancelRequested,
       maxSteps: agent.limits.maxSteps,
+      spendLimits: ceilingLimits(agent.limits, this.journal.view.ticketLimits),
       now: this.deps.clock.now(),
       publishedTurnId: this.resultSent ?? record.publishedTurnId,
     });

@@ -3,32 +3,44 @@ import type { AgentDefinition } from '../../agent/define-agent.ts';
 import { toolInputSchema } from '../../agent/define-tool.ts';
 import { taskToolSpecs } from '../../agent/task-tools.ts';
 import { buildTranscript } from '../../agent/transcript.ts';
+import { costOf } from '../../core/spend.ts';
 import { formatTaskBlock, taskLedger } from '../../core/tasks.ts';
-import type { ChatMessage, ModelResponse } from '../../ports/model-client.ts';
+import type { ChatMessage, ModelRequest, ModelResponse } from '../../ports/model-client.ts';
 import { traceModelCall } from '../leg-tracing.ts';
 import { type LiveTextWriter, liveTextWriter } from '../live-text-writer.ts';
 import { readTaskLines } from '../tasks/read-tasks.ts';
 import { untilAbandoned } from './abandon.ts';
+import { compactionDue, compactionStep } from './compaction-step.ts';
 import type { LegContext } from './leg-context.ts';
 import { fitsInBudget, type LegExit, WAIT_RETRY, yieldLeg } from './leg-exit.ts';
 import { runStep } from './retry.ts';
 
-/** The model step: one call with the whole transcript, journaled as a `model` entry. */
+/**
+ * The model step: one call with the transcript (from the latest compaction on), journaled as a
+ * `model` entry with its usage and cost. A request that would pass the context window's
+ * threshold is compacted first, as a step of its own; the next pass sends the shorter transcript.
+ */
 export async function modelStep(leg: LegContext, agent: AgentDefinition): Promise<LegExit | undefined> {
+  const request = await modelRequest(leg, agent);
+  const compaction = await compactionDue(leg, agent, request);
+  if (compaction) return compactionStep(leg, agent, compaction);
   if (!fitsInBudget(leg, agent.model.maxDurationMs)) return yieldLeg(`model ${agent.model.id}`);
-  const outcome = await runStep(leg, 'model', agent, () => callModel(leg, agent));
+  const outcome = await runStep(leg, 'model', agent, () => callModel(leg, agent, request));
   return outcome === 'waiting' ? WAIT_RETRY : undefined;
 }
 
-async function callModel(leg: LegContext, agent: AgentDefinition): Promise<void> {
-  const { deps } = leg;
-  const started = deps.clock.now();
+async function modelRequest(leg: LegContext, agent: AgentDefinition): Promise<ModelRequest> {
   const tools = agent.tools.map((t) => ({ name: t.name, description: t.description, inputSchema: toolInputSchema(t) }));
-  const request = {
+  return {
     system: agent.instructions,
     messages: await withTaskStatus(leg, buildTranscript(leg.journal.entries)),
     tools: agent.delegates ? [...tools, ...taskToolSpecs(agent.delegates)] : tools,
   };
+}
+
+async function callModel(leg: LegContext, agent: AgentDefinition, request: ModelRequest): Promise<void> {
+  const { deps } = leg;
+  const started = deps.clock.now();
   const stream = streamSink(leg);
   // The seq the model entry takes: nothing else is journaled before it.
   const seq = leg.journal.view.lastSeq + 1;
@@ -48,11 +60,13 @@ async function callModel(leg: LegContext, agent: AgentDefinition): Promise<void>
   deps.telemetry.metrics.duration('StepDuration', deps.clock.now() - started);
   deps.telemetry.metrics.count('InputTokens', response.usage.inputTokens);
   deps.telemetry.metrics.count('OutputTokens', response.usage.outputTokens);
+  const costUsd = costOf(response.usage, agent.prices?.[agent.model.id]);
   await leg.journal.append('model', {
     text: response.text,
     toolCalls: [...response.toolCalls],
     stopReason: response.stopReason,
     usage: response.usage,
+    ...(costUsd === undefined ? {} : { costUsd }),
   });
 }
 

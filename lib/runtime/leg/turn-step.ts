@@ -1,6 +1,7 @@
 import { removedVersionMessage, versionOf } from '../../agent/agent-versions.ts';
 import type { AgentDefinition } from '../../agent/define-agent.ts';
 import type { EntryDataOf } from '../../core/journal.ts';
+import type { SpendLimits } from '../../core/spend.ts';
 import type { LegContext } from './leg-context.ts';
 import type { LegExit } from './leg-exit.ts';
 import { currentVersion, journalUpgrade, keepsVersions, versionChoice } from './version-step.ts';
@@ -11,15 +12,19 @@ import { currentVersion, journalUpgrade, keepsVersions, versionChoice } from './
  */
 export async function startTurn(leg: LegContext): Promise<LegExit | undefined> {
   const { activeTurnId: turnId, activeInput } = leg.signals.record;
+  // A small input without limits rides on the record the leg holds; else the turn item has it.
   let input: unknown;
+  let limits: SpendLimits | undefined;
   if (activeInput !== undefined && activeInput.turnId === turnId) input = activeInput.input;
   else {
     const turn = await leg.deps.store.getTurn(leg.key, turnId!);
     if (!turn) return { kind: 'finish', status: 'failed', error: `turn ${turnId} not found` };
     input = turn.input;
+    limits = turn.limits;
   }
+  const withLimits = limits ? { limits } : {};
   if (!keepsVersions(leg)) {
-    await leg.journal.append('input', { input }, turnId);
+    await leg.journal.append('input', { input, ...withLimits }, turnId);
     return undefined;
   }
   // A turn's start is where `at-turn` moves a session to the newest version of its agent. The
@@ -27,7 +32,7 @@ export async function startTurn(leg: LegContext): Promise<LegExit | undefined> {
   const current = currentVersion(leg);
   const choice = versionChoice(leg, true);
   const agent = choice.kind === 'run' ? choice.agent : undefined;
-  await leg.journal.append('input', { input, agentVersion: agent ? versionOf(agent) : current }, turnId);
+  await leg.journal.append('input', { input, ...withLimits, agentVersion: agent ? versionOf(agent) : current }, turnId);
   if (choice.kind === 'removed')
     return { kind: 'finish', status: 'failed', error: removedVersionMessage(leg.key.agent, choice) };
   if (!agent) return { kind: 'finish', status: 'failed', error: `unknown agent "${leg.key.agent}": not deployed here` };

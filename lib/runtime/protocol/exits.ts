@@ -1,7 +1,7 @@
 import { errorMessage } from '../../core/errors.ts';
 import { type JournalEntry, legMarkerOf } from '../../core/journal.ts';
 import { takeSnapshot } from '../../core/snapshot.ts';
-import type { KickReason, OutcomeStatus, SessionState } from '../../core/vocabulary.ts';
+import { type KickReason, type OutcomeStatus, type SessionState, terminalStateOf } from '../../core/vocabulary.ts';
 import { itemTtlSeconds, ttlSeconds } from '../deps.ts';
 import { STEP_KINDS } from '../leg/journal-writer.ts';
 import type { KickOutcome, LegContext } from '../leg/leg-context.ts';
@@ -62,7 +62,7 @@ export async function finish(
   // as cancelled even when it finds the last turn ended (an idle conversation). A one-shot
   // session ends as its turn.
   const endsSession = !record.conversation || record.cancelRequested || final === 'cancelled';
-  const state = record.conversation && record.cancelRequested ? 'cancelled' : terminalState(final);
+  const state = record.conversation && record.cancelRequested ? 'cancelled' : terminalStateOf(final);
   const left = endsSession ? await endSession(leg, state, turnId) : await endConversationTurn(leg, turnId);
   if (!left) return undefined;
   leg.deps.telemetry.metrics.count('Outcomes', 1, { status: final });
@@ -84,8 +84,6 @@ export async function finishNow(
     if (left) return left;
   }
 }
-
-const terminalState = (status: OutcomeStatus): SessionState => (status === 'superseded' ? 'completed' : status);
 
 /**
  * Moves the session to a terminal state, fenced on pendingVersion: every turn queued behind the
