@@ -36,9 +36,9 @@ interface TimedRequest {
 export interface LatencyBreakdown {
   /** Waiting for SQS to hand a sent message to its poller (send returned → the handler started). */
   readonly queueHopMs: number;
-  /** Time inside DynamoDB requests (the runtime waits for each in turn). */
+  /** Time with a DynamoDB request in flight (concurrent ones counted once). */
   readonly storeMs: number;
-  /** Time inside SQS sends (a kick, a result). */
+  /** Time with an SQS send in flight (a kick, a result); it may overlap store time when both run at once. */
   readonly queueSendMs: number;
   /** The rest: the runtime's own work, the step in flight, the event loop. */
   readonly otherMs: number;
@@ -249,8 +249,9 @@ interface Sample {
 function figure(samples: readonly Sample[], timeline: readonly TimedRequest[]): LatencyFigure {
   const parts = samples.map((s) => {
     const inside = timeline.filter((r) => r.start >= s.from - 0.5 && r.end <= s.to + 0.5);
-    const sum = (service: TimedRequest['service']) =>
-      inside.filter((r) => r.service === service).reduce((total, r) => total + (r.end - r.start), 0);
+    // The union of the requests' intervals: concurrent requests (the sender's and the leg's, a
+    // renewal beside an append) are waited for once.
+    const sum = (service: TimedRequest['service']) => unionMs(inside.filter((r) => r.service === service));
     const store = sum('dynamodb');
     const send = sum('sqs');
     return { total: s.to - s.from, hop: s.hopMs, store, send, inside };
@@ -268,6 +269,18 @@ function figure(samples: readonly Sample[], timeline: readonly TimedRequest[]): 
     ),
   };
   return { samplesMs, p50Ms: median(samplesMs), p99Ms: percentile(samplesMs, 99), breakdown };
+}
+
+/** How long at least one of `requests` was in flight. */
+function unionMs(requests: readonly TimedRequest[]): number {
+  let total = 0;
+  let openUntil = Number.NEGATIVE_INFINITY;
+  for (const r of [...requests].sort((a, b) => a.start - b.start)) {
+    if (r.end <= openUntil) continue;
+    total += r.end - Math.max(r.start, openUntil);
+    openUntil = r.end;
+  }
+  return total;
 }
 
 /** The slice of an SDK client's middleware stack the timer uses (the SQS and document clients differ in their types). */
