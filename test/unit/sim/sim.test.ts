@@ -54,7 +54,9 @@ describe('deterministic simulator', () => {
   // it moves into the budget above as a passing seed.
   for (const [seed, why] of [
     [1024, 'a ticket resubmitted after its whole session expired runs again under the same result ids'],
-    [2229, 'a release asked again at rest answers released: false'],
+    // Was seed 2229 until the step boundary stopped reading the record at every step: the seeds'
+    // schedules moved, and 1271 now meets the same bug (after a resubmission over an expired record).
+    [1271, 'a release asked again at rest answers released: false'],
   ] as const) {
     it.fails(`seed ${seed} still breaks an invariant: ${why}`, async () => {
       expect((await runSeed(seed)).violations).toEqual([]);
