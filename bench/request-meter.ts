@@ -50,7 +50,7 @@ export interface RequestRecord {
 }
 
 /** The item a request names: a Get/UpdateItem's key, a PutItem's item, a Query's sort-key bound (marshalled input). */
-function readTarget(input: Record<string, unknown>): ReadTarget {
+export function readTarget(input: Record<string, unknown>): ReadTarget {
   const keyed = (input.Key ?? input.Item) as Record<string, unknown> | undefined;
   const text =
     keyed !== undefined ? JSON.stringify(keyed.sk ?? '') : JSON.stringify(input.ExpressionAttributeValues ?? {});
@@ -60,6 +60,16 @@ function readTarget(input: Record<string, unknown>): ReadTarget {
   if (text.includes('"J#')) return 'journal';
   if (text.includes('"T#')) return 'turn';
   return 'other';
+}
+
+/** A request's kind as the bench tables show it: the command and the item it named, e.g. `PutItem:journal`. */
+export const requestKind = (r: RequestRecord): string => `${r.command.replace('Command', '')}:${r.target}`;
+
+/** How many requests of each kind `records` holds, most frequent first. */
+export function countByKind(records: readonly RequestRecord[]): Record<string, number> {
+  const counts = new Map<string, number>();
+  for (const r of records) counts.set(requestKind(r), (counts.get(requestKind(r)) ?? 0) + 1);
+  return Object.fromEntries([...counts].sort((a, b) => b[1] - a[1]));
 }
 
 export const zeroTotals = (): MeterTotals => ({ writes: 0, reads: 0, writeBytes: 0, readBytes: 0, wcu: 0, rcu: 0 });

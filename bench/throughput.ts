@@ -3,6 +3,13 @@ import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { longHaul } from '../examples/long-haul/agent.ts';
 import { createDocumentClient } from '../lib/adapters/aws-clients.ts';
 import { type BenchDynamoDb, InProcessRuntime, meteredClient } from './in-process-runtime.ts';
+import { countByKind } from './request-meter.ts';
+
+/** CPU time (user + system) this process has spent, in ms: the runtime and its SDK clients, not DynamoDB Local. */
+const processCpuMs = (): number => {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1000;
+};
 
 export interface ThroughputFigures {
   readonly concurrency: number;
@@ -10,6 +17,12 @@ export interface ThroughputFigures {
   readonly seconds: number;
   readonly stepsPerSecond: number;
   readonly writesPerStep: number;
+  /** DynamoDB requests per step (reads and writes, failed conditions included). */
+  readonly requestsPerStep: number;
+  /** The same by kind (`GetItem:record`, `PutItem:journal`…), per step. */
+  readonly requestsPerStepByKind: Record<string, number>;
+  /** CPU of this process per step (runtime and SDK, not DynamoDB Local): a figure other work on the machine moves less than rates. */
+  readonly cpuMsPerStep: number;
 }
 
 /**
@@ -29,6 +42,7 @@ export async function measureThroughput(options: {
     functionTimeoutMs: options.functionTimeoutMs,
   });
   const started = performance.now();
+  const cpuBefore = processCpuMs();
   await Promise.all(
     Array.from({ length: options.concurrency }, () =>
       runtime.submit(longHaul.name, { steps: options.toolCalls, payloadBytes: options.payloadBytes, stepMs: 0 }),
@@ -36,6 +50,7 @@ export async function measureThroughput(options: {
   );
   const results = await runtime.drain(options.concurrency);
   const seconds = (performance.now() - started) / 1000;
+  const cpuMs = processCpuMs() - cpuBefore;
   const failed = results.filter((r) => r.status !== 'completed');
   if (failed.length > 0)
     throw new Error(`${failed.length} throughput session(s) did not complete: ${failed[0]?.error}`);
@@ -46,6 +61,13 @@ export async function measureThroughput(options: {
     seconds,
     stepsPerSecond: steps / seconds,
     writesPerStep: runtime.meter.snapshot().writes / steps,
+    requestsPerStep: (runtime.meter.readCount + runtime.meter.writeCount) / steps,
+    requestsPerStepByKind: Object.fromEntries(
+      Object.entries(countByKind([...runtime.meter.readsSince(0), ...runtime.meter.writesSince(0)])).map(
+        ([kind, n]) => [kind, n / steps],
+      ),
+    ),
+    cpuMsPerStep: cpuMs / steps,
   };
 }
 
@@ -54,6 +76,8 @@ export interface RawWriteFigures {
   readonly writes: number;
   readonly seconds: number;
   readonly writesPerSecond: number;
+  /** CPU of this process per write (the SDK client alone). */
+  readonly cpuMsPerWrite: number;
 }
 
 /**
@@ -71,6 +95,7 @@ export async function measureRawConditionalWrites(options: {
   const payload = 'x'.repeat(options.itemBytes);
   let writes = 0;
   const started = performance.now();
+  const cpuBefore = processCpuMs();
   const deadline = started + options.durationMs;
   await Promise.all(
     Array.from({ length: options.concurrency }, async () => {
@@ -88,5 +113,6 @@ export async function measureRawConditionalWrites(options: {
     }),
   );
   const seconds = (performance.now() - started) / 1000;
-  return { concurrency: options.concurrency, writes, seconds, writesPerSecond: writes / seconds };
+  const cpuMsPerWrite = (processCpuMs() - cpuBefore) / writes;
+  return { concurrency: options.concurrency, writes, seconds, writesPerSecond: writes / seconds, cpuMsPerWrite };
 }

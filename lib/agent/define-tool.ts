@@ -81,12 +81,18 @@ export function defineTool<I, O>(
   return { ...definition, maxDurationMs };
 }
 
+/** Each tool's input schema as JSON, built once: a tool is code, and every model call sends it. */
+const inputSchemas = new WeakMap<AnyTool, Record<string, unknown>>();
+
 /** The JSON Schema of a tool's input, as models want it. */
 export function toolInputSchema(tool: AnyTool): Record<string, unknown> {
   if (tool.inputJsonSchema) return tool.inputJsonSchema;
+  const built = inputSchemas.get(tool);
+  if (built) return built;
   const { $schema: _ignored, ...schema } = z.toJSONSchema(tool.input, { unrepresentable: 'any' }) as Record<
     string,
     unknown
   >;
+  inputSchemas.set(tool, schema);
   return schema;
 }

@@ -10,6 +10,29 @@ export const DEFAULT_LEASE_TTL_MS = RUNTIME_DEFAULTS.leaseTtlMs;
 /** Renew three times per TTL, so one lost renewal never loses the lease. */
 export const renewIntervalMs = (ttlMs: number): number => Math.floor(ttlMs / 3);
 
+/** What a leg knows of how fresh its session record and its lease are, at a step boundary. */
+export interface RecordInHand {
+  readonly now: number;
+  /** When the record in hand was read: the acquire, the last renewal or the last look, as sent. */
+  readonly readAt: number;
+  /** The lease's expiry as of the last good renewal. */
+  readonly leaseUntil: number;
+  readonly leaseTtlMs: number;
+  /** The oldest a record may be and still stand for a read (RuntimeConfig.inboxLookMs). */
+  readonly lookMs: number;
+}
+
+/**
+ * Must the inbox step read the session record, or may it take the one in hand? It reads when the
+ * record is older than `lookMs` — so an event reaches a running turn within that, or within the
+ * step in flight when it is longer — and whenever the heartbeat has fallen behind (less than half
+ * a TTL left on the lease in hand, where renewals keep more than two thirds), so a leg whose lease
+ * could pass to another owner looks before each step, as it did at every boundary.
+ */
+export function mustReadRecord(hand: RecordInHand): boolean {
+  return hand.now - hand.readAt >= hand.lookMs || hand.leaseUntil - hand.now < hand.leaseTtlMs / 2;
+}
+
 /** The fields of a session record that the acquire decision reads. */
 export interface LeaseState {
   readonly state: SessionState;

@@ -98,6 +98,12 @@ export const RUNTIME_DEFAULTS = {
   leaseTtlMs: 30_000,
   /** Kept back at the end of each leg to checkpoint and hand off. */
   reserveMs: 5_000,
+  /**
+   * The oldest the session record a leg holds may be at a step boundary before the inbox step
+   * reads it again: an event reaches a running turn within this (or the step in flight, if
+   * longer), and steps faster than it share one read instead of paying one each.
+   */
+  inboxLookMs: 100,
   /** Days a finished session's items are kept. */
   retentionDays: 30,
   /** How often the sweeper polls for expired leases within its window. */

@@ -25,6 +25,11 @@ export interface RuntimeConfig {
   readonly retentionDays: number;
   /** How long after an event the sweeper looks, if no kick made progress first. */
   readonly sweepGraceMs: number;
+  /**
+   * The oldest the session record a leg holds may be at a step boundary before the inbox step
+   * reads it again (RUNTIME_DEFAULTS.inboxLookMs when absent; 0 reads at every boundary).
+   */
+  readonly inboxLookMs?: number | undefined;
   /** Turns that may wait behind a conversation's active turn; one more is refused (default 9). */
   readonly maxPendingInputs?: number | undefined;
   /** Tenants each producer may submit for (intake); every producer may use every tenant when absent. */

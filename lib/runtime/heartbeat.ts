@@ -12,8 +12,8 @@ export interface HeartbeatOptions {
   readonly clock: Clock;
   /** One renewal: extends the lease to `until`; throws LeaseLostError when the condition fails. */
   readonly renew: (until: number) => Promise<SessionRecord>;
-  /** Every fresh record (it carries cancelRequested and pendingVersion). */
-  readonly onRenewed: (record: SessionRecord) => void;
+  /** Every fresh record (it carries cancelRequested, pendingVersion and the inbox), with when its renewal was sent. */
+  readonly onRenewed: (record: SessionRecord, sentAt: number) => void;
   /** The lease is gone (a failed condition, or no good renewal for a TTL): stop writing. */
   readonly onLost: (error: Error) => void;
 }
@@ -58,7 +58,7 @@ export class Heartbeat {
     // The store may have applied the renewal as soon as it was sent: count from then.
     this.#lastGood = sentAt;
     this.#until = until;
-    this.options.onRenewed(record);
+    this.options.onRenewed(record, sentAt);
     return record;
   }
 
@@ -85,7 +85,7 @@ export class Heartbeat {
       if (this.#stopped) return;
       this.#lastGood = sentAt;
       this.#until = until;
-      this.options.onRenewed(record);
+      this.options.onRenewed(record, sentAt);
       this.#schedule(renewIntervalMs(this.options.ttlMs));
     } catch (error) {
       if (this.#stopped) return;

@@ -1,20 +1,28 @@
 import { LeaseLostError } from '../../core/errors.ts';
 import { type InboxItem, triageInbox } from '../../core/inbox.ts';
+import { mustReadRecord } from '../../core/lease.ts';
+import { RUNTIME_DEFAULTS } from '../../core/resources.ts';
 import type { LegContext } from './leg-context.ts';
 
 /**
- * The inbox step, at every step boundary: read the session record (one consistent read, no
- * write when nothing waits), journal what the inbox holds for this turn — messages before the
- * next model call, human decisions, operator verdicts — each once, then take them off.
- * `inHand` uses the record the leg already holds instead of reading it: the leg's first boundary
- * comes right after its acquire returned the record, so a read there would only add a request.
+ * The inbox step, at every step boundary: look at the session record, journal what the inbox
+ * holds for this turn — messages before the next model call, human decisions, operator verdicts —
+ * each once, then take them off. The look reads the record (one consistent read, no write when
+ * nothing waits) only when the one in hand is older than `inboxLookMs` or the heartbeat is behind
+ * (`mustReadRecord`); otherwise it takes the record the acquire, the last renewal (which returns
+ * the whole record) or the last read brought. Steps faster than that share one read, instead of a
+ * read per step next to the step's one write. `inHand` always takes the record in hand: the leg's
+ * first boundary comes right after its acquire returned it.
  */
 export async function deliverInbox(leg: LegContext, inHand = false): Promise<void> {
-  const record = inHand ? leg.signals.record : await leg.deps.store.getSession(leg.key);
-  if (!record || record.owner !== leg.owner || record.epoch !== leg.signals.epoch) {
-    throw new LeaseLostError(`session record moved to epoch ${record?.epoch} under epoch ${leg.signals.epoch}`, record);
+  const { signals, deps } = leg;
+  const now = deps.clock.now();
+  const read = !inHand && mustReadRecord(recordInHand(leg, now));
+  const record = read ? await deps.store.getSession(leg.key) : signals.record;
+  if (!record || record.owner !== leg.owner || record.epoch !== signals.epoch) {
+    throw new LeaseLostError(`session record moved to epoch ${record?.epoch} under epoch ${signals.epoch}`, record);
   }
-  leg.signals.observe(record);
+  if (read) signals.observe(record, now);
   if (record.inbox.length === 0) return;
   const { deliver, discard } = triageInbox(leg.journal.view, record.inbox);
   if (deliver.length === 0 && discard.length === 0) return;
@@ -55,4 +63,15 @@ async function journalItem(leg: LegContext, item: InboxItem): Promise<void> {
       });
       return;
   }
+}
+
+function recordInHand(leg: LegContext, now: number) {
+  const { config } = leg.deps;
+  return {
+    now,
+    readAt: leg.signals.recordReadAt,
+    leaseUntil: leg.signals.leaseUntil,
+    leaseTtlMs: config.leaseTtlMs,
+    lookMs: config.inboxLookMs ?? RUNTIME_DEFAULTS.inboxLookMs,
+  };
 }

@@ -45,6 +45,8 @@ export class LegSignals {
   readonly #lease = new AbortController();
   readonly #heartbeat: Heartbeat;
   #record: SessionRecord;
+  /** When the record in hand was read (as sent): the inbox step reads again once it is too old. */
+  #recordReadAt: number;
   #onceOnlyInFlight = 0;
   #cancelBudgetTimer: CancelTimer | undefined;
   readonly #clock: Clock;
@@ -58,14 +60,18 @@ export class LegSignals {
     progressed: () => boolean,
   ) {
     this.#record = record;
+    // The acquire returned it just now (its request's time is not worth carrying for a bound
+    // that only decides how soon the next step boundary looks again).
+    this.#recordReadAt = deps.clock.now();
     this.#clock = deps.clock;
     this.#heartbeat = new Heartbeat(
       {
         ttlMs: deps.config.leaseTtlMs,
         clock: deps.clock,
         renew: (until) => deps.store.renew(key, { owner, epoch: this.epoch, until, progressed: progressed() }),
-        onRenewed: (fresh) => {
+        onRenewed: (fresh, sentAt) => {
           this.#record = fresh;
+          this.#recordReadAt = sentAt;
           if (fresh.cancelRequested && this.#onceOnlyInFlight === 0) this.abort('cancel');
         },
         onLost: (error) => {
@@ -80,6 +86,11 @@ export class LegSignals {
   /** The session record as of the acquire or the last renewal. */
   get record(): SessionRecord {
     return this.#record;
+  }
+
+  /** When the record in hand was read: the acquire, the last renewal or the last look. */
+  get recordReadAt(): number {
+    return this.#recordReadAt;
   }
 
   get epoch(): number {
@@ -125,9 +136,11 @@ export class LegSignals {
     await this.#heartbeat.stop();
   }
 
-  /** Takes a record read at a step boundary as the freshest, when it is still this leg's lease. */
-  observe(fresh: SessionRecord): void {
-    if (fresh.epoch === this.#record.epoch && fresh.owner === this.#record.owner) this.#record = fresh;
+  /** Takes a record read at a step boundary (its read sent at `readAt`) as the freshest, when it is still this leg's lease. */
+  observe(fresh: SessionRecord, readAt: number): void {
+    if (fresh.epoch !== this.#record.epoch || fresh.owner !== this.#record.owner) return;
+    this.#record = fresh;
+    this.#recordReadAt = readAt;
   }
 
   /** Stops renewing before a hand-off, so no renewal races the release. */
@@ -138,6 +151,7 @@ export class LegSignals {
   /** Goes on after a hand-off that did not happen: the fresher record, and renewals again. */
   resume(record: SessionRecord): void {
     this.#record = record;
+    this.#recordReadAt = this.#clock.now();
     this.#heartbeat.start();
   }
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { assertFitsBudget, defineAgent } from '../../../lib/agent/define-agent.ts';
-import { defineTool } from '../../../lib/agent/define-tool.ts';
+import { defineTool, toolInputSchema } from '../../../lib/agent/define-tool.ts';
 import { scriptedModel } from '../../../lib/agent/scripted-model.ts';
 
 const model = scriptedModel({ maxDurationMs: 2_000, script: () => ({ final: 'ok' }) });
@@ -37,5 +37,25 @@ describe('agent definitions', () => {
       defineAgent({ name: 'dup', instructions: '', model, tools: [tool('a', 'pure', 1), tool('a', 'pure', 1)] }),
     ).toThrow(/defined twice/);
     expect(() => defineAgent({ name: 'has space', instructions: '', model })).toThrow(/agent name/);
+  });
+
+  it('builds a tool’s input JSON Schema once, not at every model call', () => {
+    // Arrange
+    const lookup = defineTool({
+      name: 'lookup',
+      description: 'Looks up.',
+      input: z.object({ id: z.string() }),
+      effect: 'pure',
+      maxDurationMs: 1,
+      run: async () => null,
+    });
+
+    // Act
+    const first = toolInputSchema(lookup);
+    const second = toolInputSchema(lookup);
+
+    // Assert
+    expect(first).toMatchObject({ type: 'object', properties: { id: { type: 'string' } } });
+    expect(second).toBe(first);
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { hasWork, planAcquire, renewIntervalMs } from '../../../lib/core/lease.ts';
+import { hasWork, mustReadRecord, planAcquire, renewIntervalMs } from '../../../lib/core/lease.ts';
 
 const NOW = 100_000;
 const free = { state: 'queued' as const, epoch: 3, pendingVersion: 1, seenVersion: 0, cancelRequested: false };
@@ -68,5 +68,32 @@ describe('lease math', () => {
 
   it('renews three times per TTL', () => {
     expect(renewIntervalMs(30_000)).toBe(10_000);
+  });
+
+  describe('the inbox look at a step boundary', () => {
+    const TTL = 30_000;
+    // Just renewed: the lease in hand runs a whole TTL from the renewal that brought the record.
+    const renewedAt = (at: number) => ({ readAt: at, leaseUntil: at + TTL, leaseTtlMs: TTL, lookMs: 100 });
+
+    it('takes the record in hand while it is younger than the look interval', () => {
+      expect(mustReadRecord({ ...renewedAt(NOW), now: NOW })).toBe(false);
+      expect(mustReadRecord({ ...renewedAt(NOW), now: NOW + 99 })).toBe(false);
+    });
+
+    it('reads once the record in hand is as old as the look interval', () => {
+      expect(mustReadRecord({ ...renewedAt(NOW), now: NOW + 100 })).toBe(true);
+    });
+
+    it('reads at every boundary with no look interval', () => {
+      expect(mustReadRecord({ ...renewedAt(NOW), lookMs: 0, now: NOW })).toBe(true);
+    });
+
+    it('reads at every boundary while the heartbeat is behind, however fresh the last read', () => {
+      // Renewed at NOW, renewals failing since; a read at NOW + 16 s found the lease still held.
+      const behind = { ...renewedAt(NOW), readAt: NOW + 16_000 };
+      expect(mustReadRecord({ ...behind, now: NOW + 16_001 })).toBe(true);
+      // On schedule (a renewal every TTL/3) more than half a TTL is always left.
+      expect(mustReadRecord({ ...renewedAt(NOW), readAt: NOW + 9_990, now: NOW + 9_999 })).toBe(false);
+    });
   });
 });

@@ -62,6 +62,15 @@ function clientOf(deps: RuntimeDeps) {
   });
 }
 
+/** The test deps' config with an inbox look at every step boundary. */
+const EVERY_BOUNDARY_CONFIG = {
+  leaseTtlMs: 1_500,
+  reserveMs: 200,
+  retentionDays: 1,
+  sweepGraceMs: 1_500,
+  inboxLookMs: 0,
+};
+
 const sessionOf = (ticketId: string) => deriveSessionId('default', 'payer', ticketId);
 
 describe('conversations: approvals, messages and parked calls', () => {
@@ -115,7 +124,8 @@ describe('conversations: approvals, messages and parked calls', () => {
       // While the approved call runs, another process tells the turn something.
       onPay: () => clientOf(deps!).send(sessionOf('M1'), 'ship fast', { mode: 'inject', id: 'm-1' }),
     });
-    const test = makeTestDeps([agent]);
+    // Every step boundary reads the record (no look interval), so the message lands at the first one.
+    const test = makeTestDeps([agent], { config: { ...EVERY_BOUNDARY_CONFIG } });
     deps = test.deps;
     await acceptTicket(ticketBody('payer', 'M1', 'pay 50'), undefined, deps);
     await drain(deps);

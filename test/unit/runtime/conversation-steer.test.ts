@@ -36,6 +36,8 @@ async function steeredConversation(ticketId: string) {
   const sent: Sent[] = [];
   const key = keyOf(ticketId);
   const test = makeTestDeps([supportDesk({ workMs: 5 })], {
+    // Every step boundary reads the record (no look interval), so the steer lands at the first one.
+    config: { leaseTtlMs: 1_500, reserveMs: 200, retentionDays: 1, sweepGraceMs: 1_500, inboxLookMs: 0 },
     failpoint: async (name) => {
       if (name !== 'mid-step') return;
       const journal = await deps!.store.readJournal(key);

@@ -55,6 +55,7 @@ describe('deterministic simulator', () => {
     [1024, 'a ticket id sent anew after its whole session expired is a new run, held to its own promises'],
     [2229, 'a release a crash-looping turn saw is carried out, and asked again at rest answers released'],
     [9707, 'a once-only refund of a child task runs once per run of its session'],
+    [1271, 'a ticket sent again once its session record expired is refused, not resumed over what is left'],
   ] as const) {
     it(`seed ${seed}: ${why}`, async () => {
       expect((await runSeed(seed)).violations).toEqual([]);
