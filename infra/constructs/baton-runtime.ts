@@ -26,7 +26,7 @@ import {
 import { SERVICE_NAME_ENV } from '../../lib/telemetry/metric-names.ts';
 import { BatonFunction } from './baton-function.ts';
 import { BatonQueues } from './baton-queues.ts';
-import { grantModelInvoke } from './model-grants.ts';
+import { grantModelInvoke, type ModelGrantOptions } from './model-grants.ts';
 import { BatonMonitoring } from './monitoring.ts';
 import { createSessionTable } from './session-table.ts';
 
@@ -498,11 +498,13 @@ export class BatonRuntime extends Construct {
 
   /**
    * Lets the step function (where the agents run) call a Bedrock model: `bedrock:InvokeModel` on
-   * the foundation model, or, for a cross-region inference profile id (`us.…`, `eu.…`, `global.…`),
-   * on the profile and the model it routes to in the regions of its geography.
+   * the foundation model in the stack's region, or, for a cross-region inference profile id
+   * (`us.…`, `eu.…`, `apac.…`, `global.…`), on the profile and on the model it routes to, in the
+   * profile's regions only and only through the profile (`options.regions` when they differ from
+   * the geography's list in model-grants.ts).
    */
-  grantModelInvoke(modelId: string): void {
-    grantModelInvoke(this.stepFunction.role, modelId);
+  grantModelInvoke(modelId: string, options: ModelGrantOptions = {}): void {
+    grantModelInvoke(this.stepFunction.role, modelId, options);
   }
 
   /**
