@@ -1,8 +1,9 @@
-import { App, Stack } from 'aws-cdk-lib';
+import { App, Stack, Validations } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { AccountRootPrincipal, Role } from 'aws-cdk-lib/aws-iam';
 import { describe, expect, it } from 'vitest';
 import { grantModelInvoke, INFERENCE_PROFILE_REGIONS } from '../../infra/constructs/model-grants.ts';
+import { synthWithPolicyChecks } from './synth-baton.ts';
 
 interface Statement {
   readonly Action: string | string[];
@@ -108,5 +109,30 @@ describe('the Bedrock grant of a model', () => {
     expect(() => statementsFor(`us.${SONNET}`, 'us-east-1', ['us-east-1', '*'])).toThrow(
       /'\*' \(regions of us\..*\) is not an AWS region name/,
     );
+  });
+});
+
+describe('the Bedrock grants under the policy checks', () => {
+  it('need no acknowledgement: no statement names a wildcard region', () => {
+    const synthesized = synthWithPolicyChecks(
+      (app) => {
+        const stack = new Stack(app, 'ModelChecks', { env: { account: '123456789012', region: 'eu-west-1' } });
+        const role = new Role(stack, 'Step', { assumedBy: new AccountRootPrincipal() });
+        grantModelInvoke(role, `eu.${SONNET}`);
+        grantModelInvoke(role, `global.${SONNET}`);
+        grantModelInvoke(role, SONNET);
+      },
+      { bundleStacks: [] },
+    );
+    const violations = (synthesized.report?.pluginReports ?? []).flatMap((p) =>
+      p.violations.map((v) => `${p.pluginName}: ${v.ruleName}`),
+    );
+    const acknowledged = synthesized.app.node
+      .findAll()
+      .flatMap((c) => c.node.metadata.filter((m) => m.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY));
+    expect(synthesized.report).toBeDefined();
+    expect(violations).toEqual([]);
+    // Before, the profile's model in every region (bedrock:*) needed an acknowledged IAM5 finding.
+    expect(acknowledged).toEqual([]);
   });
 });
