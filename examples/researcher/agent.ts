@@ -28,8 +28,9 @@ export function researchServer(env: NodeJS.ProcessEnv = process.env): McpServer 
 
 /**
  * An agent on an AI SDK model with the tools of an MCP server. The read-only tools are `pure`
- * (the server marks them so); `save_note` files a note once per idempotency key, durably, so the
- * author declares it `idempotent` rather than the default `once`.
+ * (the server marks them so, and this team ships that server, so its hints are trusted);
+ * `save_note` files a note once per idempotency key, durably, so the author declares it
+ * `idempotent` rather than the default `once`.
  */
 export function researcher(model: ModelClient = researcherModel(), server: McpServer = researchServer()) {
   return defineAgent({
@@ -39,7 +40,11 @@ export function researcher(model: ModelClient = researcherModel(), server: McpSe
       'file notes of what you learned, and answer the question citing what the tools returned.',
     input: ResearcherInput,
     model,
-    tools: mcpTools(server, RESEARCH_TOOLS, { effects: { save_note: 'idempotent' }, maxDurationMs: 3_000 }),
+    tools: mcpTools(server, RESEARCH_TOOLS, {
+      effects: { save_note: 'idempotent' },
+      trustReadOnlyHints: true,
+      maxDurationMs: 3_000,
+    }),
     limits: { maxSteps: 50 },
   });
 }

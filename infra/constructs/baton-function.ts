@@ -34,6 +34,8 @@ export interface BatonFunctionProps {
   readonly logRetention: RetentionDays;
   readonly removalPolicy: RemovalPolicy;
   readonly description: string;
+  /** Concurrent executions reserved for (and capping) the function; none by default. */
+  readonly reservedConcurrentExecutions?: number | undefined;
 }
 
 /**
@@ -74,6 +76,9 @@ export class BatonFunction extends Construct {
       architecture: Architecture.ARM_64,
       memorySize: props.memorySize,
       timeout: props.timeout,
+      ...(props.reservedConcurrentExecutions === undefined
+        ? {}
+        : { reservedConcurrentExecutions: props.reservedConcurrentExecutions }),
       role,
       logGroup: this.logGroup,
       loggingFormat: LoggingFormat.JSON,

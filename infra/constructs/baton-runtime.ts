@@ -28,7 +28,7 @@ import { SERVICE_NAME_ENV } from '../../lib/telemetry/metric-names.ts';
 import { BatonFunction } from './baton-function.ts';
 import { BatonQueues } from './baton-queues.ts';
 import { BatonSchedules } from './baton-schedules.ts';
-import { grantModelInvoke } from './model-grants.ts';
+import { grantModelInvoke, type ModelGrantOptions } from './model-grants.ts';
 import { BatonMonitoring } from './monitoring.ts';
 import { createSessionTable } from './session-table.ts';
 
@@ -56,6 +56,12 @@ const SWEEP_WINDOW = Duration.seconds(55);
 const SWEEPER_TIMEOUT_MARGIN = Duration.seconds(15);
 /** The API answers within this; an events request waits at most 20 s for news (functions/api.ts). */
 const API_TIMEOUT = Duration.seconds(30);
+/** Lambda keeps at least this much of an account's concurrency unreserved; a reservation that leaves less fails to deploy. */
+const LAMBDA_MIN_UNRESERVED = 100;
+/** Lambda's default concurrency quota per account and region. */
+const DEFAULT_ACCOUNT_CONCURRENCY = 1_000;
+/** Scheduled sweeper runs that may overlap (a run lasts 70 s, the schedule fires every minute). */
+const SWEEPER_CONCURRENCY = 2;
 const API_MEMORY_MB = 512;
 /** An S3 object must outlive the journal entry pointing to it; DynamoDB's TTL deletion lags by up to days. */
 const PAYLOAD_RETENTION_GRACE_DAYS = 2;
@@ -238,6 +244,28 @@ export interface BatonRuntimeProps {
    */
   readonly bedrockModels?: readonly string[];
   /**
+   * Concurrent executions reserved for the API function, which also caps it: however many long
+   * polls its callers hold, the API never takes the concurrency intake and the step function
+   * draw from. Refused when the account could not then keep what intake and step may run at once
+   * (`maxConcurrency` each, plus the sweeper) unreserved, or Lambda's floor of 100, or when one
+   * caller's streams (`apiStreamsPerCaller`) would fill it.
+   * @default 20 (RUNTIME_DEFAULTS.apiReservedConcurrency)
+   */
+  readonly apiReservedConcurrency?: number;
+  /**
+   * Event streams (events requests that wait, up to 20 s each) one API caller may hold open at
+   * once, counted across every invocation; one more is answered 429 `too_many_streams`. An
+   * assumed role's sessions count as the role.
+   * @default 4 (RUNTIME_DEFAULTS.apiStreamsPerCaller)
+   */
+  readonly apiStreamsPerCaller?: number;
+  /**
+   * The account's Lambda concurrency quota in the stack's region, against which
+   * `apiReservedConcurrency` is checked at synth.
+   * @default 1000 (Lambda's default quota)
+   */
+  readonly accountConcurrency?: number;
+  /**
    * The `service` of the functions' logs and the `service` dimension of their metrics, which the
    * dashboard and alarms watch. Unique per deployment, so two stacks in one account never mix metrics.
    * @default the stack's name and the construct's path in it, e.g. `MyStack/Baton`
@@ -321,6 +349,7 @@ export class BatonRuntime extends Construct {
       timeout: Duration,
       memorySize: number,
       environment: Record<string, string>,
+      reservedConcurrentExecutions?: number,
     ) =>
       new BatonFunction(this, `${name[0]!.toUpperCase()}${name.slice(1)}`, {
         entry: props.handlers ? resolve(props.handlers[name]) : join(FUNCTIONS_DIR, `${name}${SOURCE_EXTENSION}`),
@@ -333,6 +362,7 @@ export class BatonRuntime extends Construct {
         logRetention: settings.logRetention,
         removalPolicy: settings.removalPolicy,
         description: `Baton ${name} (${this.node.path})`,
+        reservedConcurrentExecutions,
       });
     const withAgents = { ...props.agentEnvironment, [ENV.bucket]: this.bucket.bucketName };
     this.intakeFunction = fn('intake', settings.intakeTimeout, settings.memorySize, {
@@ -346,13 +376,21 @@ export class BatonRuntime extends Construct {
     });
 
     // The API loads the agents (with what they read at import) to admit inputs; it runs none.
-    this.apiFunction = fn('api', API_TIMEOUT, API_MEMORY_MB, {
-      ...props.agentEnvironment,
-      [ENV.ticketsQueueUrl]: this.ticketsQueue.queueUrl,
-      [ENV.bucket]: this.bucket.bucketName,
-      // Lazy: grantInvokeApi adds principals after construction.
-      [ENV.apiTenants]: Lazy.string({ produce: () => JSON.stringify(this.#apiTenants) }),
-    });
+    this.apiFunction = fn(
+      'api',
+      API_TIMEOUT,
+      API_MEMORY_MB,
+      {
+        ...props.agentEnvironment,
+        [ENV.ticketsQueueUrl]: this.ticketsQueue.queueUrl,
+        [ENV.bucket]: this.bucket.bucketName,
+        // Lazy: grantInvokeApi adds principals after construction.
+        [ENV.apiTenants]: Lazy.string({ produce: () => JSON.stringify(this.#apiTenants) }),
+        [ENV.apiStreamsPerCaller]: String(settings.apiStreamsPerCaller),
+      },
+      // Reserved, hence capped: the API's long polls cannot take the step function's concurrency.
+      settings.apiReservedConcurrency,
+    );
     for (const principal of Object.keys(settings.apiTenants)) this.#refuseAgentRunner(principal);
     this.apiUrl = this.#exposeApi(settings.apiTenants);
     if (props.producers !== undefined) {
@@ -515,11 +553,13 @@ export class BatonRuntime extends Construct {
 
   /**
    * Lets the step function (where the agents run) call a Bedrock model: `bedrock:InvokeModel` on
-   * the foundation model, or, for a cross-region inference profile id (`us.…`, `eu.…`, `global.…`),
-   * on the profile and the model it routes to in the regions of its geography.
+   * the foundation model in the stack's region, or, for a cross-region inference profile id
+   * (`us.…`, `eu.…`, `apac.…`, `global.…`), on the profile and on the model it routes to, in the
+   * profile's regions only and only through the profile (`options.regions` when they differ from
+   * the geography's list in model-grants.ts).
    */
-  grantModelInvoke(modelId: string): void {
-    grantModelInvoke(this.stepFunction.role, modelId);
+  grantModelInvoke(modelId: string, options: ModelGrantOptions = {}): void {
+    grantModelInvoke(this.stepFunction.role, modelId, options);
   }
 
   /**
@@ -693,6 +733,9 @@ interface Settings {
   readonly logRetention: RetentionDays;
   readonly removalPolicy: RemovalPolicy;
   readonly apiTenants: Readonly<Record<string, ApiGrant>>;
+  readonly apiReservedConcurrency: number;
+  readonly apiStreamsPerCaller: number;
+  readonly accountConcurrency: number;
 }
 
 /** Defaults applied and the combinations that cannot work refused, naming the prop. */
@@ -717,6 +760,9 @@ function resolveSettings(props: BatonRuntimeProps): Settings {
     logRetention: props.logRetention ?? RetentionDays.ONE_MONTH,
     removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
     apiTenants: props.apiTenants ?? {},
+    apiReservedConcurrency: props.apiReservedConcurrency ?? RUNTIME_DEFAULTS.apiReservedConcurrency,
+    apiStreamsPerCaller: props.apiStreamsPerCaller ?? RUNTIME_DEFAULTS.apiStreamsPerCaller,
+    accountConcurrency: props.accountConcurrency ?? DEFAULT_ACCOUNT_CONCURRENCY,
   };
   const ms = (d: Duration) => d.toMilliseconds();
   const refuse = (message: string) => {
@@ -750,6 +796,7 @@ function resolveSettings(props: BatonRuntimeProps): Settings {
     );
   if (!Number.isInteger(settings.maxConcurrency) || settings.maxConcurrency < 2 || settings.maxConcurrency > 1000)
     refuse('maxConcurrency must be an integer from 2 to 1000 (the SQS event source limits)');
+  checkApiConcurrency(settings, refuse);
   if (!Number.isInteger(settings.batchSize) || settings.batchSize < 1 || settings.batchSize > 10)
     refuse('batchSize must be an integer from 1 to 10 (more needs a batching window)');
   if (!Number.isInteger(settings.retentionDays) || settings.retentionDays < 1)
@@ -771,6 +818,33 @@ function resolveSettings(props: BatonRuntimeProps): Settings {
     if (why) refuse(`agentEnvironment may not set ${name}: ${why}`);
   }
   return settings;
+}
+
+/**
+ * The API's reservation leaves the account what intake and the step function may run at once
+ * (each event source's maxConcurrency, plus the sweeper), and at least Lambda's unreserved floor;
+ * and one caller's streams cannot fill it, so another caller's approve or cancel still gets in.
+ */
+function checkApiConcurrency(settings: Settings, refuse: (message: string) => never): void {
+  const { apiReservedConcurrency: reserved, apiStreamsPerCaller: streams, accountConcurrency: account } = settings;
+  for (const [name, value] of Object.entries({
+    apiReservedConcurrency: reserved,
+    apiStreamsPerCaller: streams,
+    accountConcurrency: account,
+  }))
+    if (!Number.isInteger(value) || value < 1) refuse(`${name} must be a positive integer, got ${value}`);
+  if (streams >= reserved)
+    refuse(
+      `apiStreamsPerCaller (${streams}) must be below apiReservedConcurrency (${reserved}): one caller's streams would fill the API`,
+    );
+  const runtimeNeeds = 2 * settings.maxConcurrency + SWEEPER_CONCURRENCY;
+  const keepUnreserved = Math.max(LAMBDA_MIN_UNRESERVED, runtimeNeeds);
+  if (reserved > account - keepUnreserved)
+    refuse(
+      `apiReservedConcurrency (${reserved}) leaves ${account - reserved} of accountConcurrency (${account}) unreserved; ` +
+        `intake and step need ${runtimeNeeds} at once (maxConcurrency ${settings.maxConcurrency} each, and the sweeper) ` +
+        `and Lambda keeps at least ${LAMBDA_MIN_UNRESERVED}: reserve at most ${Math.max(0, account - keepUnreserved)}`,
+    );
 }
 
 /** An API principal must be an IAM ARN (or a token that becomes one), its tenants '*' or names, its roles '*' or roles. */

@@ -17,6 +17,8 @@ export const ApiErrorCode = {
   staleTurn: 'stale_turn',
   /** Too many turns or messages already wait for the session. */
   tooManyPending: 'too_many_pending',
+  /** The caller holds as many open event streams as one caller may; the message names the bound. */
+  tooManyStreams: 'too_many_streams',
   /** The session was released (`baton release`): it takes no further input. */
   released: 'released',
   /** A release without cancel (`--no-cancel`) of a session whose tasks still run. */
@@ -39,6 +41,7 @@ export const API_ERROR_STATUS: Record<ApiErrorCode, number> = {
   not_a_conversation: 409,
   stale_turn: 409,
   too_many_pending: 429,
+  too_many_streams: 429,
   released: 409,
   tasks_running: 409,
   internal: 500,

@@ -147,7 +147,8 @@ export const EventsQuery = z
     after: z.coerce.number().int().nonnegative().optional(),
     /** Only this turn's entries; the stream ends after its published result. */
     turn: z.string().min(1).max(256).optional(),
-    waitMs: z.coerce.number().int().min(0).max(25_000).optional(),
+    /** How long the request may wait for news; at most 20 s, so an invocation holds its stream slot well inside the API's timeout. */
+    waitMs: z.coerce.number().int().min(0).max(20_000).optional(),
     /** `true`: a running session's partial model text comes as `model-text` events between entries. */
     live: z.enum(['true', 'false']).optional(),
   })

@@ -11,7 +11,15 @@ export interface Caller {
   readonly principal: string;
   readonly tenants: readonly string[] | 'all';
   readonly roles: readonly Role[];
+  /**
+   * Whom the grant names, when not `principal` itself: an assumed-role session's role. Per-caller
+   * bounds (open event streams) count against it, so new session names buy no more.
+   */
+  readonly grantee?: string | undefined;
 }
+
+/** The key per-caller bounds count against: the grant's principal, not a session of it. */
+export const granteeOf = (caller: Caller): string => caller.grantee ?? caller.principal;
 
 /** Finds the caller of a request; throws ApiError unauthenticated/forbidden when there is none. */
 export type CallerResolver = (event: LambdaFunctionURLEvent) => Caller;
@@ -61,9 +69,10 @@ export function iamCallerResolver(map: CallerMap): CallerResolver {
         'the request carries no IAM principal (is the function URL IAM-authenticated?)',
       );
     const role = roleArnOf(principal);
-    const grant = map[principal] ?? (role === undefined ? undefined : map[role]);
+    const own = map[principal];
+    const grant = own ?? (role === undefined ? undefined : map[role]);
     if (grant === undefined)
       throw new ApiError('forbidden', `principal ${principal} has no tenants in BATON_API_TENANTS`);
-    return callerOf(principal, grant);
+    return own === undefined ? { ...callerOf(principal, grant), grantee: role } : callerOf(principal, grant);
   };
 }

@@ -3,6 +3,7 @@ import type { BatonClient } from '../client/baton-client.ts';
 import type { Role } from '../core/roles.ts';
 import type { Clock } from '../ports/clock.ts';
 import type { SessionStore } from '../ports/session-store.ts';
+import type { StreamSlotStore } from '../ports/stream-slots.ts';
 import type { Caller } from './caller.ts';
 
 /** What every route handler may use: the store-backed client, the store, time. */
@@ -14,6 +15,10 @@ export interface ApiServices {
   readonly eventsWaitMs: number;
   /** How often an events request looks for new entries while it waits. */
   readonly eventsPollMs: number;
+  /** The open event streams of every caller, shared by every invocation of the API. */
+  readonly streams: StreamSlotStore;
+  /** Event streams (requests that wait) one caller may hold open at once; over it, 429. */
+  readonly streamsPerCaller: number;
 }
 
 /** A validated request as a route handler sees it. */

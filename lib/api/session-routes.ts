@@ -1,8 +1,10 @@
+import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { type LivePosition, toModelText } from '../client/baton-client.ts';
 import { NotFoundError, TurnRefusedError } from '../core/errors.ts';
 import { DEFAULT_TENANT } from '../core/ids.ts';
 import { OPERATION_ROLES } from '../core/roles.ts';
+import { streamRefusal } from '../core/stream-slots.ts';
 import { TERMINAL_SESSION_STATES } from '../core/vocabulary.ts';
 import type { SessionRecord } from '../ports/session-store.ts';
 import { ApiError, type ApiErrorCode } from './api-errors.ts';
@@ -27,8 +29,8 @@ import {
   Submitted,
   TasksView,
 } from './api-schemas.ts';
-import { type Caller, canSee } from './caller.ts';
-import { defineRoute, type Route, type RouteContext } from './route.ts';
+import { type Caller, canSee, granteeOf } from './caller.ts';
+import { defineRoute, type Route, type RouteContext, type RouteResult } from './route.ts';
 import { SSE_CONTENT_TYPE, sseEvent, sseRetry } from './sse.ts';
 
 /** Entries per events response; a longer journal streams over several rounds. */
@@ -37,6 +39,12 @@ const EVENTS_PER_RESPONSE = 200;
 const RELEASE_WAIT_MS = 20_000;
 /** How soon an EventSource reconnects for the next round. */
 const EVENTS_RETRY_MS = 250;
+/**
+ * A waiting events request's slot lapses this long after its wait ends, whether or not it was
+ * closed: room for the reads after the wait; 20 s of wait plus this is the API's 30 s timeout,
+ * so no invocation outlives its slot.
+ */
+const EVENTS_SLOT_MARGIN_MS = 10_000;
 
 const errors = {
   400: { description: 'invalid request', schema: ErrorBody },
@@ -44,6 +52,35 @@ const errors = {
   403: { description: 'the caller may not use this tenant, or lacks the role (`missing_role`)', schema: ErrorBody },
   404: { description: 'no such session (or not one of the caller’s tenants)', schema: ErrorBody },
 } as const;
+
+/**
+ * Runs a request that waits under one of the caller's stream slots, freed when it answers: the
+ * slots are shared by every invocation of the API, so one caller cannot hold more than its bound
+ * of them whichever containers serve it. A request that does not wait takes none.
+ */
+async function withStreamSlot<T>(
+  context: RouteContext<unknown, unknown, unknown>,
+  waitMs: number,
+  answer: () => Promise<T>,
+): Promise<T> {
+  if (waitMs === 0) return answer();
+  const { services } = context;
+  const holder = granteeOf(context.caller);
+  const now = services.clock.now();
+  const id = randomUUID();
+  const admission = await services.streams.open(holder, {
+    id,
+    until: now + waitMs + EVENTS_SLOT_MARGIN_MS,
+    now,
+    limit: services.streamsPerCaller,
+  });
+  if (!admission.admitted) throw new ApiError('too_many_streams', streamRefusal(holder, admission, now));
+  try {
+    return await answer();
+  } finally {
+    await services.streams.close(holder, id);
+  }
+}
 
 /** The tenant a request acts on: the one named (if the caller may), else the caller's only one. */
 function tenantFor(caller: Caller, named: string | undefined): string {
@@ -110,6 +147,65 @@ function eventsPosition(after: number | undefined, lastEventId: string | undefin
       `Last-Event-ID must be a journal cursor (a whole number, or cursor.chunk), got '${lastEventId}'`,
     );
   return at(Number(match[1]), match[2] === undefined ? -1 : Number(match[2]));
+}
+
+/** One events response: what is new after the request's position, waiting up to `waitMs` for something. */
+async function answerEvents(
+  context: RouteContext<{ id: string }, z.infer<typeof EventsQuery>, unknown>,
+  waitMs: number,
+): Promise<RouteResult> {
+  const { services, query, signal } = context;
+  const position = eventsPosition(query.after, context.headers['last-event-id']);
+  const after = position.cursor;
+  const deadline = services.clock.now() + waitMs;
+  // Where this response reads from: the cursor, or for a turn near its first entry (found once).
+  let from: number | undefined;
+  for (;;) {
+    // The record is read before the journal: if it was finished then, the journal read is complete.
+    const record = await visibleSession(context);
+    from ??=
+      query.turn === undefined
+        ? after
+        : await services.client.turnStart(record, query.turn, after).catch((error: unknown) => {
+            throw error instanceof NotFoundError ? new ApiError('not_found', error.message) : error;
+          });
+    // Live text before the journal too: a partial is never sent after its entry was read.
+    const chunks =
+      query.live === 'true' && record.state === 'running'
+        ? (await services.client.liveTextAfter(record, after, position)).filter(
+            (chunk) => query.turn === undefined || chunk.turnId === query.turn,
+          )
+        : [];
+    const page = await services.client.eventsPage(record, from, { limit: EVENTS_PER_RESPONSE, turnId: query.turn });
+    const { events } = page;
+    // Nothing after the cursor yet (a turn's start moved past entries: they are there).
+    const readNothing = page.cursor === after;
+    const partial = readNothing ? chunks : [];
+    const finished = page.ended || (isTerminal(record) && !page.full);
+    // Entries read past the last one shown (another turn's): the next request starts after them.
+    const skipped = page.cursor > (events.at(-1)?.cursor ?? after);
+    if (
+      events.length > 0 ||
+      partial.length > 0 ||
+      finished ||
+      skipped ||
+      services.clock.now() >= deadline ||
+      signal?.aborted
+    ) {
+      let text = sseRetry(EVENTS_RETRY_MS);
+      for (const event of events) text += sseEvent({ id: event.cursor, event: 'entry', data: event });
+      if (skipped && !page.ended) text += sseEvent({ id: page.cursor, event: 'cursor', data: { cursor: page.cursor } });
+      for (const chunk of partial)
+        text += sseEvent({ id: `${after}.${chunk.index}`, event: 'model-text', data: toModelText(chunk) });
+      if (finished)
+        text += sseEvent({
+          event: 'end',
+          data: { status: record.state, ...(query.turn === undefined ? {} : { turnId: query.turn }) },
+        });
+      return { status: 200, text, contentType: SSE_CONTENT_TYPE };
+    }
+    await services.clock.sleep(services.eventsPollMs, signal).catch(() => undefined);
+  }
 }
 
 /** The session operations. A new operation is one more entry. */
@@ -186,61 +282,15 @@ export const SESSION_ROUTES: readonly Route[] = [
         contentType: SSE_CONTENT_TYPE,
       },
       ...errors,
+      429: {
+        description: 'the caller already holds as many open event streams as one caller may (`too_many_streams`)',
+        schema: ErrorBody,
+      },
     },
     async handle(context) {
-      const { services, query, signal } = context;
-      const position = eventsPosition(query.after, context.headers['last-event-id']);
-      const after = position.cursor;
-      const deadline = services.clock.now() + (query.waitMs ?? services.eventsWaitMs);
-      // Where this response reads from: the cursor, or for a turn near its first entry (found once).
-      let from: number | undefined;
-      for (;;) {
-        // The record is read before the journal: if it was finished then, the journal read is complete.
-        const record = await visibleSession(context);
-        from ??=
-          query.turn === undefined
-            ? after
-            : await services.client.turnStart(record, query.turn, after).catch((error: unknown) => {
-                throw error instanceof NotFoundError ? new ApiError('not_found', error.message) : error;
-              });
-        // Live text before the journal too: a partial is never sent after its entry was read.
-        const chunks =
-          query.live === 'true' && record.state === 'running'
-            ? (await services.client.liveTextAfter(record, after, position)).filter(
-                (chunk) => query.turn === undefined || chunk.turnId === query.turn,
-              )
-            : [];
-        const page = await services.client.eventsPage(record, from, { limit: EVENTS_PER_RESPONSE, turnId: query.turn });
-        const { events } = page;
-        // Nothing after the cursor yet (a turn's start moved past entries: they are there).
-        const readNothing = page.cursor === after;
-        const partial = readNothing ? chunks : [];
-        const finished = page.ended || (isTerminal(record) && !page.full);
-        // Entries read past the last one shown (another turn's): the next request starts after them.
-        const skipped = page.cursor > (events.at(-1)?.cursor ?? after);
-        if (
-          events.length > 0 ||
-          partial.length > 0 ||
-          finished ||
-          skipped ||
-          services.clock.now() >= deadline ||
-          signal?.aborted
-        ) {
-          let text = sseRetry(EVENTS_RETRY_MS);
-          for (const event of events) text += sseEvent({ id: event.cursor, event: 'entry', data: event });
-          if (skipped && !page.ended)
-            text += sseEvent({ id: page.cursor, event: 'cursor', data: { cursor: page.cursor } });
-          for (const chunk of partial)
-            text += sseEvent({ id: `${after}.${chunk.index}`, event: 'model-text', data: toModelText(chunk) });
-          if (finished)
-            text += sseEvent({
-              event: 'end',
-              data: { status: record.state, ...(query.turn === undefined ? {} : { turnId: query.turn }) },
-            });
-          return { status: 200, text, contentType: SSE_CONTENT_TYPE };
-        }
-        await services.clock.sleep(services.eventsPollMs, signal).catch(() => undefined);
-      }
+      const { services, query } = context;
+      const waitMs = query.waitMs ?? services.eventsWaitMs;
+      return withStreamSlot(context, waitMs, () => answerEvents(context, waitMs));
     },
   }),
   defineRoute({

@@ -4,7 +4,7 @@ import type { AgentRegistry } from '../agent/define-agent.ts';
 import { createApiHandler } from '../api/api-handler.ts';
 import { CallerMap, iamCallerResolver } from '../api/caller.ts';
 import { storeBackedClient } from '../client/store-backed-client.ts';
-import { ENV } from '../core/resources.ts';
+import { ENV, RUNTIME_DEFAULTS } from '../core/resources.ts';
 import { systemClock } from '../ports/clock.ts';
 import { DEFAULT_SERVICE_NAME, SERVICE_NAME_ENV } from '../telemetry/metric-names.ts';
 import { createPowertoolsTelemetry } from '../telemetry/powertools-telemetry.ts';
@@ -28,6 +28,7 @@ const Config = z.object({
         return z.NEVER;
       }
     }),
+  [ENV.apiStreamsPerCaller]: z.coerce.number().int().min(1).default(RUNTIME_DEFAULTS.apiStreamsPerCaller),
   [SERVICE_NAME_ENV]: z.string().min(1).default(DEFAULT_SERVICE_NAME),
   AWS_REGION: z.string().default('us-east-1'),
 });
@@ -59,7 +60,7 @@ export function createHttpApiHandler(options: HttpApiHandlerOptions = {}, env: N
   const telemetry = createPowertoolsTelemetry({ serviceName: config[SERVICE_NAME_ENV] });
 
   // Production adapters only: this module is what a Lambda bundle of baton/aws pulls in.
-  const { client, store } = storeBackedClient({
+  const { client, store, streams } = storeBackedClient({
     aws: { region: config.AWS_REGION },
     resources: {
       table: config[ENV.table],
@@ -71,8 +72,17 @@ export function createHttpApiHandler(options: HttpApiHandlerOptions = {}, env: N
   });
 
   const api = createApiHandler({
-    // A function URL answers within the function's timeout: an events request waits up to 20 s.
-    services: { client, store, clock: systemClock, eventsWaitMs: 20_000, eventsPollMs: 1_000 },
+    // A function URL answers within the function's timeout: an events request waits up to 20 s,
+    // holding one of its caller's stream slots (shared by every container) while it does.
+    services: {
+      client,
+      store,
+      clock: systemClock,
+      eventsWaitMs: 20_000,
+      eventsPollMs: 1_000,
+      streams,
+      streamsPerCaller: config[ENV.apiStreamsPerCaller],
+    },
     resolveCaller: iamCallerResolver(config[ENV.apiTenants]),
     onError: (error, event) =>
       telemetry.logger.error('API request failed', {

@@ -2,6 +2,7 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import { type AwsClientConfig, createDocumentClient, createSqsClient } from '../adapters/aws-clients.ts';
 import { DynamoDbLiveText } from '../adapters/dynamodb/dynamodb-live-text.ts';
 import { DynamoDbSessionStore } from '../adapters/dynamodb/dynamodb-session-store.ts';
+import { DynamoDbStreamSlots } from '../adapters/dynamodb/dynamodb-stream-slots.ts';
 import { S3BlobStore } from '../adapters/s3/s3-blob-store.ts';
 import { createS3Client } from '../adapters/s3/s3-client.ts';
 import { SqsTicketQueue, SqsWorkQueue } from '../adapters/sqs/sqs-queues.ts';
@@ -34,6 +35,8 @@ export interface StoreBackedClientOptions {
 export function storeBackedClient(options: StoreBackedClientOptions): {
   client: BatonClient;
   store: DynamoDbSessionStore;
+  /** The API's open event streams per caller, on the same table. */
+  streams: DynamoDbStreamSlots;
 } {
   const { aws, resources } = options;
   const sqs = createSqsClient(aws);
@@ -50,5 +53,5 @@ export function storeBackedClient(options: StoreBackedClientOptions): {
     clock: systemClock,
     agents: options.agents,
   });
-  return { client, store };
+  return { client, store, streams: new DynamoDbStreamSlots({ client: documents, table: resources.table }) };
 }

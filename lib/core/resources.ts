@@ -114,6 +114,17 @@ export const RUNTIME_DEFAULTS = {
   functionTimeoutMs: 300_000,
   /** The intake function's timeout (a few writes per ticket). */
   intakeTimeoutMs: 30_000,
+  /**
+   * Event streams (long polls) one API caller may hold open at once: a console tab and a CLI
+   * follow or two. Each holds an API invocation for up to a poll, so the bound is what keeps one
+   * caller from taking the API's reserved concurrency.
+   */
+  apiStreamsPerCaller: 4,
+  /**
+   * Concurrent invocations reserved for (and capping) the API function: long polls can never
+   * take the concurrency intake and the step function draw from the account's unreserved pool.
+   */
+  apiReservedConcurrency: 20,
 } as const;
 
 /** Environment variable names the functions read (set by CDK in the cloud, by `baton dev` locally). */
@@ -136,6 +147,8 @@ export const ENV = {
   producers: 'BATON_PRODUCERS',
   /** JSON: tenant → the URL of its own results queue; other tenants' results go to BATON_RESULTS_QUEUE_URL. */
   tenantResultsQueueUrls: 'BATON_TENANT_RESULTS_QUEUE_URLS',
+  /** Event streams one API caller may hold open at once (RUNTIME_DEFAULTS.apiStreamsPerCaller). */
+  apiStreamsPerCaller: 'BATON_API_STREAMS_PER_CALLER',
   /** `xray` (default) or `otel`: which tracer the functions use. */
   tracing: 'BATON_TRACING',
 } as const;

@@ -7,6 +7,7 @@ import type { AgentRegistry } from '../agent/define-agent.ts';
 import { type ApiHandler, createApiHandler } from '../api/api-handler.ts';
 import type { CallerMap, CallerResolver } from '../api/caller.ts';
 import { serveWithHandler } from '../api/node-adapter.ts';
+import { RUNTIME_DEFAULTS } from '../core/resources.ts';
 import { systemClock } from '../ports/clock.ts';
 import { type LocalCallers, localCallers, TOKEN_COOKIE_PREFIX } from './local-callers.ts';
 import { CONSOLE_SECURITY_HEADERS, loopbackRefusal } from './loopback-guard.ts';
@@ -61,9 +62,18 @@ export function localApiHandler(
   options: { readonly agents?: AgentRegistry | undefined; readonly log?: ((line: string) => void) | undefined } = {},
 ): ApiHandler {
   const log = options.log ?? (() => {});
-  const { client, store } = clientForTarget(target, options.agents);
+  const { client, store, streams } = clientForTarget(target, options.agents);
   return createApiHandler({
-    services: { client, store, clock: systemClock, eventsWaitMs: 15_000, eventsPollMs: 300 },
+    // The same stream bound as deployed, on the same kind of slots (DynamoDB Local's table).
+    services: {
+      client,
+      store,
+      clock: systemClock,
+      eventsWaitMs: 15_000,
+      eventsPollMs: 300,
+      streams,
+      streamsPerCaller: RUNTIME_DEFAULTS.apiStreamsPerCaller,
+    },
     resolveCaller,
     onError: (error, event) =>
       log(`api: ${event.requestContext.http.method} ${event.rawPath} failed: ${(error as Error).stack ?? error}`),

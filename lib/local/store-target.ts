@@ -1,6 +1,4 @@
-import type { DynamoDbSessionStore } from '../adapters/dynamodb/dynamodb-session-store.ts';
 import type { AgentRegistry } from '../agent/define-agent.ts';
-import type { BatonClient } from '../client/baton-client.ts';
 import { type StoreResources, storeBackedClient } from '../client/store-backed-client.ts';
 import { LOCAL_CREDENTIALS } from './aws-clients.ts';
 import { addAwsTraceHeaderShim } from './aws-trace-header-shim.ts';
@@ -17,10 +15,7 @@ export interface StoreTarget extends StoreResources {
  * The store-backed client for a target, with the emulators' credentials and trace-header shim
  * when local, admitting inputs against `agents` when given.
  */
-export function clientForTarget(
-  target: StoreTarget,
-  agents?: AgentRegistry,
-): { client: BatonClient; store: DynamoDbSessionStore } {
+export function clientForTarget(target: StoreTarget, agents?: AgentRegistry): ReturnType<typeof storeBackedClient> {
   return storeBackedClient({
     aws: {
       region: target.region,

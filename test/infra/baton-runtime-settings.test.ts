@@ -57,6 +57,47 @@ describe('BatonRuntime settings checked at synth time', () => {
     expect(build({ apiTenants: { 'arn:aws:iam::111122223333:role/Support': ['a#b'] } })).toThrow(/must be '\*' or/);
   });
 
+  it('refuses an API reservation that would leave intake and step less than they may run at once, or Lambda its floor', () => {
+    expect(build({ accountConcurrency: 110 })).toThrow(
+      /apiReservedConcurrency \(20\) leaves 90 of accountConcurrency \(110\) unreserved; .* Lambda keeps at least 100: reserve at most 10/,
+    );
+    expect(build({ maxConcurrency: 500, apiReservedConcurrency: 20 })).toThrow(
+      /intake and step need 1002 at once \(maxConcurrency 500 each, and the sweeper\)/,
+    );
+    expect(build({ maxConcurrency: 400, apiReservedConcurrency: 198 })).not.toThrow();
+    expect(build({ maxConcurrency: 400, apiReservedConcurrency: 199 })).toThrow(/reserve at most 198/);
+  });
+
+  it('refuses a stream bound that lets one caller fill the API, and counts that are not positive integers', () => {
+    expect(build({ apiReservedConcurrency: 4, apiStreamsPerCaller: 4 })).toThrow(
+      /apiStreamsPerCaller \(4\) must be below apiReservedConcurrency \(4\): one caller's streams would fill the API/,
+    );
+    expect(build({ apiReservedConcurrency: 0 })).toThrow(/apiReservedConcurrency must be a positive integer, got 0/);
+    expect(build({ apiStreamsPerCaller: 1.5 })).toThrow(/apiStreamsPerCaller must be a positive integer/);
+  });
+
+  it('reserves the API’s concurrency (capping it) and tells it the stream bound; intake and step reserve none', () => {
+    const functions = (props: BatonRuntimeProps) => {
+      const stack = new Stack(new App({ context: NO_BUNDLING }), 'Concurrency');
+      const baton = new BatonRuntime(stack, 'Baton', withAgents(props));
+      const template = Template.fromStack(stack).toJSON().Resources as Record<string, { Properties: CfnProps }>;
+      const of = (fn: { function: { node: { defaultChild?: unknown } } }) =>
+        template[stack.getLogicalId(fn.function.node.defaultChild as CfnFunction)]!.Properties;
+      return { api: of(baton.apiFunction), intake: of(baton.intakeFunction), step: of(baton.stepFunction) };
+    };
+    type CfnProps = { ReservedConcurrentExecutions?: number; Environment: { Variables: Record<string, unknown> } };
+
+    const defaults = functions({});
+    expect(defaults.api.ReservedConcurrentExecutions).toBe(20);
+    expect(defaults.api.Environment.Variables.BATON_API_STREAMS_PER_CALLER).toBe('4');
+    expect(defaults.intake.ReservedConcurrentExecutions).toBeUndefined();
+    expect(defaults.step.ReservedConcurrentExecutions).toBeUndefined();
+
+    const tuned = functions({ apiReservedConcurrency: 50, apiStreamsPerCaller: 2 });
+    expect(tuned.api.ReservedConcurrentExecutions).toBe(50);
+    expect(tuned.api.Environment.Variables.BATON_API_STREAMS_PER_CALLER).toBe('2');
+  });
+
   it('refuses a concurrency the SQS event source cannot take', () => {
     expect(build({ maxConcurrency: 1 })).toThrow(/maxConcurrency must be an integer from 2 to 1000/);
   });

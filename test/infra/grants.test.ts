@@ -223,7 +223,9 @@ describe('BatonRuntime grant helpers', () => {
 
     expect(invoked).toContain('foundation-model/anthropic.claude-3-haiku-20240307-v1:0');
     expect(invoked).toContain('inference-profile/us.anthropic.claude-sonnet-4-20250514-v1:0');
-    expect(invoked).toContain(':bedrock:*::foundation-model/anthropic.claude-sonnet-4-20250514-v1:0');
+    expect(invoked).toContain('::foundation-model/anthropic.claude-sonnet-4-20250514-v1:0');
+    // The profile's model in its geography's regions only (test/infra/model-grants.test.ts), never every region.
+    expect(invoked).not.toContain(':bedrock:*::');
     expect(grantsOf(baton.intakeFunction.role as Role).has('bedrock:InvokeModel')).toBe(false);
   });
 

@@ -1,6 +1,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { BoundedStderr } from './bounded-stderr.ts';
 import type { McpCallResult, McpConnection, McpListedTool, McpServer } from './mcp-server.ts';
 
 const CLIENT_INFO = { name: 'baton', version: '0.1.0' };
@@ -14,12 +15,14 @@ export async function connectMcp(server: McpServer): Promise<McpConnection> {
           args: [...(server.args ?? [])],
           env: { ...getDefaultEnvironment(), ...server.env },
           ...(server.cwd === undefined ? {} : { cwd: server.cwd }),
-          stderr: 'inherit',
+          // Piped, never inherited: what reaches the logs is bounded (bounded-stderr.ts).
+          stderr: 'pipe',
         })
       : new StreamableHTTPClientTransport(
           new URL(server.url),
           server.headers ? { requestInit: { headers: server.headers } } : undefined,
         );
+  if (transport instanceof StdioClientTransport && server.kind === 'stdio') boundStderr(transport, server);
   const client = new Client(CLIENT_INFO);
   await client.connect(transport);
   return {
@@ -41,4 +44,19 @@ export async function connectMcp(server: McpServer): Promise<McpConnection> {
     },
     close: () => client.close(),
   };
+}
+
+/**
+ * Reads the server's piped stderr to its end (an unread pipe would fill and stall the server) and
+ * passes what the limits allow to the logs.
+ */
+function boundStderr(transport: StdioClientTransport, server: Extract<McpServer, { kind: 'stdio' }>): void {
+  const stderr = transport.stderr;
+  if (stderr === null) return;
+  const log = server.onStderrLine ?? ((line: string) => process.stderr.write(`mcp ${server.name}: ${line}\n`));
+  const bounded = new BoundedStderr(log, server.stderrLimits);
+  stderr.on('data', (chunk: Buffer) => bounded.write(chunk));
+  stderr.on('end', () => bounded.end());
+  // A broken pipe ends the server's stderr; the connection reports the server's death itself.
+  stderr.on('error', () => bounded.end());
 }

@@ -1,3 +1,5 @@
+import type { StderrLimits } from './bounded-stderr.ts';
+
 /** How to reach an MCP server: a process spoken to over stdio, or a streamable HTTP endpoint. */
 export type McpServer =
   | {
@@ -9,6 +11,10 @@ export type McpServer =
       /** Added to the SDK's safe default environment (PATH, HOME…), not the whole of process.env. */
       readonly env?: Record<string, string> | undefined;
       readonly cwd?: string | undefined;
+      /** How much of the server's stderr reaches the logs (default MCP_STDERR_LIMITS: 2 KiB a line, 32 KiB at once, then 2 KiB/s). */
+      readonly stderrLimits?: Partial<StderrLimits> | undefined;
+      /** Where the server's stderr lines go, once bounded (default: the process's stderr, prefixed `mcp NAME:`). */
+      readonly onStderrLine?: ((line: string) => void) | undefined;
     }
   | {
       readonly kind: 'http';

@@ -15,11 +15,30 @@ export const MCP_IDEMPOTENCY_META_KEY = 'idempotencyKey';
 
 export interface McpToolOptions {
   /**
-   * The effect of each tool, by name, as the agent's author knows it. A tool left out is `pure`
-   * when the server marks it read-only (`readOnlyHint`), and `once` otherwise: an MCP call is
-   * never silently repeated after a crash unless someone said it may be.
+   * The effect of each tool, by name, as the agent's author knows it. A tool left out is `once`:
+   * an MCP call is never silently repeated after a crash unless someone said it may be. The
+   * server's `readOnlyHint` counts only with `trustReadOnlyHints`.
    */
   readonly effects?: Readonly<Record<string, ToolEffect>> | undefined;
+  /**
+   * Take the server's `readOnlyHint` as the operator's word: a tool it marks read-only and
+   * `effects` leaves out is `pure`, re-run freely after a crash. Only for a server you trust: an
+   * annotation is the server's claim, and a hint wrongly set would repeat a side effect.
+   * @default false
+   */
+  readonly trustReadOnlyHints?: boolean | undefined;
+  /**
+   * A human approves calls before they run: `true` for every tool, a list of tool names, or a
+   * function of the tool's name and its parsed input (the approval rule sees what the tool will run with).
+   * @default no approval
+   */
+  readonly requiresApproval?:
+    | boolean
+    | readonly string[]
+    | ((tool: string, input: Record<string, unknown>) => boolean)
+    | undefined;
+  /** How long an approval may wait before the call is denied by default (see defineTool). */
+  readonly approvalTimeoutMs?: number | undefined;
   /**
    * How to find out whether an interrupted once-only call happened, by tool name. Without one,
    * the verdict is `unknown` and the session parks for a human.
@@ -57,10 +76,12 @@ export async function importMcpTools(server: McpServer, options: McpToolOptions 
  */
 export function mcpTools(server: McpServer, listed: readonly McpListedTool[], options: McpToolOptions = {}): AnyTool[] {
   const names = new Set(listed.map((t) => t.name));
+  const approvals = Array.isArray(options.requiresApproval) ? options.requiresApproval : [];
   for (const name of [
     ...Object.keys(options.effects ?? {}),
     ...Object.keys(options.reconcile ?? {}),
     ...(options.only ?? []),
+    ...approvals,
   ])
     if (!names.has(name))
       throw new InvalidInputError(
@@ -72,8 +93,10 @@ export function mcpTools(server: McpServer, listed: readonly McpListedTool[], op
 
 function mcpTool(server: McpServer, tool: McpListedTool, options: McpToolOptions): AnyTool {
   const maxDurationMs = options.maxDurationMs ?? DEFAULT_TOOL_MAX_DURATION_MS;
-  const effect = options.effects?.[tool.name] ?? (tool.annotations?.readOnlyHint === true ? 'pure' : 'once');
+  const hintedPure = options.trustReadOnlyHints === true && tool.annotations?.readOnlyHint === true;
+  const effect = options.effects?.[tool.name] ?? (hintedPure ? 'pure' : 'once');
   const reconcile = options.reconcile?.[tool.name];
+  const requiresApproval = approvalOf(tool.name, options.requiresApproval);
   return defineTool<Record<string, unknown>, unknown>({
     name: tool.name,
     description: tool.description ?? `${tool.name} (MCP server ${server.name})`,
@@ -83,6 +106,8 @@ function mcpTool(server: McpServer, tool: McpListedTool, options: McpToolOptions
     maxDurationMs,
     retry: options.retry,
     ...(reconcile ? { reconcile } : {}),
+    ...(requiresApproval === undefined ? {} : { requiresApproval }),
+    ...(options.approvalTimeoutMs === undefined ? {} : { approvalTimeoutMs: options.approvalTimeoutMs }),
     async run(input, ctx) {
       let result: McpCallResult;
       try {
@@ -103,6 +128,16 @@ function mcpTool(server: McpServer, tool: McpListedTool, options: McpToolOptions
       return outputOf(result);
     },
   });
+}
+
+/** One tool's approval rule from the operator's option: all, by name, or a predicate over name and input. */
+function approvalOf(
+  name: string,
+  option: McpToolOptions['requiresApproval'],
+): boolean | ((input: Record<string, unknown>) => boolean) | undefined {
+  if (option === undefined || typeof option === 'boolean') return option;
+  if (typeof option === 'function') return (input) => option(name, input);
+  return option.includes(name) ? true : undefined;
 }
 
 /**

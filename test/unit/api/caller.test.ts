@@ -1,7 +1,7 @@
 import type { LambdaFunctionURLEvent } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../../../lib/api/api-errors.ts';
-import { iamCallerResolver, roleArnOf } from '../../../lib/api/caller.ts';
+import { granteeOf, iamCallerResolver, roleArnOf } from '../../../lib/api/caller.ts';
 import { matchPath } from '../../../lib/api/route.ts';
 import { functionUrlRegion } from '../../../lib/client/sigv4-fetch.ts';
 import { ALL_ROLES } from '../../../lib/core/roles.ts';
@@ -36,6 +36,16 @@ describe('who is calling the API', () => {
     expect(support.tenants).toEqual(['acme', 'globex']);
     expect(ops.tenants).toBe('all');
     expect(roleArnOf('arn:aws-cn:sts::111122223333:assumed-role/R/s')).toBe('arn:aws-cn:iam::111122223333:role/R');
+  });
+
+  it('counts an assumed-role session against its role, so a new session name buys no more streams', () => {
+    const alice = resolve(event('arn:aws:sts::111122223333:assumed-role/Support/alice'));
+    const mallory = resolve(event('arn:aws:sts::111122223333:assumed-role/Support/mallory-42'));
+    const ops = resolve(event('arn:aws:iam::111122223333:user/ops'));
+
+    expect(granteeOf(alice)).toBe('arn:aws:iam::111122223333:role/Support');
+    expect(granteeOf(mallory)).toBe(granteeOf(alice));
+    expect(granteeOf(ops)).toBe('arn:aws:iam::111122223333:user/ops');
   });
 
   it('gives a principal the roles its grant names, and every role to a grant of tenants alone', () => {

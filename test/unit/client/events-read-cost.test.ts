@@ -2,6 +2,7 @@ import type { LambdaFunctionURLEvent } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../../lib/adapters/memory/manual-clock.ts';
 import { MemorySessionStore } from '../../../lib/adapters/memory/memory-session-store.ts';
+import { MemoryStreamSlots } from '../../../lib/adapters/memory/memory-stream-slots.ts';
 import { createApiHandler } from '../../../lib/api/api-handler.ts';
 import type { CallerResolver } from '../../../lib/api/caller.ts';
 import { parseSse } from '../../../lib/api/sse.ts';
@@ -82,12 +83,15 @@ async function costOf<T>(meter: { reads: number; entries: number }, read: () => 
   return { value, reads: meter.reads - before.reads, entries: meter.entries - before.entries };
 }
 
+/** Requests that answer at once: they take no stream slot. */
+const NO_WAIT = { eventsWaitMs: 0, eventsPollMs: 10, streams: new MemoryStreamSlots(), streamsPerCaller: 4 };
+
 const seqs = (events: readonly { seq: number }[]) => events.map((e) => e.seq);
 
 /** GET /sessions/{id}/events on the API handler over the conversation's client and store. */
 function eventsApi({ key, client, store, clock }: Awaited<ReturnType<typeof conversation>>) {
   const api = createApiHandler({
-    services: { client, store, clock, eventsWaitMs: 0, eventsPollMs: 10 },
+    services: { ...NO_WAIT, client, store, clock },
     resolveCaller: anyCaller,
   });
   return async (query: string, headers: Record<string, string> = {}) => {
@@ -248,7 +252,7 @@ describe('a per-turn stream', () => {
 
     // Act
     const api = createApiHandler({
-      services: { ...session, eventsWaitMs: 0, eventsPollMs: 10 },
+      services: { ...session, ...NO_WAIT },
       resolveCaller: anyCaller,
     });
     const answer = await api({

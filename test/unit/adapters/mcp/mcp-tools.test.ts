@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { McpServer } from '../../../../lib/adapters/mcp/mcp-server.ts';
-import { importMcpTools, mcpTools } from '../../../../lib/adapters/mcp/mcp-tools.ts';
+import { importMcpTools, type McpToolOptions, mcpTools } from '../../../../lib/adapters/mcp/mcp-tools.ts';
 import { toolInputSchema } from '../../../../lib/agent/define-tool.ts';
 import { toolResults } from '../../../../lib/agent/scripted-model.ts';
 import { deriveSessionId } from '../../../../lib/core/ids.ts';
@@ -11,6 +11,7 @@ import { acceptTicket } from '../../../../lib/runtime/intake.ts';
 import { runKick } from '../../../../lib/runtime/step-runner.ts';
 import { serveHttp } from '../../../fixtures/mcp/test-mcp-server.ts';
 import { invocation, lookupAgent, makeTestDeps, ticketBody } from '../../../fixtures/runtime.ts';
+import { waitFor } from '../../../fixtures/wait-for.ts';
 
 const stdio: McpServer = {
   kind: 'stdio',
@@ -53,9 +54,14 @@ function legOf(journal: JournalEntry[], seq: number): number {
  * spent once a tool step has run, so the leg yields before its next model call: legs split the
  * same way however slow the machine is.
  */
-async function runAgent(server: McpServer, ticketId: string, oneToolStepPerLeg: boolean) {
+async function runAgent(
+  server: McpServer,
+  ticketId: string,
+  oneToolStepPerLeg: boolean,
+  options: McpToolOptions = { trustReadOnlyHints: true },
+) {
   let toolStepDone = false;
-  const tools = (await importMcpTools(server, { maxDurationMs: 2_000 })).map((tool) => ({
+  const tools = (await importMcpTools(server, { maxDurationMs: 2_000, ...options })).map((tool) => ({
     ...tool,
     run: async (input: unknown, ctx: Parameters<typeof tool.run>[1]) => {
       try {
@@ -94,11 +100,12 @@ function processGone(pid: number): boolean {
 }
 
 describe('MCP tools', () => {
-  it('imports names, descriptions and input schemas, with once as the default effect unless read-only', async () => {
+  it('imports names, descriptions and input schemas, with once as the default effect, a read-only hint not trusted', async () => {
     const tools = await importMcpTools(stdio);
     const byName = new Map(tools.map((t) => [t.name, t]));
     expect([...byName.keys()].sort()).toEqual(['echo', 'record_payment', 'refuse']);
-    expect(byName.get('echo')).toMatchObject({ description: 'Echoes a text back.', effect: 'pure' });
+    // The server marks echo read-only; that is its claim, not the operator's word (issue 23 item 10).
+    expect(byName.get('echo')).toMatchObject({ description: 'Echoes a text back.', effect: 'once' });
     expect(byName.get('record_payment')?.effect).toBe('once');
     expect(byName.get('record_payment')?.reconcile).toBeUndefined();
     expect(toolInputSchema(byName.get('echo')!)).toMatchObject({
@@ -109,6 +116,87 @@ describe('MCP tools', () => {
     // The server's schema checks the model's input before any call.
     expect(byName.get('echo')!.input.safeParse({ text: 3 }).success).toBe(false);
     expect(byName.get('echo')!.input.safeParse({ text: 'hi' }).success).toBe(true);
+  });
+
+  it('takes a read-only hint as pure only when the operator trusts the server’s hints', () => {
+    const listed = [
+      { name: 'lookup', inputSchema: { type: 'object' }, annotations: { readOnlyHint: true } },
+      { name: 'write', inputSchema: { type: 'object' } },
+    ];
+    const effects = (options: McpToolOptions) =>
+      Object.fromEntries(mcpTools(stdio, listed, options).map((t) => [t.name, t.effect]));
+    expect(effects({})).toEqual({ lookup: 'once', write: 'once' });
+    expect(effects({ trustReadOnlyHints: false })).toEqual({ lookup: 'once', write: 'once' });
+    expect(effects({ trustReadOnlyHints: true })).toEqual({ lookup: 'pure', write: 'once' });
+    expect(effects({ trustReadOnlyHints: true, effects: { lookup: 'idempotent' } })).toEqual({
+      lookup: 'idempotent',
+      write: 'once',
+    });
+  });
+
+  it('lets the operator require approval of every tool, of tools by name, or by a rule over name and input', () => {
+    const listed = [
+      { name: 'lookup', inputSchema: { type: 'object' } },
+      { name: 'deploy', inputSchema: { type: 'object' } },
+    ];
+    const approvals = (requiresApproval: McpToolOptions['requiresApproval']) =>
+      new Map(mcpTools(stdio, listed, { requiresApproval }).map((t) => [t.name, t.requiresApproval]));
+
+    expect([...approvals(undefined).values()]).toEqual([undefined, undefined]);
+    expect([...approvals(true).values()]).toEqual([true, true]);
+    expect([...approvals(['deploy']).entries()]).toEqual([
+      ['lookup', undefined],
+      ['deploy', true],
+    ]);
+    const byRule = approvals((tool, input) => tool === 'deploy' && input.env === 'prod');
+    const rule = (tool: string) => byRule.get(tool) as (input: Record<string, unknown>) => boolean;
+    expect(rule('lookup')({ env: 'prod' })).toBe(false);
+    expect(rule('deploy')({ env: 'prod' })).toBe(true);
+    expect(rule('deploy')({ env: 'dev' })).toBe(false);
+    expect(() => mcpTools(stdio, listed, { requiresApproval: ['deploy_all'] })).toThrow(/lists no tool "deploy_all"/);
+    expect(mcpTools(stdio, listed, { requiresApproval: true, approvalTimeoutMs: 60_000 })[0]?.approvalTimeoutMs).toBe(
+      60_000,
+    );
+  });
+
+  it('stops a call the operator marked for approval before the server sees it', async () => {
+    const { journal, results } = await runAgent(stdio, 'M-approve', false, {
+      trustReadOnlyHints: true,
+      requiresApproval: ['record_payment'],
+    });
+    expect(results).toEqual([]);
+    const approval = journal.find((e) => e.kind === 'approval');
+    expect(approval?.data).toMatchObject({ callId: 'p1', tool: 'record_payment' });
+    // Nothing of the payment ran: no watermark, no result; the echo calls before it did.
+    expect(journal.some((e) => e.kind === 'intent')).toBe(false);
+    expect(toolEntries(journal).map((t) => t.callId)).toEqual(['e1', 'e2']);
+  });
+
+  it('bounds a stdio server’s stderr before the logs: long lines cut, a flood dropped and counted', async () => {
+    const lines: string[] = [];
+    const noisy: McpServer = {
+      ...stdio,
+      name: 'noisy',
+      env: { MCP_TEST_STDERR_LINES: '500', MCP_TEST_STDERR_LINE_BYTES: '5000' },
+      stderrLimits: { lineBytes: 100, burstBytes: 1_000, bytesPerSecond: 100 },
+      onStderrLine: (line) => lines.push(line),
+    };
+    expect((await importMcpTools(noisy)).map((t) => t.name)).toContain('echo');
+    const logged = () => lines.filter((line) => line.startsWith('noise '));
+    // Each drop is counted in a line of its own (before the next line that passes, or at the end).
+    const dropped = () =>
+      lines.reduce(
+        (sum, line) => sum + Number(/^\((\d+) lines, \d+ bytes of stderr not logged/.exec(line)?.[1] ?? 0),
+        0,
+      );
+    await waitFor(() => logged().length + dropped() === 500, {
+      what: () => `every one of the 500 stderr lines logged or counted as dropped (${logged().length} + ${dropped()})`,
+    });
+    // 2.5 MB written: about the burst reached the logs, each line cut to 100 bytes.
+    expect(logged().length).toBeGreaterThan(0);
+    expect(logged().length).toBeLessThan(50);
+    expect(logged()[0]).toMatch(/^noise 0 x+ … \(4900 more bytes of this line not logged\)$/);
+    expect(lines.join('\n').length).toBeLessThan(10_000);
   });
 
   it('lets the author declare an effect and a reconcile, and refuses a name the server does not list', () => {
