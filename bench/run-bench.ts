@@ -295,8 +295,20 @@ const dec = (n: number, digits = 2) => n.toFixed(digits);
 export function formatBenchReport(report: BenchReport): string[] {
   const rows: Array<[string, string, string]> = [];
   const section = (title: string) => rows.push([`— ${title}`, '', '']);
-  const { journal, resume, conversation, stream, durable, throughput, latency, fanout, recovery, bundle, price, harness } =
-    report;
+  const {
+    journal,
+    resume,
+    conversation,
+    stream,
+    durable,
+    throughput,
+    latency,
+    fanout,
+    recovery,
+    bundle,
+    price,
+    harness,
+  } = report;
   if (journal) {
     section('journal cost (DynamoDB Local, counted at the client)');
     for (const [i, window] of journal.baton.windows.entries()) {
