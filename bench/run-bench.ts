@@ -439,6 +439,18 @@ export function formatBenchReport(report: BenchReport): string[] {
       `${int(fanout.releaseMs)} ms`,
       `${fanout.releaseCancelled} cancelled, ${fanout.releaseStragglers} stragglers; lease TTL 3 s`,
     ]);
+    const b = fanout.releaseBreakdown;
+    rows.push([
+      '  release → parent’s leg / cancels posted',
+      `${int(b.parentLegMs)} / ${int(b.cancelsPostedMs)} ms`,
+      'the release kick taken; every child’s record bumped',
+    ]);
+    rows.push([
+      '  → first / last child cancelled',
+      `${int(b.firstChildOutcomeMs)} / ${int(b.lastChildOutcomeMs)} ms`,
+      'each child sees its cancel at its next renewal (TTL/3)',
+    ]);
+    rows.push(['  → `released` journaled', `${int(b.releasedEntryMs)} ms`, 'then the client’s poll sees it']);
   }
   if (recovery) {
     section('recovery: kill -9 of the owner mid-step → next journal append by another worker');
