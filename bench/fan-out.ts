@@ -159,7 +159,10 @@ export async function measureRelease(
     );
     const allRunning = listed.every((t) => t.status === 'running') && running.every((r) => r?.owner !== undefined);
     if (listed.length === options.children && allRunning) break;
-    if (Date.now() > deadline) throw new Error('the fan-out children did not all start within 2 minutes');
+    if (Date.now() > deadline)
+      throw new Error(
+        `the fan-out children did not all start within 2 minutes: ${listed.length} listed, ${listed.filter((t) => t.status === 'running').length} running, ${running.filter((r) => r?.owner !== undefined).length} holding a lease`,
+      );
     await systemClock.sleep(200);
   }
   const begun = performance.now();

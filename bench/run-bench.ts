@@ -63,6 +63,8 @@ export const BENCH_WORKLOAD = {
   conversationWorkMs: 20,
   conversationIdleMs: 5_000,
   conversationInjectSamples: 5,
+  /** Turns of `work 1` a chat client sends, each on the previous result. */
+  conversationChatTurns: 10,
   /** Fresh processes per bundle whose import time is the median. */
   coldImportRuns: 5,
 } as const;
@@ -143,6 +145,7 @@ export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
         workMs: w.conversationWorkMs,
         idleMs: w.conversationIdleMs,
         injectSamples: w.conversationInjectSamples,
+        chatTurns: w.conversationChatTurns,
         functionTimeoutMs: w.functionTimeoutMs,
       });
     }
@@ -370,6 +373,11 @@ export function formatBenchReport(report: BenchReport): string[] {
       'inject → journaled message, median / max',
       `${int(sorted[Math.floor(sorted.length / 2)] ?? 0)} / ${int(sorted.at(-1) ?? 0)} ms`,
       'in process on DynamoDB Local; bounded by the step in flight',
+    ]);
+    rows.push([
+      'legs per turn: to an idle session / on the result / queued',
+      `${dec(c.legsPerTurn.toIdle)} / ${dec(c.legsPerTurn.onResult)} / ${dec(c.legsPerTurn.queued)}`,
+      `target ≤ 1; ${c.legsPerTurn.turns} turns of work 1 sent on each result, then ${c.legsPerTurn.turns} at once`,
     ]);
   }
   if (stream) {
