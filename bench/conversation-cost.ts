@@ -73,7 +73,20 @@ export interface ConversationFigures {
   };
   /** From `send --mode inject` to the message journaled in the running turn, each sample. */
   readonly injectLatencyMs: readonly number[];
+  /**
+   * Legs (leg markers) per turn: each turn sent to an idle session; each sent on the previous
+   * result; `turns` turns sent at once, each queued behind a running one.
+   */
+  readonly legsPerTurn: {
+    readonly toIdle: number;
+    readonly onResult: number;
+    readonly queued: number;
+    readonly turns: number;
+  };
 }
+
+/** A leg's marker: an entry of its own, or riding on the input of the turn it starts. */
+const isLegMarker = (entry: JournalEntry) => entry.kind === 'leg' || (entry.kind === 'input' && !!entry.data.leg);
 
 export interface ConversationCostOptions {
   readonly db: BenchDynamoDb;
@@ -88,6 +101,8 @@ export interface ConversationCostOptions {
   readonly workMs: number;
   readonly idleMs: number;
   readonly injectSamples: number;
+  /** Turns of the chat client that sends each on the previous result. */
+  readonly chatTurns: number;
   readonly functionTimeoutMs: number;
 }
 
@@ -255,6 +270,36 @@ export async function measureConversationCost(options: ConversationCostOptions):
   }
   await running;
 
+  // A chat client: each turn sent the moment the previous turn's result is on the queue, while the
+  // leg that published it has yet to end that turn. Legs per turn, beside turns sent to an idle session.
+  const chatTurns = options.chatTurns;
+  const chat = await rt.submit(agent.name, { text: 'work 1' }, 'chat-1');
+  await rt.drain(++results);
+  const chatFrom = (await rt.deps.store.readJournal(chat)).length;
+  const chatting = rt.drain(results + chatTurns);
+  for (let turn = 2; turn <= chatTurns + 1; turn++) {
+    while (rt.results.sent.length < results + turn - 2) await systemClock.sleep(1);
+    const turnId = `chat-${turn}`;
+    await acceptTurn({ key: chat, turnId, ticketId: turnId, input: { text: 'work 1' }, sweepGraceMs: 30_000 }, rt.deps);
+  }
+  await chatting;
+  results += chatTurns;
+  const chatLegs = (await rt.deps.store.readJournal(chat)).slice(chatFrom).filter(isLegMarker).length;
+  // The same number of turns sent at once to the session while its previous turn runs: each
+  // queued behind the one before it.
+  const queuedFrom = (await rt.deps.store.readJournal(chat)).length;
+  const queueing = rt.drain(results + chatTurns);
+  for (let turn = 1; turn <= chatTurns; turn++) {
+    const turnId = `queued-${turn}`;
+    await acceptTurn({ key: chat, turnId, ticketId: turnId, input: { text: 'work 1' }, sweepGraceMs: 30_000 }, rt.deps);
+  }
+  await queueing;
+  results += chatTurns;
+  const queuedLegs = (await rt.deps.store.readJournal(chat)).slice(queuedFrom).filter(isLegMarker).length;
+  const idleLegs = (await rt.deps.store.readJournal(key))
+    .filter((e) => e.turnId !== undefined && /^turn-([2-9]|\d\d)$/.test(e.turnId) && e.turnId !== longTurn)
+    .filter(isLegMarker).length;
+
   return {
     turns: options.turns,
     steps: main.allSteps,
@@ -269,5 +314,11 @@ export async function measureConversationCost(options: ConversationCostOptions):
       kicks: idleKicks,
     },
     injectLatencyMs,
+    legsPerTurn: {
+      toIdle: idleLegs / (options.turns - 1),
+      onResult: chatLegs / chatTurns,
+      queued: queuedLegs / chatTurns,
+      turns: chatTurns,
+    },
   };
 }

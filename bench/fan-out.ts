@@ -21,7 +21,22 @@ export interface FanOutFigures {
   readonly releaseMs: number;
   readonly releaseCancelled: number;
   readonly releaseStragglers: number;
+  /** Where the release's time went, each from the client's call. */
+  readonly releaseBreakdown: ReleaseBreakdown;
   readonly seconds: number;
+}
+
+/** Points of a release of running tasks, in ms from the client's call. */
+export interface ReleaseBreakdown {
+  /** The parent's leg that carries the release out wrote its marker. */
+  readonly parentLegMs: number;
+  /** The last child's cancel was posted (its record bumped). */
+  readonly cancelsPostedMs: number;
+  /** The first and last child journaled its cancelled outcome. */
+  readonly firstChildOutcomeMs: number;
+  readonly lastChildOutcomeMs: number;
+  /** The parent journaled `released`. */
+  readonly releasedEntryMs: number;
 }
 
 /** The store operations that write. */
@@ -36,6 +51,7 @@ const WRITES = new Set([
   'append',
   'enqueueTurn',
   'endTurn',
+  'advanceTurn',
   'postInbox',
   'takeInbox',
 ]);
@@ -102,16 +118,26 @@ export async function measureFanOut(options: { db: BenchDynamoDb; children: numb
     releaseMs: release.ms,
     releaseCancelled: release.cancelled,
     releaseStragglers: release.stragglers,
+    releaseBreakdown: release.breakdown,
     seconds: (performance.now() - started) / 1000,
   };
 }
 
 /** Starts `children` long tasks, waits until every one runs, then times a release from a client. */
-async function measureRelease(
+export async function measureRelease(
   options: { db: BenchDynamoDb; children: number },
   agents: readonly AgentDefinition[],
-): Promise<{ ms: number; cancelled: number; stragglers: number }> {
-  const runtime = new InProcessRuntime({ db: options.db, agents, functionTimeoutMs: 10_000, leaseTtlMs: 3_000 });
+): Promise<{ ms: number; cancelled: number; stragglers: number; breakdown: ReleaseBreakdown }> {
+  const bumps: [number, string][] = [];
+  const appends: [number, string, JournalEntry][] = [];
+  const runtime = new InProcessRuntime({
+    db: options.db,
+    agents,
+    functionTimeoutMs: 10_000,
+    leaseTtlMs: 3_000,
+    wrapStore: (store) => bumpRecordingStore(store, bumps),
+    onAppend: (key, entry) => appends.push([performance.now(), key.id, entry]),
+  });
   const client = new BatonClient({
     store: runtime.deps.store,
     tickets: new MemoryTicketQueue(),
@@ -133,7 +159,10 @@ async function measureRelease(
     );
     const allRunning = listed.every((t) => t.status === 'running') && running.every((r) => r?.owner !== undefined);
     if (listed.length === options.children && allRunning) break;
-    if (Date.now() > deadline) throw new Error('the fan-out children did not all start within 2 minutes');
+    if (Date.now() > deadline)
+      throw new Error(
+        `the fan-out children did not all start within 2 minutes: ${listed.length} listed, ${listed.filter((t) => t.status === 'running').length} running, ${running.filter((r) => r?.owner !== undefined).length} holding a lease`,
+      );
     await systemClock.sleep(200);
   }
   const begun = performance.now();
@@ -141,5 +170,31 @@ async function measureRelease(
   const ms = performance.now() - begun;
   if (!released.released) throw new Error('the fan-out release was not carried out');
   await drained;
-  return { ms, cancelled: released.cancelled.length, stragglers: released.stragglers.length };
+  const after = (at: number | undefined) => (at === undefined ? Number.NaN : at - begun);
+  const since = appends.filter(([at]) => at >= begun);
+  const childOutcomes = since.filter(([, id, e]) => id !== parent.id && e.kind === 'outcome').map(([at]) => at);
+  const breakdown: ReleaseBreakdown = {
+    parentLegMs: after(since.find(([, id, e]) => id === parent.id && e.kind === 'leg')?.[0]),
+    cancelsPostedMs: after(bumps.filter(([at, id]) => at >= begun && id !== parent.id).at(-1)?.[0]),
+    firstChildOutcomeMs: after(childOutcomes[0]),
+    lastChildOutcomeMs: after(childOutcomes.at(-1)),
+    releasedEntryMs: after(since.find(([, id, e]) => id === parent.id && e.kind === 'released')?.[0]),
+  };
+  return { ms, cancelled: released.cancelled.length, stragglers: released.stragglers.length, breakdown };
+}
+
+/** A store that timestamps every `bump` (a posted event), by session. */
+function bumpRecordingStore(store: SessionStore, bumps: [number, string][]): SessionStore {
+  return new Proxy(store, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver);
+      if (typeof value !== 'function') return value;
+      if (property !== 'bump') return value.bind(target);
+      return async (key: SessionKey, ...rest: unknown[]) => {
+        const result = await (value as (...args: unknown[]) => Promise<unknown>).call(target, key, ...rest);
+        bumps.push([performance.now(), key.id]);
+        return result;
+      };
+    },
+  });
 }

@@ -60,6 +60,7 @@ function observedStore(store: SessionStore, onAppend: AppendListener | undefined
 /** How soon the sweeper looks at a session that yielded or was accepted, if no kick made progress. */
 const SWEEP_GRACE_MS = 1_000;
 const IDLE_POLL_MS = 20;
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** A session stuck this long with nothing pending and nothing due is a bench failure, not a wait. */
 const STUCK_AFTER_MS = 30_000;
 
@@ -138,7 +139,10 @@ export class InProcessRuntime {
       }
       if (kicks.length > 0 || inFlight.size > 0) idleSince = undefined;
       if (kicks.length === 0) {
-        if (inFlight.size > 0) await Promise.race(inFlight);
+        // Received again within a poll even while legs run, as Lambda's event-source mapping
+        // does: waiting for a leg to end held a kick (a release, a cancel) behind legs of up
+        // to the function's timeout.
+        if (inFlight.size > 0) await Promise.race([...inFlight, pause(IDLE_POLL_MS)]);
         else if (this.work.pendingCount > 0) await new Promise((resolve) => setTimeout(resolve, IDLE_POLL_MS));
         else {
           idleSince ??= Date.now();

@@ -71,6 +71,8 @@ export const BENCH_WORKLOAD = {
   conversationWorkMs: 20,
   conversationIdleMs: 5_000,
   conversationInjectSamples: 5,
+  /** Turns of `work 1` a chat client sends, each on the previous result. */
+  conversationChatTurns: 10,
   /** Fresh processes per bundle whose import time is the median. */
   coldImportRuns: 5,
   /** Short one-shot sessions (a tool call and an answer) run one after another through the test harness. */
@@ -155,6 +157,7 @@ export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
         workMs: w.conversationWorkMs,
         idleMs: w.conversationIdleMs,
         injectSamples: w.conversationInjectSamples,
+        chatTurns: w.conversationChatTurns,
         functionTimeoutMs: w.functionTimeoutMs,
       });
     }
@@ -413,6 +416,11 @@ export function formatBenchReport(report: BenchReport): string[] {
       `${int(sorted[Math.floor(sorted.length / 2)] ?? 0)} / ${int(sorted.at(-1) ?? 0)} ms`,
       'in process on DynamoDB Local; bounded by the step in flight',
     ]);
+    rows.push([
+      'legs per turn: to an idle session / on the result / queued',
+      `${dec(c.legsPerTurn.toIdle)} / ${dec(c.legsPerTurn.onResult)} / ${dec(c.legsPerTurn.queued)}`,
+      `target ≤ 1; ${c.legsPerTurn.turns} turns of work 1 sent on each result, then ${c.legsPerTurn.turns} at once`,
+    ]);
   }
   if (stream) {
     const p = LIVE_TEXT_POLICY;
@@ -530,6 +538,18 @@ export function formatBenchReport(report: BenchReport): string[] {
       `${int(fanout.releaseMs)} ms`,
       `${fanout.releaseCancelled} cancelled, ${fanout.releaseStragglers} stragglers; lease TTL 3 s`,
     ]);
+    const b = fanout.releaseBreakdown;
+    rows.push([
+      '  release → parent’s leg / cancels posted',
+      `${int(b.parentLegMs)} / ${int(b.cancelsPostedMs)} ms`,
+      'the release kick taken; every child’s record bumped',
+    ]);
+    rows.push([
+      '  → first / last child cancelled',
+      `${int(b.firstChildOutcomeMs)} / ${int(b.lastChildOutcomeMs)} ms`,
+      'each child sees its cancel at its next renewal (TTL/3)',
+    ]);
+    rows.push(['  → `released` journaled', `${int(b.releasedEntryMs)} ms`, 'then the client’s poll sees it']);
   }
   if (recovery) {
     section('recovery: kill -9 of the owner mid-step → next journal append by another worker');

@@ -10,6 +10,7 @@ import { type SpendLimits, SpendLimitsSchema } from '../core/spend.ts';
 import { OutcomeStatus, SessionState, TERMINAL_SESSION_STATES } from '../core/vocabulary.ts';
 import {
   type ActiveInput,
+  type AdvanceTurnRequest,
   EnqueueRefusal,
   type EnqueueTurnRequest,
   type NewSession,
@@ -318,6 +319,20 @@ export function decidePost(
   if (TERMINAL_SESSION_STATES.includes(record.state)) return 'finished';
   if (record.inbox.length >= maxPending) return 'full';
   return 'post';
+}
+
+/**
+ * Is a refused `advanceTurn` this owner's own write, which committed on a first attempt whose
+ * answer was lost? Only the holder moves the active turn while it holds the lease, and turn ids
+ * are unique in a session: the same owner and epoch with `next` active means it landed.
+ */
+export function advancedBefore(record: SessionRecord | undefined, request: AdvanceTurnRequest): boolean {
+  return (
+    record !== undefined &&
+    record.owner === request.owner &&
+    record.epoch === request.epoch &&
+    record.activeTurnId === request.next
+  );
 }
 
 /** Does a raw turn item hold an outcome? */

@@ -263,6 +263,32 @@ export interface EndTurnRequest {
   readonly publishedTurnId?: string | undefined;
 }
 
+/**
+ * The owner goes straight on to the next queued turn under the lease it holds (one leg for both
+ * turns): the head of the queue becomes active, the session stays `running` under the same owner
+ * and epoch, and the lease is extended — in the one write that also records the published turn.
+ * Fenced as `endTurn` is: on the lease, the queue head and pendingVersion.
+ */
+export interface AdvanceTurnRequest {
+  readonly owner: string;
+  readonly epoch: number;
+  /** The head of the turn queue as the owner read it: it becomes the active turn. */
+  readonly next: string;
+  /** Advance only if no event arrived since the owner last looked; recorded as seenVersion. */
+  readonly expectPendingVersion: number;
+  readonly now: number;
+  /** The lease's new expiry (and the sweeper's look, as a renewal sets it). */
+  readonly until: number;
+  readonly progressed: boolean;
+  readonly ttlSeconds?: number | undefined;
+  /** The turn whose result this leg published: recorded as `publishedTurnId` in the same write. */
+  readonly publishedTurnId?: string | undefined;
+}
+
+export type AdvanceTurnResult =
+  | { readonly ok: true; readonly record: SessionRecord }
+  | { readonly ok: false; readonly current: SessionRecord | undefined };
+
 export interface PostInboxRequest {
   readonly item: InboxItem;
   readonly now: number;
@@ -347,6 +373,13 @@ export interface SessionStore {
    * is not `next`: the owner reads again and handles what arrived first.
    */
   endTurn(key: SessionKey, request: EndTurnRequest): Promise<ReleaseResult>;
+  /**
+   * The owner's end of a conversation turn when it goes on to the next queued turn itself: that
+   * turn becomes active with the session still `running` under this lease (extended to `until`),
+   * and the fresh record is returned. Refused as `endTurn` is (lease moved, an event arrived since
+   * `expectPendingVersion`, the queue head is not `next`); recognises its own retried write.
+   */
+  advanceTurn(key: SessionKey, request: AdvanceTurnRequest): Promise<AdvanceTurnResult>;
 
   /** Posts an inbox item (idempotent by id) and bumps pendingVersion, so the owner or a kick sees it. */
   postInbox(key: SessionKey, request: PostInboxRequest): Promise<PostInboxResult>;

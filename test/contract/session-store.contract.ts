@@ -1266,6 +1266,88 @@ export function describeSessionStoreContract(name: string, makeHarness: MakeHarn
         expect(own.ok).toBe(true);
       });
 
+      it('advances the owner to the queue head under the same lease, extended, and recognises its own retried write', async () => {
+        // Arrange
+        const { harness, store, key, now } = await idleConversation();
+        for (const id of ['turn-2', 'turn-3', 'turn-4']) await store.putTurn(key, turnOf(id, now));
+        await enqueue(store, key, 'turn-2', now, { activeInput: { turnId: 'turn-2', input: { text: 'small' } } });
+        const held = await acquireFree(store, key, 'owner-b', now, 1);
+        await enqueue(store, key, 'turn-3', now);
+        await enqueue(store, key, 'turn-4', now);
+        const base = {
+          owner: 'owner-b',
+          epoch: held.epoch,
+          now: now + 3,
+          until: now + 30_000,
+          progressed: true,
+          publishedTurnId: 'turn-2',
+          expectPendingVersion: (await store.getSession(key))!.pendingVersion,
+        };
+
+        // Act
+        const wrongHead = await store.advanceTurn(key, { ...base, next: 'turn-4' });
+        const stale = await store.advanceTurn(key, { ...base, next: 'turn-3', owner: 'owner-a', epoch: 1 });
+        harness.retryNextWriteAfterCommit('advanceTurn');
+        const advanced = await store.advanceTurn(key, { ...base, next: 'turn-3' });
+
+        // Assert
+        expect(wrongHead.ok).toBe(false);
+        expect(stale.ok).toBe(false);
+        expect(advanced.ok).toBe(true);
+        const record = await store.getSession(key);
+        expect(record).toMatchObject({
+          state: 'running',
+          owner: 'owner-b',
+          epoch: held.epoch,
+          until: now + 30_000,
+          activeTurnId: 'turn-3',
+          turnQueue: ['turn-4'],
+          seenVersion: base.expectPendingVersion,
+          publishedTurnId: 'turn-2',
+          // The sweeper looks when the lease would expire, as after a renewal.
+          sweepAt: now + 30_000,
+        });
+        // The ended turn's inline input goes with it: the next turn's is read from its item.
+        expect(record?.activeInput).toBeUndefined();
+        expect(advanced.ok ? advanced.record.activeTurnId : undefined).toBe('turn-3');
+        // The lease it keeps is a lease: the owner renews it, a newcomer cannot take it.
+        await expect(
+          store.renew(key, { owner: 'owner-b', epoch: held.epoch, until: now + 40_000, progressed: false }),
+        ).resolves.toMatchObject({ until: now + 40_000 });
+      });
+
+      it('refuses an advance when an event arrived since the owner looked, and leaves the session as it was', async () => {
+        // Arrange
+        const { store, key, now } = await idleConversation();
+        for (const id of ['turn-2', 'turn-3']) await store.putTurn(key, turnOf(id, now));
+        await enqueue(store, key, 'turn-2', now);
+        const held = await acquireFree(store, key, 'owner-b', now, 1);
+        await enqueue(store, key, 'turn-3', now);
+        const seen = (await store.getSession(key))!.pendingVersion;
+        await store.bump(key, { now, cancel: true, sweepAt: now + 1_000 });
+
+        // Act
+        const refused = await store.advanceTurn(key, {
+          owner: 'owner-b',
+          epoch: held.epoch,
+          next: 'turn-3',
+          expectPendingVersion: seen,
+          now,
+          until: now + 30_000,
+          progressed: true,
+        });
+
+        // Assert
+        expect(refused.ok).toBe(false);
+        expect(refused.ok ? undefined : refused.current?.cancelRequested).toBe(true);
+        expect(await store.getSession(key)).toMatchObject({
+          state: 'running',
+          activeTurnId: 'turn-2',
+          turnQueue: ['turn-3'],
+          owner: 'owner-b',
+        });
+      });
+
       it('loses no turn when twelve senders enqueue at once', async () => {
         // Arrange
         const { store, key, now } = await idleConversation();

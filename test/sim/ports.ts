@@ -17,6 +17,7 @@ const STORE_OPS: Record<keyof SessionStore, OpKind> = {
   listTurns: 'read',
   enqueueTurn: 'write',
   endTurn: 'write',
+  advanceTurn: 'write',
   postInbox: 'write',
   takeInbox: 'write',
   acquire: 'write',

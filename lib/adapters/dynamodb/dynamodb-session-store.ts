@@ -21,6 +21,8 @@ import { type Clock, systemClock } from '../../ports/clock.ts';
 import type {
   AcquireRequest,
   AcquireResult,
+  AdvanceTurnRequest,
+  AdvanceTurnResult,
   BumpRequest,
   BumpResult,
   DueSession,
@@ -46,6 +48,7 @@ import type {
 import { type JournalReadOptions, journalReadLimit } from '../../ports/session-store.ts';
 import { PayloadOffload } from '../payload-offload.ts';
 import {
+  advancedBefore,
   decideEnqueue,
   decidePost,
   decodeEntry,
@@ -348,6 +351,41 @@ export class DynamoDbSessionStore implements SessionStore {
       current.epoch === request.epoch &&
       (request.next === undefined ? current.state === SessionState.idle : current.activeTurnId === request.next);
     return ownWrite ? { ok: true } : { ok: false, current };
+  }
+
+  async advanceTurn(key: SessionKey, request: AdvanceTurnRequest): Promise<AdvanceTurnResult> {
+    const x = new Expression();
+    const queue = x.name('turnQueue');
+    const holdsLease = allOf(
+      `${x.name('epoch')} = ${x.value(request.epoch)}`,
+      `${x.name('owner')} = ${x.value(request.owner)}`,
+      `${x.name('state')} = ${x.value(SessionState.running)}`,
+    );
+    const headMatches = `${queue}[0] = ${x.value(request.next)}`;
+    const noNewEvent = `${x.name('pendingVersion')} = ${x.value(request.expectPendingVersion)}`;
+    const until = x.value(request.until);
+    const sets = [
+      `${x.name('activeTurnId')} = ${x.value(request.next)}`,
+      `${x.name('seenVersion')} = ${x.value(request.expectPendingVersion)}`,
+      `${x.name('until')} = ${until}`,
+      `${x.name('sweepAt')} = ${until}`,
+      `${x.name('sweepShard')} = ${x.value(sweepShardAttr(key.id))}`,
+      `${x.name('updatedAt')} = ${x.value(request.now)}`,
+    ];
+    if (request.progressed) sets.push(`${x.name('recoveries')} = ${x.value(0)}`);
+    if (request.ttlSeconds !== undefined) sets.push(`${x.name('ttl')} = ${x.value(request.ttlSeconds)}`);
+    if (request.publishedTurnId !== undefined)
+      sets.push(`${x.name('publishedTurnId')} = ${x.value(request.publishedTurnId)}`);
+    // The ended turn's input goes with it; the next turn's input is read from its turn item.
+    const removes = [`${queue}[0]`, x.name('activeInput')];
+    const result = await this.#update(key, META_SK, x, {
+      update: `SET ${sets.join(', ')} REMOVE ${removes.join(', ')}`,
+      condition: allOf(holdsLease, headMatches, noNewEvent),
+      returnNew: true,
+    });
+    if (result.ok) return { ok: true, record: decodeSession(result.value, key) };
+    const current = result.old === undefined ? undefined : decodeSession(result.old, key);
+    return advancedBefore(current, request) ? { ok: true, record: current! } : { ok: false, current };
   }
 
   async postInbox(key: SessionKey, request: PostInboxRequest): Promise<PostInboxResult> {

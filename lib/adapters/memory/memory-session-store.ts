@@ -9,6 +9,8 @@ import { type Clock, systemClock } from '../../ports/clock.ts';
 import type {
   AcquireRequest,
   AcquireResult,
+  AdvanceTurnRequest,
+  AdvanceTurnResult,
   BumpRequest,
   BumpResult,
   DueSession,
@@ -33,6 +35,7 @@ import type {
 import { type JournalReadOptions, journalReadLimit } from '../../ports/session-store.ts';
 import { PayloadOffload } from '../payload-offload.ts';
 import {
+  advancedBefore,
   decideEnqueue,
   decidePost,
   decodeEntry,
@@ -71,6 +74,7 @@ export type StoreWrite =
   | 'append'
   | 'enqueueTurn'
   | 'endTurn'
+  | 'advanceTurn'
   | 'postInbox'
   | 'takeInbox'
   | 'refreshExpiry';
@@ -155,6 +159,7 @@ export class MemorySessionStore implements SessionStore {
     append: 0,
     enqueueTurn: 0,
     endTurn: 0,
+    advanceTurn: 0,
     postInbox: 0,
     takeInbox: 0,
     refreshExpiry: 0,
@@ -373,6 +378,36 @@ export class MemorySessionStore implements SessionStore {
       };
       this.#setMeta(key, next);
       return { ok: true };
+    });
+  }
+
+  async advanceTurn(key: SessionKey, request: AdvanceTurnRequest): Promise<AdvanceTurnResult> {
+    return this.#write('advanceTurn', key, (): AdvanceTurnResult => {
+      const old = this.#meta(key);
+      const record = old === undefined ? undefined : decodeSession(old, key);
+      const holdsLease =
+        record?.epoch === request.epoch && record.owner === request.owner && record.state === SessionState.running;
+      const headMatches = record?.turnQueue[0] === request.next;
+      const noNewEvent = record?.pendingVersion === request.expectPendingVersion;
+      if (old === undefined || record === undefined || !holdsLease || !headMatches || !noNewEvent) {
+        return advancedBefore(record, request) ? { ok: true, record: record! } : { ok: false, current: record };
+      }
+      const { activeInput: _activeInput, ...kept } = old;
+      const next: Item = {
+        ...kept,
+        activeTurnId: request.next,
+        turnQueue: record.turnQueue.slice(1),
+        seenVersion: request.expectPendingVersion,
+        until: request.until,
+        sweepAt: request.until,
+        sweepShard: sweepShardAttr(key.id),
+        updatedAt: request.now,
+        ...(request.progressed ? { recoveries: 0 } : {}),
+        ...(request.ttlSeconds === undefined ? {} : { ttl: request.ttlSeconds }),
+        ...(request.publishedTurnId === undefined ? {} : { publishedTurnId: request.publishedTurnId }),
+      };
+      this.#setMeta(key, next);
+      return { ok: true, record: decodeSession(next, key) };
     });
   }
 

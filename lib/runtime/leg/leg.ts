@@ -231,6 +231,9 @@ export class Leg implements LegContext {
         await this.journal.append('outcome', { status: 'cancelled', error: 'cancelled by request' });
         return undefined;
       case 'start-turn':
+        // A turn starts under a record its acquire or its advance (turn-end.ts) just returned:
+        // the turn's first boundary takes the inbox from it, as a leg's first boundary does.
+        this.#passedBoundary = false;
         return startTurn(this);
       case 'step-limit':
         await this.journal.append('outcome', { status: 'failed', error: `step limit of ${action.maxSteps} reached` });

@@ -1,12 +1,17 @@
 import { deriveChildSessionId } from '../../core/ids.ts';
-import { childKey, isTaskFinished, TaskTool, taskLedger } from '../../core/tasks.ts';
+import { childKey, isTaskFinished, type TaskLine, TaskStatus, TaskTool, taskLedger } from '../../core/tasks.ts';
 import { postDepsOf } from '../protocol/post.ts';
 import { cancelChild, readTaskLines } from '../tasks/read-tasks.ts';
 import type { LegContext } from './leg-context.ts';
 import { type LegExit, yieldLeg } from './leg-exit.ts';
 
-/** How often the release looks again at the tasks it cancelled. */
-const RELEASE_POLL_MS = 200;
+/** How often the release looks again at its own record for a child's outcome. */
+const RELEASE_POLL_MS = 100;
+/**
+ * How often it reads every task it waits for even without a bump: a child's outcome bumps this
+ * session (notifyParent), but a child that died between its outcome and that bump does not.
+ */
+const RELEASE_FULL_LOOK_MS = 1_000;
 /** What a leg keeps of its budget beyond the reserve before it hands the release to a continuation. */
 const RELEASE_BUDGET_MARGIN_MS = 1_000;
 
@@ -20,30 +25,49 @@ export function releasePending(leg: LegContext): boolean {
  * task wherever it runs, waits for them up to the release's bound, and journals which were
  * cancelled and which were still running (stragglers, reported failed from then on). Finished
  * tasks keep their results. A leg short of budget hands the rest to a continuation.
+ *
+ * Its requests are what bound it under load (docs/PERFORMANCE.md, fan-out): the wait reads this
+ * session's record — which every child's outcome bumps — rather than every task, and reads the
+ * tasks only when it moved (and each RELEASE_FULL_LOOK_MS regardless).
  */
 export async function releaseStep(leg: LegContext): Promise<LegExit | undefined> {
   const { deps } = leg;
   const mark = leg.signals.record.releaseRequested!;
   const ledger = taskLedger(leg.journal.entries);
-  const running = (await readTaskLines(deps.store, leg.key, ledger.tasks)).filter((t) => !isTaskFinished(t.status));
-  const cancelled = running.map((t) => t.taskId);
-  await Promise.all(running.map((t) => cancelChild(postDepsOf(deps), childKey(leg.key, t))));
+  let lines = await readTaskLines(deps.store, leg.key, ledger.tasks);
+  let left = lines.filter((t) => !isTaskFinished(t.status));
+  await Promise.all(left.map((t) => cancelChild(postDepsOf(deps), childKey(leg.key, t))));
   await cancelUnjournaledStarts(leg);
   const deadline = mark.at + mark.timeoutMs;
-  let left = running;
+  const byRelease = (t: TaskLine) => releaseCancelled(t, mark.at);
+  let seenVersion = leg.signals.record.pendingVersion;
+  let lookedAt = deps.clock.now();
   while (left.length > 0 && deps.clock.now() < deadline) {
     if (leg.invocation.remainingMs() < deps.config.reserveMs + RELEASE_BUDGET_MARGIN_MS)
       return yieldLeg('a release waiting for its tasks');
     // A cancel arriving now changes nothing here (every task is being cancelled already): the
     // release goes on, and the cancel is carried out after it.
     await deps.clock.sleep(Math.min(RELEASE_POLL_MS, deadline - deps.clock.now()), leg.signals.uncancellableSignal);
-    left = (await readTaskLines(deps.store, leg.key, left)).filter((t) => !isTaskFinished(t.status));
+    const version = (await deps.store.getSession(leg.key))?.pendingVersion ?? seenVersion;
+    if (version === seenVersion && deps.clock.now() - lookedAt < RELEASE_FULL_LOOK_MS) continue;
+    seenVersion = version;
+    lookedAt = deps.clock.now();
+    const fresh = await readTaskLines(deps.store, leg.key, left);
+    lines = lines.map((t) => fresh.find((f) => f.taskId === t.taskId) ?? t);
+    left = fresh.filter((t) => !isTaskFinished(t.status));
   }
   const stragglers = left.map((t) => t.taskId);
+  // Cancelled by this release: still running, or ended cancelled since it was asked for — also
+  // under an earlier leg of it, which a continuation cannot tell from the running tasks it finds.
+  const cancelled = lines.filter((t) => !isTaskFinished(t.status) || byRelease(t)).map((t) => t.taskId);
   await leg.journal.append('released', { cancelled, stragglers });
   leg.log.info('session released', { cancelled: cancelled.length, stragglers: stragglers.length });
   return undefined;
 }
+
+/** Did the task end cancelled at or after the release was asked for (or with no outcome on its turn)? */
+const releaseCancelled = (task: TaskLine & { readonly endedAt?: number | undefined }, askedAt: number): boolean =>
+  task.status === TaskStatus.cancelled && (task.endedAt === undefined || task.endedAt >= askedAt);
 
 /** Cancels the running tasks of a session whose turn is being cancelled: the cancel cascades. */
 export async function cancelTasks(leg: LegContext): Promise<void> {

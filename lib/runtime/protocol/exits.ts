@@ -37,7 +37,8 @@ export const MAX_IDLE_LEGS = 10;
 /**
  * Ends the turn with an outcome and runs the rest of the finish protocol: publish, then the
  * release that records the publish. Returns undefined when an event (a cancel, a release, a turn)
- * arrived under that release: the leg holds its lease still and handles it first.
+ * arrived under that release: the leg holds its lease still and handles it first — and when the
+ * leg went on to the conversation's next queued turn under the same lease (turn-end.ts).
  */
 export async function finish(
   leg: LegContext,
@@ -67,7 +68,8 @@ export async function finish(
   if (!left) return undefined;
   leg.deps.telemetry.metrics.count('Outcomes', 1, { status: final });
   leg.log.info('turn finished', { status: final, legs: leg.journal.view.legs, steps: leg.journal.view.steps });
-  return 'finished';
+  // Gone on to the next queued turn under the same lease: the leg's loop starts it.
+  return left === 'advanced' ? undefined : 'finished';
 }
 
 /**

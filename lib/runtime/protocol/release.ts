@@ -1,6 +1,6 @@
 import { LeaseLostError } from '../../core/errors.ts';
 import type { SessionState } from '../../core/vocabulary.ts';
-import type { ReleaseResult } from '../../ports/session-store.ts';
+import type { ReleaseResult, SessionRecord } from '../../ports/session-store.ts';
 import { ttlSeconds } from '../deps.ts';
 import type { LegContext } from '../leg/leg-context.ts';
 
@@ -87,7 +87,15 @@ export async function leaveUnlessEvent(
   const seen = leg.signals.record.pendingVersion;
   const result = await write(seen);
   if (result.ok) return true;
-  const current = result.current;
+  return goOnAfterRefusal(leg, result.current, seen);
+}
+
+/**
+ * After a fenced write that would have moved the session was refused: a lease that moved stops
+ * the leg (LeaseLostError); an event that arrived since `seen` is handled first — the leg goes on
+ * with the record the refusal returned and its heartbeat running again (false).
+ */
+export function goOnAfterRefusal(leg: LegContext, current: SessionRecord | undefined, seen: number): false {
   if (current?.owner !== leg.owner || current.epoch !== leg.signals.epoch)
     throw new LeaseLostError(`release of epoch ${leg.signals.epoch} refused`, current);
   leg.log.info('an event arrived before the release; handling it first', {

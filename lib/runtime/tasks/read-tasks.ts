@@ -12,7 +12,7 @@ export async function readTaskLines(
   store: Pick<SessionStore, 'getSession' | 'getTurn'>,
   parent: SessionKey,
   tasks: readonly LedgerTask[],
-): Promise<TaskLine[]> {
+): Promise<(TaskLine & { readonly endedAt?: number | undefined })[]> {
   return Promise.all(
     tasks.map(async (task) => {
       const key = childKey(parent, task);
@@ -22,7 +22,8 @@ export async function readTaskLines(
         turnExists: turn !== undefined,
         outcome: turn?.outcome,
       });
-      return { ...task, ...report };
+      // When the task's turn got its outcome: a release tells the tasks it cancelled by it.
+      return { ...task, ...report, ...(turn?.outcome ? { endedAt: turn.outcome.at } : {}) };
     }),
   );
 }

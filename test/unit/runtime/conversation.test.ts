@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import type { ManualClock } from '../../../lib/adapters/memory/manual-clock.ts';
 import { defineAgent } from '../../../lib/agent/define-agent.ts';
 import { scriptedModel } from '../../../lib/agent/scripted-model.ts';
 import { TurnRefusedError } from '../../../lib/core/errors.ts';
@@ -166,6 +167,64 @@ describe('conversations', () => {
       'turn 3: three',
       'turn 4: four',
     ]);
+  });
+
+  it('runs a turn sent on the previous result, before its leg ended that turn, in that same leg', async () => {
+    // Arrange: T3 arrives as a chat client sends it — on T2's result, before T2's leg's endTurn.
+    const { deps, store, results, key, send } = await startConversation();
+    let armed = true;
+    store.beforeWrite = async (operation) => {
+      if (operation !== 'endTurn' || !armed) return;
+      armed = false;
+      await send('T3', 'three');
+    };
+    await send('T2', 'two');
+    const writesBefore = { ...store.writes };
+
+    // Act
+    const outcomes = await drain(deps);
+
+    // Assert: the leg that ended T2 went on to T3 under its lease; T3's own kick found it held.
+    expect(results.bodies.map((r) => r.output)).toEqual(['turn 1: hello', 'turn 2: two', 'turn 3: three']);
+    expect(outcomes.filter((o) => o !== 'dropped')).toEqual(['finished']);
+    const wrote = (op: keyof typeof store.writes) => store.writes[op] - writesBefore[op];
+    expect([wrote('acquire'), wrote('advanceTurn'), wrote('endTurn')]).toEqual([1, 1, 2]);
+    const journal = await store.readJournal(key);
+    const t3 = journal.filter((e) => e.turnId === 'T3').map((e) => e.kind);
+    // No marker for T3: the leg marked the journal once, for T2.
+    expect(t3).toEqual(['input', 'model', 'outcome']);
+    expect(journal.find((e) => e.kind === 'input' && e.turnId === 'T3')?.data).not.toHaveProperty('leg');
+    expect(await store.getSession(key)).toMatchObject({ state: 'idle', activeTurnId: 'T3', publishedTurnId: 'T3' });
+    expect((await store.getSession(key))?.owner).toBeUndefined();
+  });
+
+  it('hands the next queued turn to a new leg when the finishing leg’s budget cannot fit its first step', async () => {
+    // Arrange: each model call takes 600 ms, so a leg of 1,700 ms (200 reserved) fits one call
+    // (1,000 ms at most) at its start and not at the end of its turn.
+    let clock: ManualClock | undefined;
+    const slow = defineAgent({
+      ...chat,
+      model: scriptedModel({
+        maxDurationMs: 1_000,
+        script: (messages) => {
+          clock?.advance(600);
+          return echo(messages);
+        },
+      }),
+    });
+    const { deps, store, results, send, ...test } = await startConversation(slow);
+    clock = test.clock;
+    await send('T2', 'two');
+    await send('T3', 'three');
+    const writesBefore = { ...store.writes };
+
+    // Act
+    await drain(deps, { budgetMs: 1_700 });
+
+    // Assert
+    const wrote = (op: keyof typeof store.writes) => store.writes[op] - writesBefore[op];
+    expect([wrote('acquire'), wrote('advanceTurn'), wrote('endTurn')]).toEqual([2, 0, 2]);
+    expect(results.bodies.map((r) => r.output)).toEqual(['turn 1: hello', 'turn 2: two', 'turn 3: three']);
   });
 
   it('stamps the leg marker that starts a turn with that turn’s id, not the previous one’s', async () => {

@@ -305,6 +305,23 @@ describe('background tasks', () => {
     ]);
   });
 
+  it('lists the tasks a release cancelled when it was carried out over two legs', async () => {
+    // Arrange: the parent starts the task and waits; the child's first leg runs.
+    const { deps, client } = setup();
+    const key = parentKey('D6b');
+    await acceptTicket(ticketBody('dispatcher', 'D6b', dispatch([{ job: 'x', ms: 1_000_000 }])), undefined, deps);
+    await drain(deps, { maxKicks: 2 });
+    const [task] = await client.tasks(key.id);
+
+    // Act: legs too short to wait, so the release's first leg cancels the task and yields; the
+    // child ends cancelled before the continuation looks.
+    const [released] = await Promise.all([client.release(key.id, { timeoutS: 30 }), drain(deps, { budgetMs: 1_100 })]);
+
+    // Assert
+    expect(released).toEqual({ sessionId: key.id, released: true, cancelled: [task?.taskId], stragglers: [] });
+    expect((await client.tasks(key.id)).map((t) => t.status)).toEqual(['cancelled']);
+  });
+
   it('refuses a release without cancel while tasks run, changing nothing', async () => {
     // Arrange
     const { deps, store, client } = setup();
