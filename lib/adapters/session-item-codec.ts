@@ -11,6 +11,7 @@ import {
   type ActiveInput,
   EnqueueRefusal,
   type EnqueueTurnRequest,
+  type ForkOrigin,
   type NewSession,
   type SessionRecord,
   type SessionSummary,
@@ -100,6 +101,10 @@ const SessionItemSchema = z.object({
   parentId: z.string().min(1).optional(),
   releaseAt: int.optional(),
   releaseTimeoutMs: count.optional(),
+  /** A fork's origin: its id (same tenant and agent), the cursor, and the ids of every session its history reads. */
+  forkOfId: z.string().min(1).optional(),
+  forkCursor: count.optional(),
+  forkChain: z.array(z.string().min(1)).optional(),
 });
 export type SessionItem = z.infer<typeof SessionItemSchema>;
 
@@ -184,7 +189,7 @@ export function newSessionItem(session: NewSession): SessionItem {
     agent: key.agent,
     ticketId: session.ticketId,
     state: session.rejected ? SessionState.failed : SessionState.queued,
-    epoch: 0,
+    epoch: session.fork?.epoch ?? 0,
     pendingVersion: 1,
     seenVersion: 0,
     activeTurnId: session.activeTurnId,
@@ -201,6 +206,14 @@ export function newSessionItem(session: NewSession): SessionItem {
     ...(session.ttlSeconds === undefined ? {} : { ttl: session.ttlSeconds }),
     ...(session.retentionS === undefined ? {} : { retentionS: session.retentionS }),
     ...(session.parent === undefined ? {} : { parentAgent: session.parent.agent, parentId: session.parent.id }),
+    ...(session.expiryRefreshedAt === undefined ? {} : { expiryRefreshedAt: session.expiryRefreshedAt }),
+    ...(session.fork === undefined
+      ? {}
+      : {
+          forkOfId: session.fork.origin.key.id,
+          forkCursor: session.fork.origin.cursor,
+          forkChain: session.fork.origin.chain.map((k) => k.id),
+        }),
   };
 }
 
@@ -272,7 +285,17 @@ export function decodeSession(raw: unknown, expected?: SessionKey): SessionRecor
     ...(item.releaseAt === undefined
       ? {}
       : { releaseRequested: { at: item.releaseAt, timeoutMs: item.releaseTimeoutMs ?? 0 } }),
+    ...(item.forkOfId === undefined ? {} : { forkedFrom: forkOriginOf(item, key, where) }),
   };
+}
+
+/** A fork's origin as stored: the same tenant and agent (a fork never reaches another's sessions). */
+function forkOriginOf(item: SessionItem, key: SessionKey, where: string): ForkOrigin {
+  const chain = item.forkChain ?? [];
+  if (item.forkCursor === undefined || chain[0] !== item.forkOfId || chain.includes(key.id))
+    throw new CorruptStateError(`${where}: its fork origin is inconsistent`);
+  const same = (id: string): SessionKey => ({ tenant: key.tenant, agent: key.agent, id });
+  return { key: same(item.forkOfId!), cursor: item.forkCursor, chain: chain.map(same) };
 }
 
 /**
