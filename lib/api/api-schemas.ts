@@ -4,7 +4,7 @@ import { NAME_PATTERN } from '../core/ids.ts';
 import { Ticket } from '../core/messages.ts';
 import { API_ROLES } from '../core/resources.ts';
 import { TaskStatus } from '../core/tasks.ts';
-import { EntryKind, OutcomeStatus, SessionState } from '../core/vocabulary.ts';
+import { EntryKind, ForkEffects, OutcomeStatus, SessionState } from '../core/vocabulary.ts';
 import { ApiErrorCode } from './api-errors.ts';
 
 /**
@@ -30,6 +30,40 @@ export const Submitted = z
     traceId: z.string(),
   })
   .meta({ id: 'Submitted' });
+
+const effects = z.enum(Object.values(ForkEffects) as [ForkEffects, ...ForkEffects[]]);
+
+/** POST /sessions/{id}/fork: the cursor, a new input there (`text` as the CLI's --text), the fork's id, its effects. */
+export const ForkBody = z
+  .object({
+    at: z.number().int().nonnegative(),
+    input: z.unknown().optional(),
+    text: z.string().optional(),
+    id: z.string().min(1).max(256).optional(),
+    effects: effects.optional(),
+  })
+  .strict()
+  .meta({ id: 'ForkBody' });
+
+/** POST /sessions/{id}/rerun: a fork at the start of a turn, with its input. */
+export const RerunBody = z
+  .object({ turn: z.string().min(1), id: z.string().min(1).max(256).optional(), effects: effects.optional() })
+  .strict()
+  .meta({ id: 'RerunBody' });
+
+export const ForkedView = z
+  .object({
+    sessionId: z.string(),
+    tenant: z.string(),
+    agent: z.string(),
+    ticketId: z.string(),
+    turnId: z.string(),
+    forkedFrom: z.object({ session: z.string(), cursor: z.number().int() }),
+    effects,
+    repeatable: z.number().int(),
+    created: z.boolean(),
+  })
+  .meta({ id: 'Forked' });
 
 /** GET /me: who the API takes the caller for, and what it may do. */
 export const CallerView = z
