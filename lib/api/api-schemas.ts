@@ -152,13 +152,25 @@ export const SessionStatusView = z
      * A waiting session's calls that wait for a human's approval (POST /sessions/{id}/approve): each
      * call's identity and the parsed input the tool would run with, which `digest` digests.
      */
-    pendingApprovals: z.array(CallIdentityView.extend({ input: z.unknown() })).optional(),
+    pendingApprovals: z
+      .array(
+        CallIdentityView.extend({
+          input: z.unknown(),
+          /** In a fork: the original session already ran this call (its watermark's seq there, its key, its result). */
+          ranBefore: z
+            .object({ session: z.string(), seq: z.number().int(), idempotencyKey: z.string(), result: z.unknown() })
+            .optional(),
+        }),
+      )
+      .optional(),
     /** A once-only call parked for a human (POST /sessions/{id}/resolve), and the park a verdict answers. */
     parked: CallIdentityView.extend({ parkSeq: z.number().int() }).optional(),
     /** When a waiting session wakes by itself, ISO 8601. */
     wakeAt: z.string().optional(),
     /** A background task's session: the session that started it. */
     parent: z.string().optional(),
+    /** A fork: the session whose history up to `cursor` is this one's. */
+    forkedFrom: z.object({ session: z.string(), cursor: z.number().int() }).optional(),
     /** A session with background tasks: how many are in each status. */
     tasks: z.record(z.string(), z.number().int()).optional(),
     release: z.enum(['requested', 'released']).optional(),
