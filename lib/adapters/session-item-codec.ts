@@ -13,6 +13,7 @@ import {
   type AdvanceTurnRequest,
   EnqueueRefusal,
   type EnqueueTurnRequest,
+  type ForkOrigin,
   type NewSession,
   type SessionRecord,
   type SessionSummary,
@@ -104,6 +105,10 @@ const SessionItemSchema = z.object({
   releaseTimeoutMs: count.optional(),
   agentVersion: int.positive().optional(),
   journalFormat: int.positive().optional(),
+  /** A fork's origin: its id (same tenant and agent), the cursor, and the ids of every session its history reads. */
+  forkOfId: z.string().min(1).optional(),
+  forkCursor: count.optional(),
+  forkChain: z.array(z.string().min(1)).optional(),
 });
 export type SessionItem = z.infer<typeof SessionItemSchema>;
 
@@ -192,7 +197,7 @@ export function newSessionItem(session: NewSession): SessionItem {
     agent: key.agent,
     ticketId: session.ticketId,
     state: session.rejected ? SessionState.failed : SessionState.queued,
-    epoch: 0,
+    epoch: session.fork?.epoch ?? 0,
     pendingVersion: 1,
     seenVersion: 0,
     activeTurnId: session.activeTurnId,
@@ -211,6 +216,14 @@ export function newSessionItem(session: NewSession): SessionItem {
     ...(session.parent === undefined ? {} : { parentAgent: session.parent.agent, parentId: session.parent.id }),
     ...(session.agentVersion === undefined ? {} : { agentVersion: session.agentVersion }),
     ...(session.journalFormat === undefined ? {} : { journalFormat: session.journalFormat }),
+    ...(session.expiryRefreshedAt === undefined ? {} : { expiryRefreshedAt: session.expiryRefreshedAt }),
+    ...(session.fork === undefined
+      ? {}
+      : {
+          forkOfId: session.fork.origin.key.id,
+          forkCursor: session.fork.origin.cursor,
+          forkChain: session.fork.origin.chain.map((k) => k.id),
+        }),
   };
 }
 
@@ -284,7 +297,17 @@ export function decodeSession(raw: unknown, expected?: SessionKey): SessionRecor
       : { releaseRequested: { at: item.releaseAt, timeoutMs: item.releaseTimeoutMs ?? 0 } }),
     ...(item.agentVersion === undefined ? {} : { agentVersion: item.agentVersion }),
     ...(item.journalFormat === undefined ? {} : { journalFormat: item.journalFormat }),
+    ...(item.forkOfId === undefined ? {} : { forkedFrom: forkOriginOf(item, key, where) }),
   };
+}
+
+/** A fork's origin as stored: the same tenant and agent (a fork never reaches another's sessions). */
+function forkOriginOf(item: SessionItem, key: SessionKey, where: string): ForkOrigin {
+  const chain = item.forkChain ?? [];
+  if (item.forkCursor === undefined || chain[0] !== item.forkOfId || chain.includes(key.id))
+    throw new CorruptStateError(`${where}: its fork origin is inconsistent`);
+  const same = (id: string): SessionKey => ({ tenant: key.tenant, agent: key.agent, id });
+  return { key: same(item.forkOfId!), cursor: item.forkCursor, chain: chain.map(same) };
 }
 
 /**

@@ -4,7 +4,7 @@ import { NAME_PATTERN } from '../core/ids.ts';
 import { Ticket } from '../core/messages.ts';
 import { API_ROLES } from '../core/resources.ts';
 import { TaskStatus } from '../core/tasks.ts';
-import { EntryKind, OutcomeStatus, SessionState } from '../core/vocabulary.ts';
+import { EntryKind, ForkEffects, OutcomeStatus, SessionState } from '../core/vocabulary.ts';
 import { ApiErrorCode } from './api-errors.ts';
 
 /**
@@ -30,6 +30,40 @@ export const Submitted = z
     traceId: z.string(),
   })
   .meta({ id: 'Submitted' });
+
+const effects = z.enum(Object.values(ForkEffects) as [ForkEffects, ...ForkEffects[]]);
+
+/** POST /sessions/{id}/fork: the cursor, a new input there (`text` as the CLI's --text), the fork's id, its effects. */
+export const ForkBody = z
+  .object({
+    at: z.number().int().nonnegative(),
+    input: z.unknown().optional(),
+    text: z.string().optional(),
+    id: z.string().min(1).max(256).optional(),
+    effects: effects.optional(),
+  })
+  .strict()
+  .meta({ id: 'ForkBody' });
+
+/** POST /sessions/{id}/rerun: a fork at the start of a turn, with its input. */
+export const RerunBody = z
+  .object({ turn: z.string().min(1), id: z.string().min(1).max(256).optional(), effects: effects.optional() })
+  .strict()
+  .meta({ id: 'RerunBody' });
+
+export const ForkedView = z
+  .object({
+    sessionId: z.string(),
+    tenant: z.string(),
+    agent: z.string(),
+    ticketId: z.string(),
+    turnId: z.string(),
+    forkedFrom: z.object({ session: z.string(), cursor: z.number().int() }),
+    effects,
+    repeatable: z.number().int(),
+    created: z.boolean(),
+  })
+  .meta({ id: 'Forked' });
 
 /** GET /me: who the API takes the caller for, and what it may do. */
 export const CallerView = z
@@ -128,13 +162,25 @@ export const SessionStatusView = z
      * A waiting session's calls that wait for a human's approval (POST /sessions/{id}/approve): each
      * call's identity and the parsed input the tool would run with, which `digest` digests.
      */
-    pendingApprovals: z.array(CallIdentityView.extend({ input: z.unknown() })).optional(),
+    pendingApprovals: z
+      .array(
+        CallIdentityView.extend({
+          input: z.unknown(),
+          /** In a fork: the original session already ran this call (its watermark's seq there, its key, its result). */
+          ranBefore: z
+            .object({ session: z.string(), seq: z.number().int(), idempotencyKey: z.string(), result: z.unknown() })
+            .optional(),
+        }),
+      )
+      .optional(),
     /** A once-only call parked for a human (POST /sessions/{id}/resolve), and the park a verdict answers. */
     parked: CallIdentityView.extend({ parkSeq: z.number().int() }).optional(),
     /** When a waiting session wakes by itself, ISO 8601. */
     wakeAt: z.string().optional(),
     /** A background task's session: the session that started it. */
     parent: z.string().optional(),
+    /** A fork: the session whose history up to `cursor` is this one's. */
+    forkedFrom: z.object({ session: z.string(), cursor: z.number().int() }).optional(),
     /** A session with background tasks: how many are in each status. */
     tasks: z.record(z.string(), z.number().int()).optional(),
     release: z.enum(['requested', 'released']).optional(),

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { type LivePosition, toModelText } from '../client/baton-client.ts';
 import { NotFoundError, TurnRefusedError } from '../core/errors.ts';
 import { DEFAULT_TENANT } from '../core/ids.ts';
-import { OPERATION_ROLES } from '../core/roles.ts';
+import { OPERATION_ROLES, roleRefusal } from '../core/roles.ts';
 import { streamRefusal } from '../core/stream-slots.ts';
 import { TERMINAL_SESSION_STATES } from '../core/vocabulary.ts';
 import type { SessionRecord } from '../ports/session-store.ts';
@@ -14,10 +14,13 @@ import {
   DecisionResponse,
   ErrorBody,
   EventsQuery,
+  ForkBody,
+  ForkedView,
   ListQuery,
   ModelTextView,
   ReleaseBody,
   ReleaseView,
+  RerunBody,
   ResolveBody,
   SendBody,
   SentView,
@@ -94,6 +97,14 @@ function tenantFor(caller: Caller, named: string | undefined): string {
 }
 
 /** A session the caller may see; another tenant's session is reported as not found, not forbidden. */
+/** The session a fork reads: the caller must also hold `read` (its history is shown in the fork). */
+async function readableOriginal(context: RouteContext<{ id: string }, unknown, unknown>): Promise<SessionRecord> {
+  const { caller } = context;
+  if (!caller.roles.includes(OPERATION_ROLES.status))
+    throw new ApiError('missing_role', roleRefusal(caller.principal, OPERATION_ROLES.status));
+  return visibleSession(context);
+}
+
 async function visibleSession(context: RouteContext<{ id: string }, unknown, unknown>): Promise<SessionRecord> {
   const record = await context.services.store.findSession(context.params.id);
   if (record === undefined || !canSee(context.caller, record.key.tenant))
@@ -227,6 +238,46 @@ export const SESSION_ROUTES: readonly Route[] = [
         tenant,
       });
       return { status: 202, json: submitted };
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/sessions/{id}/fork',
+    operationId: 'forkSession',
+    role: OPERATION_ROLES.fork,
+    summary:
+      "Fork a session at a journal cursor: a new session whose history is this one's up to it, with a new input there or continuing the turn it is inside; once-only calls the original made after it are asked (default), reused, denied or rerun. Needs `submit` and `read`.",
+    params: SessionIdParams,
+    body: ForkBody,
+    responses: { 201: { description: 'fork created', schema: ForkedView }, ...errors },
+    async handle(context) {
+      const record = await readableOriginal(context);
+      const { at, text, input, id, effects } = context.body;
+      if (text !== undefined && input !== undefined)
+        throw new ApiError('invalid_request', 'give the fork either text or input, not both');
+      const forked = await context.services.client.forkRecord(record, {
+        at,
+        input: text === undefined ? input : { text },
+        id,
+        effects,
+      });
+      return { status: 201, json: forked };
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/sessions/{id}/rerun',
+    operationId: 'rerunTurn',
+    role: OPERATION_ROLES.fork,
+    summary: 'Run a turn again in a fork that starts where it started, with its input. Needs `submit` and `read`.',
+    params: SessionIdParams,
+    body: RerunBody,
+    responses: { 201: { description: 'fork created', schema: ForkedView }, ...errors },
+    async handle(context) {
+      const record = await readableOriginal(context);
+      const { turn, id, effects } = context.body;
+      const forked = await context.services.client.rerunRecord(record, { turnId: turn, id, effects });
+      return { status: 201, json: forked };
     },
   }),
   defineRoute({

@@ -14,8 +14,10 @@ import {
   type CommandIo,
   cancel,
   events,
+  fork,
   list,
   release,
+  rerun,
   resolve,
   send,
   status,
@@ -95,6 +97,18 @@ const COMMANDS: Record<string, CommandEntry> = {
     summary: 'send a further turn (or a message into the running turn) to a conversation',
     usage:
       'baton send SESSION (--text TEXT | --input JSON | --file F) [--id TURN_ID] [--mode queue|inject|steer] [--if-last-turn TURN_ID]',
+  },
+  fork: {
+    run: fork,
+    summary:
+      'fork a session at a journal cursor: its history up to there, a new input or the rest of the turn, and no once-only call repeated unasked',
+    usage:
+      'baton fork SESSION --at CURSOR [--text TEXT | --input JSON | --file F] [--id NEW] [--effects ask|reuse|deny|rerun]',
+  },
+  rerun: {
+    run: rerun,
+    summary: 'run a turn again in a fork that starts where it started, with its input',
+    usage: 'baton rerun SESSION --turn TURN_ID [--id NEW] [--effects ask|reuse|deny|rerun]',
   },
   approve: {
     run: approve,

@@ -1,9 +1,9 @@
 import { parseArgs } from 'node:util';
-import type { BatonTransport, SpendFigures } from '../client/baton-client.ts';
+import type { BatonTransport, Forked, SpendFigures } from '../client/baton-client.ts';
 import { SendMode } from '../client/baton-client.ts';
 import { HttpBatonClient } from '../client/http-baton-client.ts';
 import type { CallIdentity, CallRef } from '../core/call-identity.ts';
-import { SessionState } from '../core/vocabulary.ts';
+import { ForkEffects, SessionState } from '../core/vocabulary.ts';
 import { loadAgents } from '../local/agents-module.ts';
 import { apiToken, type ConnectOptions, clientFor, resolveTarget } from './connect.ts';
 import { readInput } from './read-input.ts';
@@ -92,14 +92,21 @@ export async function status(args: string[], io: CommandIo): Promise<number> {
     for (const turn of found.turns ?? []) io.out(`  turn ${turn.turnId} ${turn.outcome ?? turn.status}`);
     if (found.pendingInputs) io.out(`  pending inputs ${found.pendingInputs}`);
     // The input is the parsed one the tool would run with; the options pin exactly this call.
-    for (const a of found.pendingApprovals ?? [])
+    for (const a of found.pendingApprovals ?? []) {
       io.out(`  awaiting approval: call ${a.callId} ${a.tool} ${JSON.stringify(a.input)} (${pinOptions(a)})`);
+      // A fork's repeat: approving runs it a second time, for real.
+      if (a.ranBefore)
+        io.out(
+          `    already ran in session ${a.ranBefore.session} (seq ${a.ranBefore.seq}, key ${a.ranBefore.idempotencyKey}): ${JSON.stringify(a.ranBefore.result ?? 'result unknown')}`,
+        );
+    }
     if (found.parked)
       io.out(
         `  parked: call ${found.parked.callId} ${found.parked.tool} (baton resolve … ${pinOptions(found.parked)})`,
       );
     if (found.wakeAt) io.out(`  wakes at ${found.wakeAt}`);
     if (found.parent) io.out(`  task of session ${found.parent}`);
+    if (found.forkedFrom) io.out(`  forked from session ${found.forkedFrom.session} at ${found.forkedFrom.cursor}`);
     if (found.tasks)
       io.out(
         `  tasks ${Object.entries(found.tasks)
@@ -222,6 +229,70 @@ export async function send(args: string[], io: CommandIo): Promise<number> {
     ifLastTurn: values['if-last-turn'],
   });
   io.out(io.json ? JSON.stringify({ sessionId: sent.sessionId, turnId: sent.turnId, mode: sent.mode }) : sent.turnId);
+  return 0;
+}
+
+/** `--effects`: what a fork does with a once-only call the original made after the fork point. */
+function forkEffects(value: string | undefined): ForkEffects | undefined {
+  const allowed = Object.values(ForkEffects) as string[];
+  if (value !== undefined && !allowed.includes(value))
+    throw new Error(`--effects must be one of ${allowed.join(', ')}`);
+  return value as ForkEffects | undefined;
+}
+
+/** How a fork is printed: its id and where it came from. */
+const forkedLine = (f: Forked): string =>
+  `forked session ${f.forkedFrom.session} at ${f.forkedFrom.cursor} → session ${f.sessionId} (turn ${f.turnId}, effects ${f.effects}, ${f.repeatable} once-only call(s) of the original after the cursor)`;
+
+/** `baton fork SESSION --at CURSOR [--text T | --input JSON | --file F] [--id NEW] [--effects ask|reuse|deny|rerun]` */
+export async function fork(args: string[], io: CommandIo): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: {
+      at: { type: 'string' },
+      text: { type: 'string' },
+      input: { type: 'string' },
+      file: { type: 'string' },
+      id: { type: 'string' },
+      effects: { type: 'string' },
+    },
+  });
+  const sessionId = positionals[0];
+  if (!sessionId || values.at === undefined)
+    throw new Error('usage: baton fork SESSION --at CURSOR [--text T | --input JSON] [--id NEW] [--effects E]');
+  if (!/^\d{1,15}$/.test(values.at))
+    throw new Error(`--at must be a journal cursor (a whole number), not ${values.at}`);
+  const given = values.text !== undefined || values.input !== undefined || values.file !== undefined;
+  const input = given
+    ? await readInput({ text: values.text, input: values.input, file: values.file }, positionals.slice(1))
+    : undefined;
+  const forked = await (await client(io, { admitting: true })).fork(sessionId, {
+    at: Number(values.at),
+    input,
+    id: values.id,
+    effects: forkEffects(values.effects),
+  });
+  io.out(io.json ? JSON.stringify(forked) : forkedLine(forked));
+  return 0;
+}
+
+/** `baton rerun SESSION --turn TURN_ID [--id NEW] [--effects ask|reuse|deny|rerun]` */
+export async function rerun(args: string[], io: CommandIo): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { turn: { type: 'string' }, id: { type: 'string' }, effects: { type: 'string' } },
+  });
+  const sessionId = positionals[0];
+  if (!sessionId || !values.turn || positionals.length !== 1)
+    throw new Error('usage: baton rerun SESSION --turn TURN_ID [--id NEW] [--effects E]');
+  const forked = await (await client(io)).rerun(sessionId, {
+    turnId: values.turn,
+    id: values.id,
+    effects: forkEffects(values.effects),
+  });
+  io.out(io.json ? JSON.stringify(forked) : forkedLine(forked));
   return 0;
 }
 

@@ -24,6 +24,7 @@ import { childKey, countByStatus, TaskStatus } from '../core/tasks.ts';
 import { childContext, newTraceId } from '../core/trace-context.ts';
 import {
   DEFAULT_MAX_PENDING_INPUTS,
+  type ForkEffects,
   reportedState,
   type SessionState,
   TERMINAL_SESSION_STATES,
@@ -35,6 +36,7 @@ import type { TicketQueue, WorkQueue } from '../ports/queues.ts';
 import type { SessionRecord, SessionStore, TurnOutcome, TurnRecord } from '../ports/session-store.ts';
 import { admitInput } from '../runtime/admission.ts';
 import { sessionItemTtlSeconds } from '../runtime/expiry.ts';
+import { type ForkDeps, type Forked, forkSession, rerunPoint } from '../runtime/fork.ts';
 import { type PostDeps, post } from '../runtime/protocol/post.ts';
 import { cancelChild, readTaskLines } from '../runtime/tasks/read-tasks.ts';
 import { acceptTurn } from '../runtime/turn-intake.ts';
@@ -130,6 +132,8 @@ export interface SessionStatus {
   readonly wakeAt?: string | undefined;
   /** A background task's session: the session that started it. */
   readonly parent?: string | undefined;
+  /** A fork: the session whose history up to `cursor` is this one's. */
+  readonly forkedFrom?: { readonly session: string; readonly cursor: number } | undefined;
   /** A session with background tasks: how many are in each status. */
   readonly tasks?: Partial<Record<TaskStatus, number>> | undefined;
   /** A release was asked for (`requested`) or carried out (`released`). */
@@ -274,6 +278,28 @@ export interface Sent {
  */
 export interface PendingApproval extends CallIdentity {
   readonly input: unknown;
+  /** In a fork: the original session already ran this call (its watermark's seq there, its key, its result). */
+  readonly ranBefore?: { session: string; seq: number; idempotencyKey: string; result?: unknown } | undefined;
+}
+
+export type { Forked } from '../runtime/fork.ts';
+
+/** A fork's options (`baton fork`): the cursor, a new input at it, the fork's id and its effects. */
+export interface ForkOptions {
+  /** The last seq of the original the fork keeps. */
+  readonly at: number;
+  /** A new turn at the cursor; without it the fork continues the turn the cursor is inside. */
+  readonly input?: unknown;
+  /** The fork's ticket id (its session id derives from it); default a fresh one. */
+  readonly id?: string | undefined;
+  readonly effects?: ForkEffects | undefined;
+}
+
+/** `baton rerun`: a fork at the start of a turn, with that turn's input. */
+export interface RerunOptions {
+  readonly turnId: string;
+  readonly id?: string | undefined;
+  readonly effects?: ForkEffects | undefined;
 }
 
 /** A once-only call parked for an operator: its identity and the park (`parkSeq`) a verdict answers. */
@@ -324,6 +350,8 @@ export interface SessionListPage {
 /** The client's operations, whichever way it reaches Baton: the store and queues directly, or the HTTP API. */
 export interface BatonTransport {
   submit(request: SubmitRequest): Promise<Submitted>;
+  fork(sessionId: string, options: ForkOptions): Promise<Forked>;
+  rerun(sessionId: string, options: RerunOptions): Promise<Forked>;
   status(sessionId: string): Promise<SessionStatus | undefined>;
   sessions(query?: SessionListQuery): Promise<SessionListPage>;
   events(sessionId: string, options: EventsOptions & { live: true }): AsyncGenerator<FollowEvent>;
@@ -400,6 +428,48 @@ export class BatonClient implements BatonTransport {
       agent: request.agent,
       traceId,
     };
+  }
+
+  /**
+   * Forks a session: a new session whose history is this one's up to `at` (nothing before it runs
+   * again), with a new input there or continuing the turn `at` is inside; once-only calls the
+   * original made after `at` are asked, reused, denied or rerun as `effects` says (default ask).
+   * Needs `submit` and `read`. Another tenant's session is not found.
+   * @example await client.fork(sessionId, { at: 12, input: { text: 'try the other order' }, effects: 'reuse' })
+   */
+  async fork(sessionId: string, options: ForkOptions): Promise<Forked> {
+    for (const operation of ['fork', 'status'] as const) this.#may(operation);
+    const original = await this.#find(sessionId);
+    if (options.input !== undefined)
+      admitInput(options.input, this.#agent(original.key.agent), `fork of ${sessionId} input`);
+    return this.forkRecord(original, options);
+  }
+
+  /** A fork of a record already read (the API checked its tenant). */
+  forkRecord(original: SessionRecord, options: ForkOptions): Promise<Forked> {
+    return forkSession(this.#forkDeps, {
+      original,
+      cursor: options.at,
+      input: options.input,
+      ticketId: options.id,
+      effects: options.effects,
+    });
+  }
+
+  /** Runs turn `turnId` again in a fork that starts where it started, with its input (see fork). */
+  async rerun(sessionId: string, options: RerunOptions): Promise<Forked> {
+    for (const operation of ['fork', 'status'] as const) this.#may(operation);
+    return this.rerunRecord(await this.#find(sessionId), options);
+  }
+
+  /** A rerun of a record already read (the API checked its tenant). */
+  async rerunRecord(original: SessionRecord, options: RerunOptions): Promise<Forked> {
+    const { cursor, input } = await rerunPoint(this.deps.store, original, options.turnId);
+    return this.forkRecord(original, { at: cursor, input, id: options.id, effects: options.effects });
+  }
+
+  get #forkDeps(): ForkDeps {
+    return { ...this.deps, sweepGraceMs: this.deps.sweepGraceMs ?? DEFAULT_SWEEP_GRACE_MS };
   }
 
   async status(sessionId: string): Promise<SessionStatus | undefined> {
@@ -879,6 +949,9 @@ export class BatonClient implements BatonTransport {
       pendingInputs: record.turnQueue.length + record.inbox.length,
       ...waits,
       ...(record.parent ? { parent: record.parent.id } : {}),
+      ...(record.forkedFrom
+        ? { forkedFrom: { session: record.forkedFrom.key.id, cursor: record.forkedFrom.cursor } }
+        : {}),
       ...tasks,
     };
   }
@@ -895,7 +968,11 @@ export class BatonClient implements BatonTransport {
 
   /** What a waiting session waits for: approvals (their identity and parsed input) or a parked call. */
   #waits(view: SessionView): Pick<SessionStatus, 'pendingApprovals' | 'parked' | 'wakeAt'> {
-    const pendingApprovals = view.awaitingApproval.map((a) => ({ ...identityOf(a), input: a.input }));
+    const pendingApprovals = view.awaitingApproval.map((a) => ({
+      ...identityOf(a),
+      input: a.input,
+      ...(a.ranBefore === undefined ? {} : { ranBefore: a.ranBefore }),
+    }));
     const { parked } = view;
     const wakeAt = nextWakeAt(view);
     return {

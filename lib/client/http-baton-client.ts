@@ -7,12 +7,15 @@ import {
   DEFAULT_RELEASE_TIMEOUT_S,
   type EventsOptions,
   type FollowEvent,
+  type Forked,
+  type ForkOptions,
   type ModelTextEvent,
   type ParkedRef,
   parkOf,
   RELEASE_GRACE_MS,
   type ReleaseOptions,
   type ReleaseOutcome,
+  type RerunOptions,
   type SendOptions,
   type Sent,
   type SessionEvent,
@@ -91,6 +94,18 @@ export class HttpBatonClient implements BatonTransport {
 
   async submit(request: SubmitRequest): Promise<Submitted> {
     return (await this.#call('POST', '/sessions', request)).json as Submitted;
+  }
+
+  async fork(sessionId: string, options: ForkOptions): Promise<Forked> {
+    const { at, input, id, effects } = options;
+    const path = `/sessions/${encodeURIComponent(sessionId)}/fork`;
+    return (await this.#call('POST', path, { at, input, id, effects })).json as Forked;
+  }
+
+  async rerun(sessionId: string, options: RerunOptions): Promise<Forked> {
+    const { turnId, id, effects } = options;
+    const path = `/sessions/${encodeURIComponent(sessionId)}/rerun`;
+    return (await this.#call('POST', path, { turn: turnId, id, effects })).json as Forked;
   }
 
   async status(sessionId: string): Promise<SessionStatus | undefined> {

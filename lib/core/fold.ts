@@ -1,5 +1,6 @@
 import { type CallIdentity, callKey, sameCall } from './call-identity.ts';
 import { CorruptStateError } from './errors.ts';
+import { type ForkState, forkStateOf, markUsed } from './fork-state.ts';
 import { idempotencyKey, type SessionKey } from './ids.ts';
 import type { EntryDataOf, JournalEntry, ToolCall } from './journal.ts';
 import type { Usage } from './messages.ts';
@@ -42,6 +43,8 @@ export interface AwaitedApproval extends CallIdentity {
   readonly input: unknown;
   /** When it is denied by default (a tool with an approval timeout). */
   readonly expiresAt?: number | undefined;
+  /** In a fork: the original session already ran this call, and what it returned. */
+  readonly ranBefore?: EntryDataOf<'approval'>['ranBefore'];
 }
 
 /** A human's decision (or an approval timeout's), kept under the call it decided (`callKey`). */
@@ -115,6 +118,8 @@ export interface SessionView {
   readonly deliveredIds: readonly string[];
   /** The agent version the session runs on: its last turn's input, or an `upgraded` entry since. */
   readonly agentVersion?: number | undefined;
+  /** A fork's effects and which of the original's once-only calls it answered (from its latest `forked` entry). */
+  readonly fork?: ForkState | undefined;
 }
 
 export const EMPTY_VIEW: SessionView = {
@@ -199,13 +204,20 @@ export function applyEntry(view: SessionView, entry: JournalEntry): SessionView 
           p.call.id === entry.data.callId ? { ...p, intentSeq: entry.seq, digest: entry.data.digest } : p,
         ),
       };
-    case 'tool':
+    case 'tool': {
+      const answered = view.pendingCalls.find((p) => p.call.id === entry.data.callId);
+      const fork =
+        entry.data.forkOf && view.fork && answered
+          ? markUsed(view.fork, entry.data.forkOf.seq, answered.modelSeq, answered.call.id)
+          : view.fork;
       return {
         ...next,
+        fork,
         steps: view.steps + 1,
         turnSteps: view.turnSteps + 1,
         pendingCalls: view.pendingCalls.filter((p) => p.call.id !== entry.data.callId),
       };
+    }
     case 'reconciled': {
       // done settles the call like a result; notDone lets it run again under a new key;
       // unknown parks the session until a human decides (an operator's `resolve` unparks it).
@@ -232,8 +244,10 @@ export function applyEntry(view: SessionView, entry: JournalEntry): SessionView 
     }
     case 'approval': {
       const awaited = awaitedApproval(view, entry.seq, entry.data);
+      const { ranBefore } = entry.data;
       return {
         ...next,
+        fork: ranBefore && view.fork ? markUsed(view.fork, ranBefore.seq, awaited.modelSeq, awaited.callId) : view.fork,
         awaitingApproval: [...view.awaitingApproval.filter((a) => callKey(a) !== callKey(awaited)), awaited],
       };
     }
@@ -312,6 +326,9 @@ export function applyEntry(view: SessionView, entry: JournalEntry): SessionView 
       return { ...next, outcome: entry.data, failedAttempts: 0, retryAt: undefined, lastError: undefined };
     case 'published':
       return { ...next, published: true };
+    case 'forked':
+      // The fork's history before this entry is the original's; from here its effects apply.
+      return { ...next, fork: forkStateOf(entry.data) };
   }
 }
 
@@ -329,6 +346,7 @@ function awaitedApproval(view: SessionView, seq: number, data: EntryDataOf<'appr
     tool: data.tool,
     ...(data.digest === undefined ? {} : { digest: data.digest }),
     ...(data.expiresAt === undefined ? {} : { expiresAt: data.expiresAt }),
+    ...(data.ranBefore === undefined ? {} : { ranBefore: data.ranBefore }),
   };
 }
 

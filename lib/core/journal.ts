@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { callIdentityFields } from './call-identity.ts';
 import { NewerJournalFormatError } from './errors.ts';
 import { SpendLimitsSchema } from './spend.ts';
-import { type EntryKind, KickReason, OutcomeStatus } from './vocabulary.ts';
+import { type EntryKind, ForkEffects, KickReason, OutcomeStatus } from './vocabulary.ts';
 
 /**
  * The journal: the append-only, seq-numbered record of a session. It is the checkpoint, the
@@ -32,6 +32,22 @@ const LegMarker = z.object({
   reason: z.enum(Object.values(KickReason) as [KickReason, ...KickReason[]]),
   traceparent: z.string(),
 });
+
+/** What a once-only call returned, as its `tool` result (or a `done` verdict) journaled it. */
+const CallResult = z.object({ ok: z.boolean(), output: z.unknown().optional(), error: z.string().optional() });
+
+/**
+ * A once-only call the original session made after a fork point: its watermark's seq there, its
+ * tool, the digest of the parsed input it ran with, its key, and its result when one was journaled.
+ */
+export const OriginalEffect = z.object({
+  seq: z.number().int().positive(),
+  tool: z.string().min(1),
+  digest: z.string().min(1).optional(),
+  idempotencyKey: z.string().min(1),
+  result: CallResult.optional(),
+});
+export type OriginalEffect = z.infer<typeof OriginalEffect>;
 
 export const EntryData = {
   leg: LegMarker,
@@ -67,6 +83,11 @@ export const EntryData = {
     ok: z.boolean(),
     output: z.unknown().optional(),
     error: z.string().optional(),
+    /**
+     * In a fork: the result is the original's call at this seq, reused or denied under the fork's
+     * effects; nothing ran.
+     */
+    forkOf: z.object({ seq: z.number().int().positive(), effect: z.enum(['reuse', 'deny']) }).optional(),
   }),
   /** A retryable model or tool error; the attempt history of the retry policy. */
   error: z.object({
@@ -90,6 +111,15 @@ export const EntryData = {
     expiresAt: z.number().int().optional(),
     modelSeq: callIdentityFields.modelSeq,
     digest: callIdentityFields.digest,
+    /** In a fork: the original session already ran this call (its watermark's seq there, its key, its result). */
+    ranBefore: z
+      .object({
+        session: z.string().min(1),
+        seq: z.number().int().positive(),
+        idempotencyKey: z.string(),
+        result: CallResult.optional(),
+      })
+      .optional(),
   }),
   /** A call parked on a durable timer: at `wakeAt` its result is journaled (`output`, or when it woke). */
   timer: z.object({ callId: z.string(), wakeAt: z.number().int(), output: z.unknown().optional() }),
@@ -136,6 +166,17 @@ export const EntryData = {
   }),
   /** The result was sent; or, with `undelivered`, given up after it kept failing (the turn keeps the outcome). */
   published: z.object({ undelivered: z.string().optional() }),
+  /**
+   * A fork's first entry, at `cursor + 1`: every entry before it is the session `from`'s (same
+   * tenant), read from there, never copied. `effects` and `ledger` (the once-only calls `from`
+   * made after the cursor, when the fork was made) decide what the fork's repeated calls do.
+   */
+  forked: z.object({
+    from: z.object({ agent: z.string().min(1), id: z.string().min(1) }),
+    cursor: z.number().int().nonnegative(),
+    effects: z.enum(Object.values(ForkEffects) as [ForkEffects, ...ForkEffects[]]),
+    ledger: z.array(OriginalEffect),
+  }),
 } satisfies Record<EntryKind, z.ZodType>;
 
 export type EntryDataOf<K extends EntryKind> = z.infer<(typeof EntryData)[K]>;

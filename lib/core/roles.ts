@@ -16,6 +16,8 @@ export const ALL_ROLES: readonly Role[] = API_ROLES;
  */
 export const OPERATION_ROLES = {
   submit: 'submit',
+  // A fork starts a session, like a submit; it also reads the original, so it needs `read` too (forkRoles).
+  fork: 'submit',
   // A further turn, a message into the running turn and a steer all speak to the agent.
   send: 'converse',
   approve: 'approve',
@@ -29,6 +31,9 @@ export const OPERATION_ROLES = {
   tasks: 'read',
 } as const satisfies Record<string, Role>;
 export type Operation = keyof typeof OPERATION_ROLES;
+
+/** Every role a fork needs: `submit` to start a session, and `read` on the original, whose history it shows. */
+export const FORK_ROLES: readonly Role[] = [OPERATION_ROLES.fork, OPERATION_ROLES.status];
 
 /** What each role allows, as a refusal explains it. */
 const ROLE_MEANING: Record<Role, string> = {

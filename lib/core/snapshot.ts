@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { foldJournal, type SessionView } from './fold.ts';
-import { type JournalEntry, ToolCall } from './journal.ts';
+import { type JournalEntry, OriginalEffect, ToolCall } from './journal.ts';
 import { SpendLimitsSchema } from './spend.ts';
 import { EMPTY_LEDGER, type TaskLedger, taskLedger } from './tasks.ts';
-import { OutcomeStatus } from './vocabulary.ts';
+import { ForkEffects, OutcomeStatus } from './vocabulary.ts';
 
 /**
  * Snapshots of derived state: the fold up to seq N, never the transcript. A snapshot is trusted
@@ -88,7 +88,14 @@ const SessionViewSchema = z
     published: z.boolean(),
     parked: callIdentity.extend({ seq: z.number().int() }).optional(),
     awaitingApproval: z.array(
-      callIdentity.extend({ seq: z.number().int(), input: z.unknown(), expiresAt: z.number().int().optional() }),
+      callIdentity.extend({
+        seq: z.number().int(),
+        input: z.unknown(),
+        expiresAt: z.number().int().optional(),
+        ranBefore: z
+          .object({ session: z.string(), seq: z.number().int(), idempotencyKey: z.string(), result: z.unknown() })
+          .optional(),
+      }),
     ),
     decisions: z.record(
       z.string(),
@@ -101,6 +108,15 @@ const SessionViewSchema = z
     ),
     deliveredIds: z.array(z.string()),
     agentVersion: z.number().int().positive().optional(),
+    fork: z
+      .object({
+        from: z.object({ agent: z.string(), id: z.string() }),
+        cursor: z.number().int().nonnegative(),
+        effects: z.enum(Object.values(ForkEffects) as [ForkEffects, ...ForkEffects[]]),
+        ledger: z.array(OriginalEffect),
+        used: z.record(z.string(), z.string()),
+      })
+      .optional(),
   })
   .strict();
 

@@ -73,6 +73,8 @@ export const EntryKind = {
   upgraded: 'upgraded',
   outcome: 'outcome',
   published: 'published',
+  /** The first entry of a fork: its history before this seq is another session's (lib/core/fork.ts). */
+  forked: 'forked',
 } as const;
 export type EntryKind = (typeof EntryKind)[keyof typeof EntryKind];
 
@@ -87,6 +89,16 @@ export type UpgradePolicy = (typeof UpgradePolicy)[keyof typeof UpgradePolicy];
 /** Declared side-effect kind of a tool. */
 export const ToolEffect = { pure: 'pure', idempotent: 'idempotent', once: 'once' } as const;
 export type ToolEffect = (typeof ToolEffect)[keyof typeof ToolEffect];
+
+/**
+ * What a fork does when its model asks for a once-only call that the original made after the fork
+ * point (same tool, same parsed-input digest): ask a human, who sees that it ran and its result
+ * (the default); reuse the original's journaled result without calling; deny it (a dry run); or
+ * run it again under the fork's own idempotency key. Other once-only calls of a fork need an
+ * approval unless the effects are `rerun`.
+ */
+export const ForkEffects = { ask: 'ask', reuse: 'reuse', deny: 'deny', rerun: 'rerun' } as const;
+export type ForkEffects = (typeof ForkEffects)[keyof typeof ForkEffects];
 
 /** Turns that may wait behind a conversation's active turn unless configured otherwise. */
 export const DEFAULT_MAX_PENDING_INPUTS = 9;

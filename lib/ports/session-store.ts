@@ -77,6 +77,19 @@ export interface SessionRecord {
   readonly agentVersion?: number | undefined;
   /** The journal format of the build that created it (lib/core/journal.ts); absent: format 1. */
   readonly journalFormat?: number | undefined;
+  /** A fork: the session (same tenant) whose journal up to `cursor` is this one's history. */
+  readonly forkedFrom?: ForkOrigin | undefined;
+}
+
+/**
+ * Where a fork came from: its history is `key`'s journal up to `cursor`, read from there. `chain`
+ * is every session whose journal items that history reads (`key` first, then `key`'s own origins
+ * as far as the cursor reaches): their items must live as long as the fork's (lib/runtime/fork.ts).
+ */
+export interface ForkOrigin {
+  readonly key: SessionKey;
+  readonly cursor: number;
+  readonly chain: readonly SessionKey[];
 }
 
 /** A turn's input carried on the session record; see SessionRecord.activeInput. */
@@ -114,6 +127,13 @@ export interface NewSession {
   readonly agentVersion?: number | undefined;
   /** The journal format of the build that creates it (SessionRecord.journalFormat). */
   readonly journalFormat?: number | undefined;
+  /**
+   * A fork: its origin, and the epoch its `forked` entry was written under (the original's, so the
+   * fork's first acquire fences above every entry of its history).
+   */
+  readonly fork?: { readonly origin: ForkOrigin; readonly epoch: number } | undefined;
+  /** When the session's items were last known to move (SessionRecord.expiryRefreshedAt): a fork inherits its origin's. */
+  readonly expiryRefreshedAt?: number | undefined;
 }
 
 /** A turn: one input of a session, write-once outcome. */

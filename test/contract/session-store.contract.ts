@@ -693,6 +693,66 @@ export function describeSessionStoreContract(name: string, makeHarness: MakeHarn
       });
     });
 
+    describe('forks', () => {
+      const forked = (seq: number, from: SessionKey, cursor: number): JournalEntry => ({
+        seq,
+        kind: 'forked',
+        epoch: 1,
+        writeId: `fork-${seq}`,
+        at: 5_000,
+        turnId: 'turn-1',
+        data: { from: { agent: from.agent, id: from.id }, cursor, effects: 'ask', ledger: [] },
+      });
+
+      it('reads a fork’s history from its original, pages included, and refuses a forked entry naming no valid origin', async () => {
+        // Arrange: an original of five entries; a fork at 3 with two entries of its own.
+        const { store } = await makeHarness();
+        const now = Date.now();
+        const original = newKey();
+        const fork = { ...original, id: `${original.id}-fork` };
+        await store.createSession(newSession(original, now));
+        for (let seq = 1; seq <= 5; seq++) await store.append(original, entry(seq, 1));
+        await store.append(fork, forked(4, original, 3));
+        await store.append(fork, entry(5, 2, 'the fork’s own'));
+        const bad = { ...original, id: `${original.id}-bad` };
+        await store.append(bad, forked(3, original, 1));
+
+        // Act
+        const whole = await store.readJournal(fork);
+        const page = await store.readJournal(fork, 1, { limit: 3 });
+        const tail = await store.readJournal(fork, 3);
+
+        // Assert
+        expect(whole.map((e) => [e.seq, e.kind])).toEqual([
+          [1, 'message'],
+          [2, 'message'],
+          [3, 'message'],
+          [4, 'forked'],
+          [5, 'message'],
+        ]);
+        expect(whole[4]).toMatchObject({ data: { text: 'the fork’s own' } });
+        expect(page.map((e) => e.seq)).toEqual([2, 3, 4]);
+        expect(tail.map((e) => e.kind)).toEqual(['forked', 'message']);
+        await expect(store.readJournal(bad)).rejects.toThrow(CorruptStateError);
+      });
+
+      it('moves the items of a session whose record is gone: a fork keeps its original’s history alive', async () => {
+        // Arrange
+        const harness = await makeHarness();
+        const { store } = harness;
+        const key = newKey();
+        await store.append(key, entry(1, 1), 1_800_000_000);
+
+        // Act
+        const moved = await store.refreshExpiry(key, { ttlSeconds: 1_800_000_500, now: Date.now(), retentionS: 100 });
+
+        // Assert
+        expect(moved).toBe(1);
+        expect((await harness.rawItem(key, journalSk(1)))?.ttl).toBe(1_800_000_500);
+        expect(await store.getSession(key)).toBeUndefined();
+      });
+    });
+
     describe('bump', () => {
       it('counts an event, requests a cancel, and keeps a sweep time that is already set', async () => {
         // Arrange

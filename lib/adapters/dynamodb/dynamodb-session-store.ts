@@ -46,6 +46,7 @@ import type {
   TurnRecord,
 } from '../../ports/session-store.ts';
 import { type JournalReadOptions, journalReadLimit } from '../../ports/session-store.ts';
+import { readForkedJournal } from '../fork-journal.ts';
 import { PayloadOffload } from '../payload-offload.ts';
 import {
   advancedBefore,
@@ -644,7 +645,13 @@ export class DynamoDbSessionStore implements SessionStore {
    * its 1 MB page cap): a page stopped by the cap goes on from its LastEvaluatedKey for the rest,
    * and no Query reads past the limit.
    */
-  async readJournal(key: SessionKey, afterSeq = 0, options?: JournalReadOptions): Promise<JournalEntry[]> {
+  /** The session's journal, a fork's history included (lib/adapters/fork-journal.ts). */
+  readJournal(key: SessionKey, afterSeq = 0, options?: JournalReadOptions): Promise<JournalEntry[]> {
+    journalReadLimit(options);
+    return readForkedJournal((k, after, o) => this.#readOwnJournal(k, after, o), key, afterSeq, options);
+  }
+
+  async #readOwnJournal(key: SessionKey, afterSeq: number, options?: JournalReadOptions): Promise<JournalEntry[]> {
     const limit = journalReadLimit(options);
     const entries: JournalEntry[] = [];
     let startKey: Item | undefined;

@@ -33,6 +33,7 @@ import type {
   TurnRecord,
 } from '../../ports/session-store.ts';
 import { type JournalReadOptions, journalReadLimit } from '../../ports/session-store.ts';
+import { readForkedJournal } from '../fork-journal.ts';
 import { PayloadOffload } from '../payload-offload.ts';
 import {
   advancedBefore,
@@ -576,19 +577,18 @@ export class MemorySessionStore implements SessionStore {
   async refreshExpiry(key: SessionKey, request: RefreshExpiryRequest): Promise<number> {
     return this.#write('refreshExpiry', key, () => {
       const partition = this.#items.get(pkOf(key));
-      if (partition === undefined || !partition.has(META_SK)) return 0;
+      if (partition === undefined) return 0;
       let moved = 0;
       for (const [sk, item] of partition) {
         if (!isRetainedItemSk(sk) || typeof item.ttl !== 'number' || item.ttl >= request.ttlSeconds) continue;
         partition.set(sk, { ...item, ttl: request.ttlSeconds });
         moved++;
       }
-      // The record's own expiry moves at every acquire and release; here it learns its items'.
-      this.#setMeta(key, {
-        ...(this.#meta(key) as Item),
-        expiryRefreshedAt: request.now,
-        retentionS: request.retentionS,
-      });
+      // The record's own expiry moves at every acquire and release; here it learns its items'. A
+      // record gone (an original whose items a fork still reads) leaves only items to move, as in DynamoDB.
+      const meta = this.#meta(key);
+      if (meta !== undefined)
+        this.#setMeta(key, { ...meta, expiryRefreshedAt: request.now, retentionS: request.retentionS });
       return moved;
     });
   }
@@ -608,7 +608,13 @@ export class MemorySessionStore implements SessionStore {
     if (taken) throw new SeqTakenError(entry.seq);
   }
 
-  async readJournal(key: SessionKey, afterSeq = 0, options?: JournalReadOptions): Promise<JournalEntry[]> {
+  /** The session's journal, a fork's history included (lib/adapters/fork-journal.ts). */
+  readJournal(key: SessionKey, afterSeq = 0, options?: JournalReadOptions): Promise<JournalEntry[]> {
+    journalReadLimit(options);
+    return readForkedJournal((k, after, o) => this.#readOwnJournal(k, after, o), key, afterSeq, options);
+  }
+
+  async #readOwnJournal(key: SessionKey, afterSeq: number, options?: JournalReadOptions): Promise<JournalEntry[]> {
     const limit = journalReadLimit(options);
     const partition = this.#items.get(pkOf(key));
     if (partition === undefined) return [];

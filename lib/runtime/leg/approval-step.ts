@@ -1,5 +1,6 @@
 import { callKey, identityOf } from '../../core/call-identity.ts';
 import type { SessionView } from '../../core/fold.ts';
+import { type ForkPlans, forkNeedsApproval, ranBeforeOf } from './fork-effects.ts';
 import type { LegContext } from './leg-context.ts';
 import { type PreparedCall, preparedIdentity } from './prepared-call.ts';
 
@@ -15,9 +16,14 @@ export interface ApprovalGate {
  * Sorts the calls by what their tools require and what humans decided. A decision holds for the
  * call it was made on (its model entry and id) and only while the parsed input has the digest it
  * named: otherwise the rule judges the call again. A call whose input does not parse needs no
- * approval: nothing runs, and its error is its result.
+ * approval: nothing runs, and its error is its result. In a fork, `forkPlans` holds once-only
+ * calls for a human whatever their tool's rule (lib/runtime/leg/fork-effects.ts).
  */
-export function approvalGate(view: SessionView, calls: readonly PreparedCall[]): ApprovalGate {
+export function approvalGate(
+  view: SessionView,
+  calls: readonly PreparedCall[],
+  forkPlans: ForkPlans = new Map(),
+): ApprovalGate {
   const request: PreparedCall[] = [];
   const denied: { prepared: PreparedCall; reason: string }[] = [];
   const run: PreparedCall[] = [];
@@ -37,7 +43,11 @@ export function approvalGate(view: SessionView, calls: readonly PreparedCall[]):
             ? `denied by default: ${decision.reason ?? 'no decision in time'}`
             : `denied by a human: ${decision.reason ?? 'no reason given'}`,
         });
-    } else if (needsApproval(prepared.tool.requiresApproval, prepared.input)) request.push(prepared);
+    } else if (
+      forkNeedsApproval(forkPlans.get(prepared)) ||
+      needsApproval(prepared.tool.requiresApproval, prepared.input)
+    )
+      request.push(prepared);
     else run.push(prepared);
   }
   return { request, denied, run };
@@ -55,13 +65,21 @@ function needsApproval(rule: boolean | ((input: never) => boolean) | undefined, 
   return rule === true;
 }
 
-/** Journals an approval request for each call that needs one: the turn then waits for a human. */
-export async function requestApprovals(leg: LegContext, calls: readonly PreparedCall[]): Promise<void> {
+/**
+ * Journals an approval request for each call that needs one: the turn then waits for a human. A
+ * fork's repeat of an original call shows that it ran, and its result (`ranBefore`).
+ */
+export async function requestApprovals(
+  leg: LegContext,
+  calls: readonly PreparedCall[],
+  forkPlans: ForkPlans = new Map(),
+): Promise<void> {
   for (const prepared of calls) {
     if (!prepared.tool) continue;
     const { modelSeq, callId, tool, digest } = preparedIdentity(prepared);
     const timeoutMs = prepared.tool.approvalTimeoutMs;
     const expiresAt = timeoutMs === undefined ? undefined : leg.deps.clock.now() + timeoutMs;
+    const ranBefore = ranBeforeOf(leg.journal.view, forkPlans.get(prepared));
     await leg.journal.append('approval', {
       callId,
       tool,
@@ -69,6 +87,7 @@ export async function requestApprovals(leg: LegContext, calls: readonly Prepared
       modelSeq,
       digest,
       ...(expiresAt === undefined ? {} : { expiresAt }),
+      ...(ranBefore === undefined ? {} : { ranBefore }),
     });
     leg.log.info('approval requested', { callId, tool, modelSeq, expiresAt });
   }

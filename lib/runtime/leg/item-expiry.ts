@@ -17,8 +17,12 @@ export async function refreshItemExpiry(leg: LegContext): Promise<void> {
   if (!itemsNeedRefresh(leg.signals.record, retentionS, now)) return;
   try {
     const ttlSeconds = itemTtlSeconds(deps.config, now);
-    const moved = await deps.store.refreshExpiry(key, { ttlSeconds, now, retentionS });
-    leg.log.info('moved the expiry of the session’s items forward', { items: moved });
+    // A fork's history is its origins' items: they move with its own (lib/runtime/fork.ts), origins first.
+    const origins = leg.signals.record.forkedFrom?.chain ?? [];
+    let moved = 0;
+    for (const origin of [...origins, key])
+      moved += await deps.store.refreshExpiry(origin, { ttlSeconds, now, retentionS });
+    leg.log.info('moved the expiry of the session’s items forward', { items: moved, origins: origins.length });
   } catch (error) {
     leg.log.warn('item expiry not moved; the next leg tries again', { error: errorMessage(error) });
   }

@@ -77,7 +77,8 @@ export class JournalWriter {
     // (journalFormat) refuses what its own format does not cover, the same way.
     const understood = journalFormatOf(this.deps.config);
     for (const entry of this.#entries) assertReadableFormat(entry.seq, entry.v, understood);
-    refuseRemnants(this.#entries, this.signals.record.createdAt);
+    // A fork's history is its original's journal, older than its record by design.
+    if (this.signals.record.forkedFrom === undefined) refuseRemnants(this.#entries, this.signals.record.createdAt);
     this.#view = foldJournal(this.#entries);
     // A leg paused between its acquire and this read may find a newer owner's marker already
     // there: its own marker would land after it, at a free seq, and fence nothing. It stops.

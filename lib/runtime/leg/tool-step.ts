@@ -7,6 +7,7 @@ import { traceToolCall } from '../leg-tracing.ts';
 import { untilAbandoned } from './abandon.ts';
 import { MAX_NOT_BEFORE_MS } from './acquire.ts';
 import { approvalGate, requestApprovals } from './approval-step.ts';
+import { answerRepeats, planForkCalls } from './fork-effects.ts';
 import type { LegContext } from './leg-context.ts';
 import { fitsInBudget, type LegExit, WAIT_RETRY, yieldLeg } from './leg-exit.ts';
 import { LegAborted } from './leg-signals.ts';
@@ -25,9 +26,12 @@ export async function toolStep(
 ): Promise<LegExit | undefined> {
   // Parsed once: the rule, the approval request and the tool all see this input.
   const prepared = prepareCalls(agent, calls);
-  const gate = approvalGate(leg.journal.view, prepared);
+  // A fork answers repeats of the original's once-only calls first (reused or denied, never run).
+  const forkPlans = planForkCalls(leg.journal.view, prepared);
+  if (await answerRepeats(leg, forkPlans)) return undefined;
+  const gate = approvalGate(leg.journal.view, prepared, forkPlans);
   if (gate.request.length > 0) {
-    await requestApprovals(leg, gate.request);
+    await requestApprovals(leg, gate.request, forkPlans);
     return undefined;
   }
   for (const { prepared: denied, reason } of gate.denied) {

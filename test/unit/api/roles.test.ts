@@ -58,6 +58,26 @@ describe('roles: what a caller may do with the sessions it sees', () => {
     expect(answer.status).not.toBe(403);
   });
 
+  it('forks only for a caller with both submit and read: either alone is refused, naming the missing role', async () => {
+    // Arrange
+    const submitter = memoryApi({ resolveCaller: () => caller(['submit']) });
+    const reader = memoryApi({ resolveCaller: () => caller(['read']) });
+    const both = memoryApi({ resolveCaller: () => caller(['submit', 'read']) });
+    const body = { at: 0, text: 'again' };
+
+    // Act
+    const bySubmitter = await submitter.call('POST', '/sessions/S1/fork', { body });
+    const byReader = await reader.call('POST', '/sessions/S1/rerun', { body: { turn: 'T1' } });
+    const byBoth = await both.call('POST', '/sessions/S1/fork', { body });
+
+    // Assert: a caller with both gets past the roles to the session, which does not exist.
+    expect(bySubmitter.status).toBe(403);
+    expect(bySubmitter.json.error?.message).toContain("lacks the role 'read'");
+    expect(byReader.status).toBe(403);
+    expect(byReader.json.error?.message).toContain("lacks the role 'submit'");
+    expect([byBoth.status, byBoth.json.error?.code]).toEqual([404, 'not_found']);
+  });
+
   it('an approver cannot invent a parked call’s output, steer, or cancel; a reader can do nothing but read', async () => {
     // Arrange
     const approver = memoryApi({ resolveCaller: () => caller(['read', 'approve']) });

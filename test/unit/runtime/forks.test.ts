@@ -1,0 +1,205 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { readLedger } from '../../../examples/simulated/ledger.ts';
+import { supportDesk } from '../../../examples/support-desk/agent.ts';
+import { MemoryTicketQueue } from '../../../lib/adapters/memory/memory-queues.ts';
+import { BatonClient } from '../../../lib/client/baton-client.ts';
+import { InvalidInputError, RoleRequiredError } from '../../../lib/core/errors.ts';
+import { deriveSessionId, type SessionKey } from '../../../lib/core/ids.ts';
+import type { ForkEffects } from '../../../lib/core/vocabulary.ts';
+import { acceptTicket } from '../../../lib/runtime/intake.ts';
+import { drain, makeTestDeps, ticketBody } from '../../fixtures/runtime.ts';
+
+const AGENT = 'support-desk';
+const keyOf = (id: string): SessionKey => ({ tenant: 'default', agent: AGENT, id });
+
+let previousLedger: string | undefined;
+beforeEach(() => {
+  previousLedger = process.env.BATON_LEDGER;
+  process.env.BATON_LEDGER = join(mkdtempSync(join(tmpdir(), 'baton-forks-')), 'ledger.jsonl');
+});
+afterEach(() => {
+  if (previousLedger === undefined) delete process.env.BATON_LEDGER;
+  else process.env.BATON_LEDGER = previousLedger;
+});
+
+const refunds = () => readLedger().filter((l) => l.operation === 'issueRefund');
+
+/** A support-desk conversation that said hello, then refunded order O-7 with a human's approval. */
+async function refundedSession() {
+  // A lease the refund (1 s at most) fits in.
+  const config = { leaseTtlMs: 10_000, reserveMs: 200, retentionDays: 1, sweepGraceMs: 1_500 };
+  const test = makeTestDeps([supportDesk({ workMs: 5 })], { config });
+  const client = new BatonClient({ ...test.deps, tickets: new MemoryTicketQueue({ clock: test.clock }) });
+  await acceptTicket(ticketBody(AGENT, 'T1', { text: 'hello' }), undefined, test.deps);
+  await drain(test.deps);
+  const sessionId = deriveSessionId('default', AGENT, 'T1');
+  await client.send(sessionId, { text: 'refund O-7' }, { id: 'refund-turn' });
+  await drain(test.deps);
+  await client.approve(sessionId, 't2-refund', { approved: true });
+  await drain(test.deps);
+  const original = await client.status(sessionId);
+  const refundId = (await test.store.getTurn(keyOf(sessionId), 'refund-turn'))?.outcome?.output;
+  return { ...test, client, sessionId, original, refundId };
+}
+
+const rerunRefund = async (t: Awaited<ReturnType<typeof refundedSession>>, effects: ForkEffects) => {
+  const forked = await t.client.rerun(t.sessionId, { turnId: 'refund-turn', id: `rerun-${effects}`, effects });
+  await drain(t.deps);
+  return forked;
+};
+
+describe('forks of a session that issued a refund', () => {
+  it('asks before refunding again (ask), showing that the original ran it and its result, and refunds nothing meanwhile', async () => {
+    // Arrange
+    const t = await refundedSession();
+
+    // Act
+    const forked = await rerunRefund(t, 'ask');
+    const status = await t.client.status(forked.sessionId);
+
+    // Assert
+    expect(t.refundId).toMatch(/^refund R-[0-9a-f]{10} issued for O-7$/);
+    expect(refunds()).toHaveLength(1);
+    expect(status).toMatchObject({ status: 'waiting', forkedFrom: { session: t.sessionId } });
+    expect(status?.pendingApprovals).toEqual([
+      expect.objectContaining({
+        tool: 'issueRefund',
+        ranBefore: expect.objectContaining({
+          session: t.sessionId,
+          idempotencyKey: refunds()[0]?.idempotencyKey,
+          result: { ok: true, output: expect.objectContaining({ refundId: expect.any(String) }) },
+        }),
+      }),
+    ]);
+  });
+
+  it('runs a fork made hours after its original, whose history began before the fork’s record', async () => {
+    // Arrange: a journal older than the margin that tells an expired run's remnants (an hour).
+    const t = await refundedSession();
+    t.clock.advance(3 * 3_600_000);
+
+    // Act
+    const forked = await rerunRefund(t, 'reuse');
+
+    // Assert: the fork ran on its original's history instead of failing as remnants.
+    const outcome = (await t.store.getTurn(keyOf(forked.sessionId), forked.turnId))?.outcome;
+    expect(outcome).toMatchObject({ status: 'completed', output: t.refundId });
+    expect(refunds()).toHaveLength(1);
+  });
+
+  it('shows the same refund id without a second refund in the ledger (reuse)', async () => {
+    // Arrange
+    const t = await refundedSession();
+
+    // Act
+    const forked = await rerunRefund(t, 'reuse');
+    const outcome = (await t.store.getTurn(keyOf(forked.sessionId), forked.turnId))?.outcome;
+
+    // Assert
+    expect(outcome).toMatchObject({ status: 'completed', output: t.refundId });
+    expect(refunds()).toHaveLength(1);
+    const fork = await t.store.readJournal(keyOf(forked.sessionId), forked.forkedFrom.cursor);
+    const refund = fork.find((e) => e.kind === 'tool' && e.data.tool === 'issueRefund');
+    expect(refund?.data).toMatchObject({ ok: true, forkOf: { effect: 'reuse' } });
+    expect(fork.some((e) => e.kind === 'intent' || e.kind === 'approval')).toBe(false);
+  });
+
+  it('refuses the repeat without calling (deny), as a dry run', async () => {
+    // Arrange
+    const t = await refundedSession();
+
+    // Act
+    const forked = await rerunRefund(t, 'deny');
+    const outcome = (await t.store.getTurn(keyOf(forked.sessionId), forked.turnId))?.outcome;
+
+    // Assert
+    expect(outcome?.output).toMatch(/^refund for O-7 not issued: denied in a fork \(effects: deny\)/);
+    expect(refunds()).toHaveLength(1);
+  });
+
+  it('runs the repeat again under a key of its own (rerun), after the tool’s own approval', async () => {
+    // Arrange
+    const t = await refundedSession();
+
+    // Act
+    const forked = await rerunRefund(t, 'rerun');
+    await t.client.approve(forked.sessionId, 't2-refund', { approved: true });
+    await drain(t.deps);
+    const outcome = (await t.store.getTurn(keyOf(forked.sessionId), forked.turnId))?.outcome;
+
+    // Assert
+    const [first, second] = refunds();
+    expect(refunds()).toHaveLength(2);
+    expect(second?.idempotencyKey).not.toBe(first?.idempotencyKey);
+    expect(second?.sessionId).toBe(forked.sessionId);
+    expect(outcome?.status).toBe('completed');
+    expect(outcome?.output).not.toBe(t.refundId);
+  });
+
+  it('writes O(1) items and keeps the history before the cursor: nothing before it runs again', async () => {
+    // Arrange
+    const t = await refundedSession();
+    const before = { ...t.store.writes };
+    const original = await t.store.readJournal(keyOf(t.sessionId));
+
+    // Act
+    const forked = await t.client.rerun(t.sessionId, { turnId: 'refund-turn', id: 'cost', effects: 'reuse' });
+    const wrote = Object.entries(t.store.writes).reduce((n, [op, count]) => n + count - before[op as never], 0);
+    const history = await t.store.readJournal(keyOf(forked.sessionId));
+
+    // Assert: the turn, the forked entry and the record.
+    expect(wrote).toBe(3);
+    expect(history.slice(0, forked.forkedFrom.cursor)).toEqual(original.slice(0, forked.forkedFrom.cursor));
+    expect(history[forked.forkedFrom.cursor]?.kind).toBe('forked');
+    expect(await t.client.status(forked.sessionId)).toMatchObject({ forkedFrom: { cursor: forked.forkedFrom.cursor } });
+  });
+
+  it('continues a turn from inside it: the pending refund is asked about, not run', async () => {
+    // Arrange: the cursor right after the model entry that asked for the refund.
+    const t = await refundedSession();
+    const entries = await t.store.readJournal(keyOf(t.sessionId));
+    const asked = entries.find((e) => e.kind === 'model' && e.data.toolCalls.some((c) => c.name === 'issueRefund'));
+
+    // Act
+    const forked = await t.client.fork(t.sessionId, { at: asked!.seq, effects: 'ask' });
+    await drain(t.deps);
+
+    // Assert
+    expect(forked.turnId).toBe('refund-turn');
+    const status = await t.client.status(forked.sessionId);
+    expect(status?.pendingApprovals?.[0]?.ranBefore?.session).toBe(t.sessionId);
+    expect(refunds()).toHaveLength(1);
+  });
+
+  it('refuses bad input and writes nothing: past the end, a cursor that splits a call from its result, an input inside a turn, none at a boundary, a missing role', async () => {
+    // Arrange
+    const t = await refundedSession();
+    const entries = await t.store.readJournal(keyOf(t.sessionId));
+    const last = entries.at(-1)!.seq;
+    const intent = entries.find((e) => e.kind === 'intent')!;
+    const asked = entries.find((e) => e.kind === 'model' && e.data.toolCalls.length > 0)!;
+    const before = { ...t.store.writes };
+    const readOnly = new BatonClient({
+      ...t.deps,
+      tickets: new MemoryTicketQueue({ clock: t.clock }),
+      roles: ['read'],
+    });
+
+    // Act / Assert
+    await expect(t.client.fork(t.sessionId, { at: last + 1, input: { text: 'x' } })).rejects.toThrow(
+      `fork cursor ${last + 1} is past the end of session ${t.sessionId} (last seq ${last})`,
+    );
+    await expect(t.client.fork(t.sessionId, { at: intent.seq })).rejects.toThrow(/splits once-only call t2-refund/);
+    await expect(t.client.fork(t.sessionId, { at: asked.seq, input: { text: 'x' } })).rejects.toThrow(
+      /a new input needs a turn boundary/,
+    );
+    await expect(t.client.fork(t.sessionId, { at: last })).rejects.toThrow(/give the fork its input/);
+    await expect(t.client.fork(t.sessionId, { at: -1, input: { text: 'x' } })).rejects.toThrow(InvalidInputError);
+    await expect(t.client.fork('nosuchsession', { at: 0, input: { text: 'x' } })).rejects.toThrow(/not found/);
+    await expect(readOnly.fork(t.sessionId, { at: 0, input: { text: 'x' } })).rejects.toThrow(RoleRequiredError);
+    expect(t.store.writes).toEqual(before);
+  });
+});
