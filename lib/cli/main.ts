@@ -74,8 +74,9 @@ const COMMANDS: Record<string, CommandEntry> = {
   },
   submit: {
     run: submit,
-    summary: 'drop a ticket on the tickets queue',
-    usage: 'baton submit --agent NAME [--id TICKET_ID] [--tenant T] (--input JSON | --file F | --file -)',
+    summary: 'drop a ticket on the tickets queue (--wait: print the answer; exit 0 completed, 1 failed, 2 cancelled)',
+    usage:
+      'baton submit --agent NAME [--id TICKET_ID] [--tenant T] (--text TEXT | --input JSON | --file F | --file -) [--wait [--follow]]',
   },
   status: { run: status, summary: "show a session's state and outcome", usage: 'baton status SESSION' },
   list: {
@@ -90,9 +91,9 @@ const COMMANDS: Record<string, CommandEntry> = {
   },
   send: {
     run: send,
-    summary: 'send a further turn (or a message into the running turn) to a conversation',
+    summary: 'send a further turn (or a message into the running turn) to a conversation (--wait: as submit)',
     usage:
-      'baton send SESSION (--text TEXT | --input JSON | --file F) [--id TURN_ID] [--mode queue|inject|steer] [--if-last-turn TURN_ID]',
+      'baton send SESSION (--text TEXT | --input JSON | --file F) [--id TURN_ID] [--mode queue|inject|steer] [--if-last-turn TURN_ID] [--wait [--follow]]',
   },
   approve: {
     run: approve,
@@ -176,7 +177,9 @@ export function splitGlobalOptions(argv: readonly string[]): { globals: GlobalOp
 }
 
 /** Runs the CLI; resolves to the process exit code. */
-export async function main(argv: readonly string[], out = (line: string) => console.log(line)): Promise<number> {
+const printLine = (line: string) => console.log(line);
+
+export async function main(argv: readonly string[], out = printLine): Promise<number> {
   const { globals, rest } = splitGlobalOptions(argv);
   const [name, ...args] = rest;
   if (name === undefined || name === 'help') {
@@ -215,6 +218,9 @@ export async function main(argv: readonly string[], out = (line: string) => cons
         ...(globals.stateDir === undefined ? {} : { stateDir: globals.stateDir }),
       },
       signal: controller.signal,
+      // Streamed text goes out as it comes when printing to the terminal; a caller's `out` gets whole lines.
+      ...(out === printLine ? { write: (text: string) => void process.stdout.write(text) } : {}),
+      note: (line: string) => console.error(line),
     });
   } finally {
     process.off('SIGINT', onSignal);
