@@ -3,10 +3,12 @@
  * The `baton` command. Each command is a function `(args, io) => exit code` in a module of
  * lib/cli; adding one is an import and a line in COMMANDS.
  */
+import { existsSync } from 'node:fs';
 import { extname } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { CHAOS_USAGE } from '../chaos/chaos-options.ts';
-import { dev } from './dev.ts';
 import { init } from './init.ts';
+import { missingLocalStackPackages } from './local-stack-packages.ts';
 import { schemas } from './schemas.ts';
 import {
   approve,
@@ -27,6 +29,9 @@ const REPEATED_SIGNAL_WINDOW_MS = 1_000;
 
 export type Command = (args: string[], io: CommandIo) => Promise<number>;
 
+/** Where a checkout-only command's module is, beside this one (absent from the published package). */
+const checkoutModule = (name: string): URL => new URL(`./${name}${extname(import.meta.url)}`, import.meta.url);
+
 /**
  * A command that runs only from a checkout of the repository (demo, bench, chaos): loaded on use,
  * by a computed specifier so the published package's compiled graph leaves it out.
@@ -34,15 +39,30 @@ export type Command = (args: string[], io: CommandIo) => Promise<number>;
 const fromCheckout =
   (name: string): Command =>
   async (args, io) => {
-    const url = new URL(`./${name}${extname(import.meta.url)}`, import.meta.url).href;
+    const url = checkoutModule(name).href;
     const loaded = (await import(url).catch(() => {
       throw new Error(`'baton ${name}' runs from a checkout of the Baton repository, not from the installed package`);
     })) as Record<string, Command>;
     return (loaded[name] as Command)(args, io);
   };
 
+/**
+ * `baton dev`, loaded on use: the local stack imports its optional peer packages, which a project
+ * that only deploys does not install; without them the command says which to add.
+ */
+const dev: Command = async (args, io) => {
+  try {
+    const loaded = await import('./dev.ts');
+    return await loaded.dev(args, io);
+  } catch (error) {
+    throw missingLocalStackPackages(error) ?? error;
+  }
+};
+
 interface CommandEntry {
   readonly run: Command;
+  /** Runs only from a checkout: left out of `--help` where its module is absent (the installed package). */
+  readonly checkoutOnly?: boolean;
   /** One line for `baton --help`. */
   readonly summary: string;
   /** Shown by `baton COMMAND --help`. */
@@ -63,12 +83,14 @@ const COMMANDS: Record<string, CommandEntry> = {
   },
   demo: {
     run: fromCheckout('demo'),
+    checkoutOnly: true,
     summary: 'run the order-investigation demo on the local stack, with live progress',
     usage:
       'baton demo [--tickets N] [--workers W] [--chaos] [--chaos-every-s S] [--timeout-s S] [--deadline-s S] [--prefix P] [--verbose]',
   },
   bench: {
     run: fromCheckout('bench'),
+    checkoutOnly: true,
     summary: 'measure journal cost, the full-rewrite and durable-function baselines, throughput, recovery, bundle',
     usage: 'baton bench [--json] [--only SECTION,...]',
   },
@@ -118,6 +140,7 @@ const COMMANDS: Record<string, CommandEntry> = {
   },
   chaos: {
     run: fromCheckout('chaos'),
+    checkoutOnly: true,
     summary: 'kill, pause and fault a local stack, then check the invariants',
     usage: CHAOS_USAGE,
   },
@@ -229,8 +252,11 @@ export async function main(argv: readonly string[], out = printLine): Promise<nu
 }
 
 function globalUsage(): string {
-  const width = Math.max(...Object.keys(COMMANDS).map((name) => name.length));
-  const lines = Object.entries(COMMANDS).map(([name, entry]) => `  ${name.padEnd(width)}  ${entry.summary}`);
+  const shown = Object.entries(COMMANDS).filter(
+    ([name, entry]) => !entry.checkoutOnly || existsSync(fileURLToPath(checkoutModule(name))),
+  );
+  const width = Math.max(...shown.map(([name]) => name.length));
+  const lines = shown.map(([name, entry]) => `  ${name.padEnd(width)}  ${entry.summary}`);
   return [GLOBAL_USAGE, ...lines].join('\n');
 }
 
