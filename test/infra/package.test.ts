@@ -240,9 +240,10 @@ describe('the published package, installed into a project outside the repository
     const tarball = readdirSync(dir).find((name) => name.endsWith('.tgz'));
     if (tarball === undefined) throw new Error(`npm pack wrote no tarball into ${dir}`);
     project = join(dir, 'project');
-    installed = join(project, 'node_modules', 'baton');
+    const { name } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { name: string };
+    installed = join(project, 'node_modules', ...name.split('/'));
     mkdirSync(installed, { recursive: true });
-    // What `npm install baton.tgz` puts in node_modules/baton; its dependencies are the repo's, linked.
+    // What `npm install` of the tarball puts in node_modules/NAME; its dependencies are the repo's, linked.
     execFileSync('tar', ['-xzf', join(dir, tarball), '-C', installed, '--strip-components=1']);
     for (const name of readdirSync(join(ROOT, 'node_modules')))
       if (!name.startsWith('.')) symlinkSync(join(ROOT, 'node_modules', name), join(project, 'node_modules', name));
