@@ -1,4 +1,4 @@
-import type { ZodType } from 'zod';
+import type { ZodType, z } from 'zod';
 import { MAX_CLOCK_SKEW_MS, onceOnlyCanEverFit, stepCanEverFit } from '../core/budget.ts';
 import { InvalidInputError } from '../core/errors.ts';
 import { NAME_PATTERN } from '../core/ids.ts';
@@ -26,7 +26,26 @@ export interface AgentLimits extends SpendLimits {
 
 export const DEFAULT_LIMITS: AgentLimits = { maxSteps: 200, maxRecoveries: 5, maxPayloadBytes: 8 * 1024 * 1024 };
 
-export interface AgentDefinition {
+/**
+ * Where an agent's types travel: the input a turn takes and the output a completed turn carries.
+ * Never set at run time (a type-only marker): a definition stays a plain object, and an agent
+ * typed with any input and output still fits a registry of `AgentDefinition`s.
+ */
+export declare const AGENT_TYPES: unique symbol;
+
+/** The input and output types an agent definition carries (see AgentInput and AgentOutput). */
+export interface AgentTypes<Input, Output> {
+  readonly input: Input;
+  readonly output: Output;
+}
+
+/**
+ * An agent as a definition: its name, model, instructions, tools and limits. `Input` and `Output`
+ * are its turns' input and a completed turn's output, inferred by defineAgent from its schemas.
+ */
+export interface AgentDefinition<Input = unknown, Output = unknown> {
+  /** Type-only: the input and output types the typed client reads (never present at run time). */
+  readonly [AGENT_TYPES]?: AgentTypes<Input, Output>;
   readonly name: string;
   /**
    * Its version, a positive integer (1 when absent). A registry may hold several versions of one
@@ -68,16 +87,23 @@ export interface AgentDefinition {
 /** A wait_tasks call returns after this long at most unless the agent sets its own bound. */
 export const DEFAULT_TASK_WAIT_TIMEOUT_MS = 10 * 60_000;
 
-export interface DefineAgentOptions extends Omit<AgentDefinition, 'limits' | 'tools'> {
+export interface DefineAgentOptions extends Omit<AgentDefinition, 'limits' | 'tools' | typeof AGENT_TYPES> {
   readonly tools?: readonly AnyTool[];
   readonly limits?: Partial<AgentLimits>;
 }
+
+/** A turn's input as the caller writes it: what the input schema accepts (anything without one). */
+export type InputOfSchema<S> = S extends ZodType ? z.input<S> : unknown;
+/** A completed turn's output: what the output schema parses to, or the final answer's text without one. */
+export type OutputOfSchema<S> = S extends ZodType ? z.output<S> : string;
 
 /**
  * Declares an agent. A step that could never fit in one invocation is refused here, not at run time.
  * @example defineAgent({ name: 'order-investigator', instructions, model: scriptedModel(script), tools })
  */
-export function defineAgent(options: DefineAgentOptions): AgentDefinition {
+export function defineAgent<In extends ZodType | undefined = undefined, Out extends ZodType | undefined = undefined>(
+  options: DefineAgentOptions & { readonly input?: In; readonly output?: Out },
+): AgentDefinition<InputOfSchema<In>, OutputOfSchema<Out>> {
   if (!NAME_PATTERN.test(options.name))
     throw new InvalidInputError(`agent name "${options.name}" must match ${NAME_PATTERN}`);
   if (options.version !== undefined && !(Number.isInteger(options.version) && options.version > 0))

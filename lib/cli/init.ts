@@ -77,7 +77,7 @@ function packCheckout(root: string, dir: string): string {
 }
 
 /**
- * The new project's files, by path. `batonDependency` is its package.json's spec for `baton`:
+ * The new project's files, by path. `batonDependency` is its package.json's spec for Baton:
  * a version range, or `file:TARBALL` for a package packed from a checkout.
  */
 export function projectFiles(
@@ -107,7 +107,8 @@ export function projectFiles(
         synth: 'cdk synth',
         deploy: 'cdk deploy',
       },
-      dependencies: { baton: batonDependency, zod: pin('zod') },
+      // Under Baton's own package name: the one its imports below resolve.
+      dependencies: { [baton.name]: batonDependency, zod: pin('zod') },
       devDependencies: Object.fromEntries(
         [
           '@types/node',

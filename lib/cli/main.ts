@@ -3,10 +3,12 @@
  * The `baton` command. Each command is a function `(args, io) => exit code` in a module of
  * lib/cli; adding one is an import and a line in COMMANDS.
  */
+import { existsSync } from 'node:fs';
 import { extname } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { CHAOS_USAGE } from '../chaos/chaos-options.ts';
-import { dev } from './dev.ts';
 import { init } from './init.ts';
+import { missingLocalStackPackages } from './local-stack-packages.ts';
 import { schedules } from './schedules.ts';
 import { schemas } from './schemas.ts';
 import {
@@ -31,6 +33,9 @@ const REPEATED_SIGNAL_WINDOW_MS = 1_000;
 
 export type Command = (args: string[], io: CommandIo) => Promise<number>;
 
+/** Where a checkout-only command's module is, beside this one (absent from the published package). */
+const checkoutModule = (name: string): URL => new URL(`./${name}${extname(import.meta.url)}`, import.meta.url);
+
 /**
  * A command that runs only from a checkout of the repository (demo, bench, chaos): loaded on use,
  * by a computed specifier so the published package's compiled graph leaves it out.
@@ -38,15 +43,30 @@ export type Command = (args: string[], io: CommandIo) => Promise<number>;
 const fromCheckout =
   (name: string): Command =>
   async (args, io) => {
-    const url = new URL(`./${name}${extname(import.meta.url)}`, import.meta.url).href;
+    const url = checkoutModule(name).href;
     const loaded = (await import(url).catch(() => {
       throw new Error(`'baton ${name}' runs from a checkout of the Baton repository, not from the installed package`);
     })) as Record<string, Command>;
     return (loaded[name] as Command)(args, io);
   };
 
+/**
+ * `baton dev`, loaded on use: the local stack imports its optional peer packages, which a project
+ * that only deploys does not install; without them the command says which to add.
+ */
+const dev: Command = async (args, io) => {
+  try {
+    const loaded = await import('./dev.ts');
+    return await loaded.dev(args, io);
+  } catch (error) {
+    throw missingLocalStackPackages(error) ?? error;
+  }
+};
+
 interface CommandEntry {
   readonly run: Command;
+  /** Runs only from a checkout: left out of `--help` where its module is absent (the installed package). */
+  readonly checkoutOnly?: boolean;
   /** One line for `baton --help`. */
   readonly summary: string;
   /** Shown by `baton COMMAND --help`. */
@@ -67,19 +87,22 @@ const COMMANDS: Record<string, CommandEntry> = {
   },
   demo: {
     run: fromCheckout('demo'),
+    checkoutOnly: true,
     summary: 'run the order-investigation demo on the local stack, with live progress',
     usage:
       'baton demo [--tickets N] [--workers W] [--chaos] [--chaos-every-s S] [--timeout-s S] [--deadline-s S] [--prefix P] [--verbose]',
   },
   bench: {
     run: fromCheckout('bench'),
+    checkoutOnly: true,
     summary: 'measure journal cost, the full-rewrite and durable-function baselines, throughput, recovery, bundle',
     usage: 'baton bench [--json] [--only SECTION,...]',
   },
   submit: {
     run: submit,
-    summary: 'drop a ticket on the tickets queue',
-    usage: 'baton submit --agent NAME [--id TICKET_ID] [--tenant T] (--input JSON | --file F | --file -)',
+    summary: 'drop a ticket on the tickets queue (--wait: print the answer; exit 0 completed, 1 failed, 2 cancelled)',
+    usage:
+      'baton submit --agent NAME [--id TICKET_ID] [--tenant T] (--text TEXT | --input JSON | --file F | --file -) [--wait [--follow]]',
   },
   status: { run: status, summary: "show a session's state and outcome", usage: 'baton status SESSION' },
   list: {
@@ -94,9 +117,9 @@ const COMMANDS: Record<string, CommandEntry> = {
   },
   send: {
     run: send,
-    summary: 'send a further turn (or a message into the running turn) to a conversation',
+    summary: 'send a further turn (or a message into the running turn) to a conversation (--wait: as submit)',
     usage:
-      'baton send SESSION (--text TEXT | --input JSON | --file F) [--id TURN_ID] [--mode queue|inject|steer] [--if-last-turn TURN_ID]',
+      'baton send SESSION (--text TEXT | --input JSON | --file F) [--id TURN_ID] [--mode queue|inject|steer] [--if-last-turn TURN_ID] [--wait [--follow]]',
   },
   fork: {
     run: fork,
@@ -143,6 +166,7 @@ const COMMANDS: Record<string, CommandEntry> = {
   },
   chaos: {
     run: fromCheckout('chaos'),
+    checkoutOnly: true,
     summary: 'kill, pause and fault a local stack, then check the invariants',
     usage: CHAOS_USAGE,
   },
@@ -207,7 +231,9 @@ export function splitGlobalOptions(argv: readonly string[]): { globals: GlobalOp
 }
 
 /** Runs the CLI; resolves to the process exit code. */
-export async function main(argv: readonly string[], out = (line: string) => console.log(line)): Promise<number> {
+const printLine = (line: string) => console.log(line);
+
+export async function main(argv: readonly string[], out = printLine): Promise<number> {
   const { globals, rest } = splitGlobalOptions(argv);
   const [name, ...args] = rest;
   if (name === undefined || name === 'help') {
@@ -246,6 +272,9 @@ export async function main(argv: readonly string[], out = (line: string) => cons
         ...(globals.stateDir === undefined ? {} : { stateDir: globals.stateDir }),
       },
       signal: controller.signal,
+      // Streamed text goes out as it comes when printing to the terminal; a caller's `out` gets whole lines.
+      ...(out === printLine ? { write: (text: string) => void process.stdout.write(text) } : {}),
+      note: (line: string) => console.error(line),
     });
   } finally {
     process.off('SIGINT', onSignal);
@@ -254,8 +283,11 @@ export async function main(argv: readonly string[], out = (line: string) => cons
 }
 
 function globalUsage(): string {
-  const width = Math.max(...Object.keys(COMMANDS).map((name) => name.length));
-  const lines = Object.entries(COMMANDS).map(([name, entry]) => `  ${name.padEnd(width)}  ${entry.summary}`);
+  const shown = Object.entries(COMMANDS).filter(
+    ([name, entry]) => !entry.checkoutOnly || existsSync(fileURLToPath(checkoutModule(name))),
+  );
+  const width = Math.max(...shown.map(([name]) => name.length));
+  const lines = shown.map(([name, entry]) => `  ${name.padEnd(width)}  ${entry.summary}`);
   return [GLOBAL_USAGE, ...lines].join('\n');
 }
 

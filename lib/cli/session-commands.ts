@@ -2,11 +2,13 @@ import { parseArgs } from 'node:util';
 import type { BatonTransport, Forked, SpendFigures } from '../client/baton-client.ts';
 import { SendMode } from '../client/baton-client.ts';
 import { HttpBatonClient } from '../client/http-baton-client.ts';
+import { turnAnswering } from '../client/typed-client.ts';
 import type { CallIdentity, CallRef } from '../core/call-identity.ts';
 import { ForkEffects, SessionState } from '../core/vocabulary.ts';
 import { loadAgents } from '../local/agents-module.ts';
 import { apiToken, type ConnectOptions, clientFor, resolveTarget } from './connect.ts';
 import { readInput } from './read-input.ts';
+import { note, waitForAnswer } from './wait-for-answer.ts';
 
 /** What a command receives: its own arguments and how to print. */
 export interface CommandIo {
@@ -14,6 +16,12 @@ export interface CommandIo {
   readonly out: (line: string) => void;
   readonly connect: ConnectOptions;
   readonly signal?: AbortSignal | undefined;
+  /** Writes text as it streams, without a line break (`--follow`); absent, streamed text is printed by whole lines. */
+  readonly write?: ((text: string) => void) | undefined;
+  /** Progress lines that are not the answer (stderr by default), so stdout stays the answer alone. */
+  readonly note?: ((line: string) => void) | undefined;
+  /** The operations to use instead of connecting by `connect` (an embedding program, tests). */
+  readonly client?: BatonTransport | undefined;
 }
 
 /**
@@ -23,6 +31,7 @@ export interface CommandIo {
  * its own, and a deployed stack's tables come without them.
  */
 async function client(io: CommandIo, options: { admitting?: boolean } = {}): Promise<BatonTransport> {
+  if (io.client) return io.client;
   if (io.connect.api)
     return new HttpBatonClient({ baseUrl: io.connect.api, token: apiToken(io.connect.api, io.connect) });
   const target = await resolveTarget(io.connect);
@@ -37,7 +46,14 @@ function onlySession(args: string[], usage: string): string {
   return positionals[0] as string;
 }
 
-/** `baton submit --agent NAME [--id TICKET_ID] [--tenant T] (--input JSON | --file F | --file -)` */
+/** Options of the commands that can wait for the turn they start. */
+const waitOptions = { wait: { type: 'boolean' }, follow: { type: 'boolean' } } as const;
+
+/**
+ * `baton submit --agent NAME [--id TICKET_ID] [--tenant T] (--text TEXT | --input JSON | --file F | --file -) [--wait [--follow]]`.
+ * An agent the stack does not host, or an input its schema refuses, is refused here (exit 1) when
+ * the agents are at hand: the local stack's, or the API's with --api.
+ */
 export async function submit(args: string[], io: CommandIo): Promise<number> {
   const { values, positionals } = parseArgs({
     args,
@@ -46,24 +62,38 @@ export async function submit(args: string[], io: CommandIo): Promise<number> {
       agent: { type: 'string' },
       id: { type: 'string' },
       tenant: { type: 'string' },
+      text: { type: 'string' },
       input: { type: 'string' },
       file: { type: 'string' },
+      ...waitOptions,
     },
   });
   if (!values.agent) throw new Error('--agent NAME is required');
-  const input = await readInput(values, positionals);
-  const submitted = await (await client(io)).submit({
+  const waiting = waitRequested(values);
+  const input = await readInput({ text: values.text, input: values.input, file: values.file }, positionals);
+  const transport = await client(io, { admitting: true });
+  const submitted = await transport.submit({
     agent: values.agent,
     input,
     ticketId: values.id,
     tenant: values.tenant,
   });
-  io.out(
-    io.json
-      ? JSON.stringify(submitted)
-      : `submitted ticket ${submitted.ticketId} → session ${submitted.sessionId} (trace ${submitted.traceId})`,
-  );
-  return 0;
+  const line = io.json
+    ? JSON.stringify(submitted)
+    : `submitted ticket ${submitted.ticketId} → session ${submitted.sessionId} (trace ${submitted.traceId})`;
+  if (!waiting) {
+    io.out(line);
+    return 0;
+  }
+  // The turn's answer is what stdout is for; where it went is a note.
+  note(io, line);
+  return waitForAnswer(transport, submitted.sessionId, submitted.ticketId, io, { follow: values.follow === true });
+}
+
+/** `--follow` alone would be silently ignored without `--wait`: refuse it instead. */
+function waitRequested(values: { wait?: boolean | undefined; follow?: boolean | undefined }): boolean {
+  if (values.follow && !values.wait) throw new Error('--follow streams the answer of --wait: give --wait too');
+  return values.wait === true;
 }
 
 /** Tokens in and out, model calls and the priced cost, as one phrase. */
@@ -80,9 +110,9 @@ export async function status(args: string[], io: CommandIo): Promise<number> {
   }
   if (io.json) io.out(JSON.stringify(found));
   else {
-    const outcome = found.outcome
-      ? ` ${found.outcome.status}${found.outcome.error ? `: ${found.outcome.error}` : ''}`
-      : '';
+    // A finished one-shot's status is its outcome's: say it once.
+    const outcomeStatus = found.outcome && found.outcome.status !== found.status ? ` ${found.outcome.status}` : '';
+    const outcome = `${outcomeStatus}${found.outcome?.error ? `: ${found.outcome.error}` : ''}`;
     io.out(`${found.sessionId} ${found.agent} ${found.status}${outcome}`);
     io.out(
       `  ticket ${found.ticketId} · legs ${found.legs} · epoch ${found.epoch} · recoveries ${found.recoveries} · trace ${found.traceId}`,
@@ -202,7 +232,7 @@ export async function cancel(args: string[], io: CommandIo): Promise<number> {
   return result === 'not-found' ? 1 : 0;
 }
 
-/** `baton send SESSION (--text TEXT | --input JSON | --file F) [--id TURN_ID] [--mode queue|inject|steer] [--if-last-turn TURN_ID]` */
+/** `baton send SESSION (--text TEXT | --input JSON | --file F) [--id TURN_ID] [--mode queue|inject|steer] [--if-last-turn TURN_ID] [--wait [--follow]]` */
 export async function send(args: string[], io: CommandIo): Promise<number> {
   const { values, positionals } = parseArgs({
     args,
@@ -214,8 +244,10 @@ export async function send(args: string[], io: CommandIo): Promise<number> {
       id: { type: 'string' },
       mode: { type: 'string' },
       'if-last-turn': { type: 'string' },
+      ...waitOptions,
     },
   });
+  const waiting = waitRequested(values);
   const sessionId = positionals[0];
   if (!sessionId) throw new Error('usage: baton send SESSION (--text TEXT | --input JSON | --file F) [--id TURN_ID]');
   const modes = Object.values(SendMode) as string[];
@@ -223,13 +255,22 @@ export async function send(args: string[], io: CommandIo): Promise<number> {
     throw new Error(`--mode must be one of ${modes.join(', ')}`);
   // `text` named even when not given: the missing-input error then offers --text too.
   const input = await readInput({ text: values.text, input: values.input, file: values.file }, positionals.slice(1));
-  const sent = await (await client(io, { admitting: true })).send(sessionId, input, {
+  const transport = await client(io, { admitting: true });
+  const sent = await transport.send(sessionId, input, {
     id: values.id,
     mode: values.mode as SendMode | undefined,
     ifLastTurn: values['if-last-turn'],
   });
-  io.out(io.json ? JSON.stringify({ sessionId: sent.sessionId, turnId: sent.turnId, mode: sent.mode }) : sent.turnId);
-  return 0;
+  const line = io.json
+    ? JSON.stringify({ sessionId: sent.sessionId, turnId: sent.turnId, mode: sent.mode })
+    : sent.turnId;
+  if (!waiting) {
+    io.out(line);
+    return 0;
+  }
+  note(io, io.json ? line : `sent turn ${sent.turnId} (${sent.mode}) to session ${sent.sessionId}`);
+  const turnId = await turnAnswering(transport, sent);
+  return waitForAnswer(transport, sent.sessionId, turnId, io, { follow: values.follow === true });
 }
 
 /** `--effects`: what a fork does with a once-only call the original made after the fork point. */

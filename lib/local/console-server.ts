@@ -13,7 +13,10 @@ import { type LocalCallers, localCallers, TOKEN_COOKIE_PREFIX } from './local-ca
 import { CONSOLE_SECURITY_HEADERS, loopbackRefusal } from './loopback-guard.ts';
 import { clientForTarget, type StoreTarget } from './store-target.ts';
 
-/** The console's static assets (plain ES modules, CSS, one HTML page). */
+/**
+ * The console's static assets (plain ES modules, CSS, one HTML page): console/ of a checkout, and
+ * dist/console of the published package (the build copies it there, beside dist/lib).
+ */
 export const CONSOLE_DIR = fileURLToPath(new URL('../../console', import.meta.url));
 /** Where the API is mounted next to the console; the console finds it in config.json. */
 export const API_MOUNT = '/api';

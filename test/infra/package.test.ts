@@ -96,6 +96,27 @@ baton.grantSubmitTickets(new Role(stack, 'Producer', { assumedBy: new AccountRoo
 `,
   // NodejsFunction builds from a lockfile; a team's is npm's.
   'package-lock.json': JSON.stringify({ name: 'team-agents', lockfileVersion: 3, packages: {} }),
+  // The typed client, typed by an agent's schemas through the published declarations.
+  'src/client.ts': `import { defineAgent, scriptedModel } from 'baton';
+import { createClient } from 'baton/client';
+import { z } from 'zod';
+
+const asker = defineAgent({
+  name: 'asker',
+  instructions: 'Answer.',
+  input: z.object({ question: z.string() }),
+  output: z.object({ answer: z.string() }),
+  model: scriptedModel({ script: () => ({ final: '{"answer":"because"}' }) }),
+});
+const baton = createClient({ baseUrl: 'https://abc.lambda-url.eu-west-1.on.aws' });
+
+export async function ask(question: string): Promise<string> {
+  const outcome = await (await baton.start(asker, { question })).result();
+  return outcome.status === 'completed' ? outcome.output.answer : 'no answer';
+}
+// @ts-expect-error the input must match the agent's input schema
+export const wrongInput = () => baton.start(asker, { text: 'why?' });
+`,
   // Proves the declarations carry real types (with \`any\` the expected errors would not happen).
   'src/misuse.ts': `import { createStepHandler } from 'baton/aws';
 import { defineAgent } from 'baton';
@@ -219,9 +240,10 @@ describe('the published package, installed into a project outside the repository
     const tarball = readdirSync(dir).find((name) => name.endsWith('.tgz'));
     if (tarball === undefined) throw new Error(`npm pack wrote no tarball into ${dir}`);
     project = join(dir, 'project');
-    installed = join(project, 'node_modules', 'baton');
+    const { name } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { name: string };
+    installed = join(project, 'node_modules', ...name.split('/'));
     mkdirSync(installed, { recursive: true });
-    // What `npm install baton.tgz` puts in node_modules/baton; its dependencies are the repo's, linked.
+    // What `npm install` of the tarball puts in node_modules/NAME; its dependencies are the repo's, linked.
     execFileSync('tar', ['-xzf', join(dir, tarball), '-C', installed, '--strip-components=1']);
     for (const name of readdirSync(join(ROOT, 'node_modules')))
       if (!name.startsWith('.')) symlinkSync(join(ROOT, 'node_modules', name), join(project, 'node_modules', name));
@@ -249,12 +271,14 @@ describe('the published package, installed into a project outside the repository
       exports: Record<string, { types: string; default: string }>;
     };
     expect(manifest.private).toBeUndefined();
-    for (const entry of ['.', './aws', './cdk', './testing']) {
+    for (const entry of ['.', './aws', './cdk', './testing', './client']) {
       const target = manifest.exports[entry];
       expect(target, `exports["${entry}"]`).toBeDefined();
       expect(existsSync(join(installed, target!.default)), `${entry} → ${target!.default}`).toBe(true);
       expect(existsSync(join(installed, target!.types)), `${entry} → ${target!.types}`).toBe(true);
     }
+    // baton dev serves the web console from the package.
+    expect(existsSync(join(installed, 'dist', 'console', 'index.html')), 'dist/console is published').toBe(true);
     for (const absent of ['lib/demo', 'bench', 'examples', 'functions', 'test'])
       expect(existsSync(join(installed, 'dist', absent)), `dist/${absent} is published`).toBe(false);
   });
@@ -278,7 +302,9 @@ describe('the published package, installed into a project outside the repository
       import { agents } from './src/agents.ts';
       import { BatonClient, defineAgent } from 'baton';
       import { createStepHandler } from 'baton/aws';
+      import { createClient } from 'baton/client';
       console.log(JSON.stringify({
+        typedClient: typeof createClient,
         agents: [...agents.keys()],
         defineAgent: typeof defineAgent,
         client: typeof BatonClient,
@@ -287,6 +313,7 @@ describe('the published package, installed into a project outside the repository
     const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], { cwd: project, encoding: 'utf8' });
     expect(run.status, run.stderr).toBe(0);
     expect(JSON.parse(run.stdout)).toEqual({
+      typedClient: 'function',
       agents: ['greeter'],
       defineAgent: 'function',
       client: 'function',
@@ -300,6 +327,8 @@ describe('the published package, installed into a project outside the repository
     });
     expect(help.status).toBe(0);
     expect(help.stdout).toContain('dev ');
+    // The commands that run only from a checkout are not offered where they would refuse.
+    expect(help.stdout).not.toMatch(/^ {2}(demo|bench|chaos) /m);
   });
 
   it("synthesizes a CDK app with the team's handlers offline, cdk-nag clean: bundles of its agents, none of the test hooks", async () => {

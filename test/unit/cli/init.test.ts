@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -29,14 +29,26 @@ const manifest = {
 const dependencies = (files: Record<string, string>) =>
   (JSON.parse(files['package.json']!) as { dependencies: Record<string, string> }).dependencies;
 
+/** The package's real name, which the project's imports use. */
+const packageName = (
+  JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { name: string }
+).name;
+
 describe('baton init', () => {
   it('pins the installed package by version', () => {
-    expect(dependencies(projectFiles('my-agents', manifest)).baton).toBe('^0.1.0');
+    expect(dependencies(projectFiles('my-agents', manifest))[manifest.name]).toBe('^0.1.0');
+  });
+
+  it('depends on Baton under the name its files import', () => {
+    const files = projectFiles('my-agents', { ...manifest, name: packageName });
+    expect(Object.keys(dependencies(files))).toContain(packageName);
+    expect(files['src/agents.ts']).toContain(`from '${packageName}'`);
+    expect(files['src/functions/step.ts']).toContain(`from '${packageName}/aws'`);
   });
 
   it("from a checkout, depends on the checkout's packed tarball: the registry's `baton` is another project", () => {
     const files = projectFiles('my-agents', manifest, 'file:baton-0.1.0.tgz');
-    expect(dependencies(files).baton).toBe('file:baton-0.1.0.tgz');
+    expect(dependencies(files)[manifest.name]).toBe('file:baton-0.1.0.tgz');
     expect(files['README.md']).not.toContain('npmjs.com/package/baton');
   });
 });

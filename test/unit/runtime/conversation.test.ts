@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ManualClock } from '../../../lib/adapters/memory/manual-clock.ts';
-import { defineAgent } from '../../../lib/agent/define-agent.ts';
+import { type AgentDefinition, defineAgent } from '../../../lib/agent/define-agent.ts';
 import { scriptedModel } from '../../../lib/agent/scripted-model.ts';
 import { TurnRefusedError } from '../../../lib/core/errors.ts';
 import { deriveSessionId, type SessionKey } from '../../../lib/core/ids.ts';
@@ -29,7 +29,7 @@ const keyOf = (agent: string, ticketId: string): SessionKey => ({
   id: deriveSessionId('default', agent, ticketId),
 });
 
-async function startConversation(agent = chat) {
+async function startConversation(agent: AgentDefinition = chat) {
   const test = makeTestDeps([agent, lookupAgent()]);
   await acceptTicket(ticketBody('chat', 'T1', 'hello'), undefined, test.deps);
   await drain(test.deps);
