@@ -1,4 +1,4 @@
-import { agentRegistry, defineSchedule } from 'baton';
+import { agentRegistry, defineSchedule } from '@baton-run/baton';
 import { bedrockModelFromEnv } from './bedrock-model.ts';
 import { dispatcher } from './dispatcher/agent.ts';
 import { longHaul } from './long-haul/agent.ts';

@@ -1,4 +1,4 @@
-import { BedrockModelClient, type ModelClient } from 'baton';
+import { BedrockModelClient, type ModelClient } from '@baton-run/baton';
 
 /**
  * Bedrock when `BATON_BEDROCK_MODEL_ID` names a model; otherwise undefined (the examples then use

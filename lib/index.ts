@@ -1,7 +1,7 @@
 /**
- * `baton`: defining agents and tools, the models, the typed client, and the queue messages.
- * Handler factories are in `baton/aws`, the CDK construct in `baton/cdk`, MCP tools in
- * `baton/mcp`, AI SDK models in `baton/ai-sdk`, the test harness in `baton/testing`.
+ * `@baton-run/baton`: defining agents and tools, the models, the typed client, and the queue messages.
+ * Handler factories are in `@baton-run/baton/aws`, the CDK construct in `@baton-run/baton/cdk`, MCP tools in
+ * `@baton-run/baton/mcp`, AI SDK models in `@baton-run/baton/ai-sdk`, the test harness in `@baton-run/baton/testing`.
  */
 export {
   BedrockModelClient,

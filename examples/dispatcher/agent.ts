@@ -6,7 +6,7 @@ import {
   TaskTool,
   type ToolCall,
   toolResults,
-} from 'baton';
+} from '@baton-run/baton';
 import { z } from 'zod';
 
 /** One piece of work to hand to another agent. */

@@ -1,4 +1,4 @@
-import { defineAgent, defineTool, scriptedModel, systemClock, transcriptStats } from 'baton';
+import { defineAgent, defineTool, scriptedModel, systemClock, transcriptStats } from '@baton-run/baton';
 import { z } from 'zod';
 
 /** `steps` tool calls returning about `payloadBytes` each, then done: the benchmark workload. */

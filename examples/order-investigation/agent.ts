@@ -7,7 +7,7 @@ import {
   type ScriptReply,
   scriptedModel,
   toolResults,
-} from 'baton';
+} from '@baton-run/baton';
 import { z } from 'zod';
 import { ledgerPath } from '../simulated/ledger.ts';
 import { issueRefund, lookupOrder, reconcileRefund, scoreFraud, trackShipment } from '../simulated/services.ts';

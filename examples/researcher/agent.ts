@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
-import { defineAgent, type ModelClient } from 'baton';
-import { type McpServer, mcpTools } from 'baton/mcp';
+import { defineAgent, type ModelClient } from '@baton-run/baton';
+import { type McpServer, mcpTools } from '@baton-run/baton/mcp';
 import { z } from 'zod';
 import { researcherModel } from './model.ts';
 import { RESEARCH_TOOLS } from './tool-catalog.ts';

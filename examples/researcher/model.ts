@@ -1,4 +1,4 @@
-import type { ModelClient } from 'baton';
+import type { ModelClient } from '@baton-run/baton';
 
 /**
  * The researcher's model: an Amazon Bedrock model through the AI SDK when
@@ -10,7 +10,7 @@ export function researcherModel(env: NodeJS.ProcessEnv = process.env): ModelClie
   const maxDurationMs = modelId ? Number(env.BATON_MODEL_MAX_DURATION_MS ?? 60_000) : 3_000;
   let client: Promise<ModelClient> | undefined;
   const load = async (): Promise<ModelClient> => {
-    const { AiSdkModelClient } = await import('baton/ai-sdk');
+    const { AiSdkModelClient } = await import('@baton-run/baton/ai-sdk');
     if (!modelId) {
       const { mockResearcherModel } = await import('./mock-researcher.ts');
       return new AiSdkModelClient({ model: mockResearcherModel(), maxDurationMs, stream: true });

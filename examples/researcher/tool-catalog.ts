@@ -1,4 +1,4 @@
-import type { McpListedTool } from 'baton/mcp';
+import type { McpListedTool } from '@baton-run/baton/mcp';
 
 /**
  * What research-server.ts answers to `tools/list`, pinned here so the agent module declares its

@@ -1,6 +1,6 @@
 import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import type { ToolEffect } from 'baton';
+import type { ToolEffect } from '@baton-run/baton';
 
 /** One call a simulated downstream service received. */
 export interface LedgerLine {

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { StepError, systemClock } from 'baton';
+import { StepError, systemClock } from '@baton-run/baton';
 import { readLedger, recordCall } from './ledger.ts';
 
 /**

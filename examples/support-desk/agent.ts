@@ -7,7 +7,7 @@ import {
   systemClock,
   toolResults,
   waitTool,
-} from 'baton';
+} from '@baton-run/baton';
 import { z } from 'zod';
 import { ledgerPath } from '../simulated/ledger.ts';
 import { issueRefund, lookupOrder, reconcileRefund } from '../simulated/services.ts';

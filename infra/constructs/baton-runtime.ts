@@ -126,7 +126,7 @@ export interface BatonRuntimeProps {
   readonly agentsEntry?: string;
   /**
    * The team's own handler files (each exports `handler`, made by `createIntakeHandler({ agents })`
-   * and its siblings from `baton/aws`); these are bundled instead of Baton's, and import the agents
+   * and its siblings from `@baton-run/baton/aws`); these are bundled instead of Baton's, and import the agents
    * themselves (so `agentsEntry` is refused alongside them). The way an installed package is used.
    * @default Baton's functions/, bundled with `agentsEntry`
    */
@@ -134,7 +134,7 @@ export interface BatonRuntimeProps {
     readonly intake: string;
     readonly step: string;
     readonly sweeper: string;
-    /** The HTTP API's handler (`createApiHandler` from `baton/aws`'s API module). */
+    /** The HTTP API's handler (`createApiHandler` from `@baton-run/baton/aws`'s API module). */
     readonly api: string;
   };
   /**
@@ -771,7 +771,7 @@ function resolveSettings(props: BatonRuntimeProps): Settings {
   // The installed package ships no handler files of its own: the team's two-line files are bundled.
   if (props.handlers === undefined && !existsSync(FUNCTIONS_DIR))
     refuse(
-      "pass handlers: { intake, step, sweeper, api } — your files exporting createIntakeHandler({ agents }) and its siblings from 'baton/aws'",
+      "pass handlers: { intake, step, sweeper, api } — your files exporting createIntakeHandler({ agents }) and its siblings from '@baton-run/baton/aws'",
     );
   for (const [name, file] of Object.entries(props.handlers ?? {}))
     if (!existsSync(resolve(file))) refuse(`handlers.${name}: ${resolve(file)} does not exist`);

@@ -1,4 +1,4 @@
-/** `baton/cdk`: the BatonRuntime construct and its props. */
+/** `@baton-run/baton/cdk`: the BatonRuntime construct and its props. */
 export {
   type ApiGrant,
   type ApiRole,

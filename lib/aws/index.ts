@@ -1,5 +1,5 @@
 /**
- * `baton/aws`: what a Lambda bundle imports — the handler factories and the runtime's
+ * `@baton-run/baton/aws`: what a Lambda bundle imports — the handler factories and the runtime's
  * dependencies. Nothing here reads a test switch: the local stack passes its hooks as overrides.
  */
 export { type FunctionConfig, loadConfig } from './function-config.ts';

@@ -20,7 +20,7 @@ function batonManifest(): { manifest: BatonManifest; root: string } {
     const file = join(dir, 'package.json');
     if (existsSync(file)) {
       const manifest = JSON.parse(readFileSync(file, 'utf8')) as BatonManifest;
-      if (manifest.name === 'baton') return { manifest, root: dir };
+      if (manifest.name === '@baton-run/baton') return { manifest, root: dir };
     }
     const parent = dirname(dir);
     if (parent === dir) throw new Error("baton init: cannot find Baton's package.json");
@@ -140,7 +140,7 @@ export function projectFiles(
     'cdk.json': json({ app: 'baton-node infra/app.ts' }),
     '.gitignore': 'node_modules/\ncdk.out/\n.baton/\n',
     'sample-ticket.json': json({ agent: 'greeter', input: { who: 'Ada' } }),
-    'src/agents.ts': `import { agentRegistry, defineAgent, defineTool, scriptedModel, toolResults } from 'baton';
+    'src/agents.ts': `import { agentRegistry, defineAgent, defineTool, scriptedModel, toolResults } from '@baton-run/baton';
 import { z } from 'zod';
 
 /** A tool: typed input, a declared effect (pure: safe to run again after a crash). */
@@ -156,7 +156,7 @@ const greet = defineTool({
 /**
  * The sample agent. Its model is scripted (no model account needed): it calls \`greet\` with the
  * ticket's \`who\`, then answers with the greeting. For a real model, pass
- * \`new BedrockModelClient({ modelId, maxDurationMs })\` from 'baton' and list the model id in
+ * \`new BedrockModelClient({ modelId, maxDurationMs })\` from '@baton-run/baton' and list the model id in
  * the construct's \`bedrockModels\` (infra/app.ts).
  */
 export const greeter = defineAgent({
@@ -182,28 +182,28 @@ export const greeter = defineAgent({
 /** The agents this project hosts: the handlers, \`npm start\` and the test load this registry. */
 export const agents = agentRegistry([greeter]);
 `,
-    'src/functions/intake.ts': `import { createIntakeHandler } from 'baton/aws';
+    'src/functions/intake.ts': `import { createIntakeHandler } from '@baton-run/baton/aws';
 import { agents } from '../agents.ts';
 
 export const handler = createIntakeHandler({ agents });
 `,
-    'src/functions/step.ts': `import { createStepHandler } from 'baton/aws';
+    'src/functions/step.ts': `import { createStepHandler } from '@baton-run/baton/aws';
 import { agents } from '../agents.ts';
 
 export const handler = createStepHandler({ agents });
 `,
-    'src/functions/sweeper.ts': `import { createSweeperHandler } from 'baton/aws';
+    'src/functions/sweeper.ts': `import { createSweeperHandler } from '@baton-run/baton/aws';
 
 export const handler = createSweeperHandler();
 `,
-    'src/functions/api.ts': `import { createHttpApiHandler } from 'baton/aws';
+    'src/functions/api.ts': `import { createHttpApiHandler } from '@baton-run/baton/aws';
 import { agents } from '../agents.ts';
 
 export const handler = createHttpApiHandler({ agents });
 `,
     'infra/app.ts': `import { join } from 'node:path';
 import { App, Stack } from 'aws-cdk-lib';
-import { BatonRuntime } from 'baton/cdk';
+import { BatonRuntime } from '@baton-run/baton/cdk';
 
 const app = new App();
 const stack = new Stack(app, '${stackName(name)}');
@@ -225,7 +225,7 @@ void runtime;
 `,
     'test/agents.test.ts': `import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { type LocalBaton, startLocalBaton } from 'baton/local';
+import { type LocalBaton, startLocalBaton } from '@baton-run/baton/local';
 
 let baton: LocalBaton;
 before(async () => {
@@ -244,7 +244,7 @@ test('the greeter greets whoever the ticket names, on the local stack', async ()
 `,
     'test/greeter.test.ts': `import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { createTestBaton } from 'baton/testing';
+import { createTestBaton } from '@baton-run/baton/testing';
 import { greeter } from '../src/agents.ts';
 
 // The real runtime on in-memory stand-ins for DynamoDB and SQS, with a clock that moves only

@@ -1,5 +1,5 @@
 /**
- * `baton/client`: the typed client for a deployed stack (its HTTP API, signed with SigV4) or the
+ * `@baton-run/baton/client`: the typed client for a deployed stack (its HTTP API, signed with SigV4) or the
  * local one, with nothing of the runtime, the CDK or the local stack loaded.
  */
 

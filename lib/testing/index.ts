@@ -1,5 +1,5 @@
 /**
- * `baton/testing`: run your agents through the real runtime in milliseconds, without the local
+ * `@baton-run/baton/testing`: run your agents through the real runtime in milliseconds, without the local
  * stack — in-memory twins of DynamoDB and SQS, a manual clock (`advance('2h')`), model and tool
  * mocks, and crashes the runtime must recover from.
  * @example

@@ -35,7 +35,7 @@ const USER_FILES: Record<string, string> = {
     },
     include: ['src', 'infra'],
   }),
-  'src/agents.ts': `import { agentRegistry, defineAgent, defineTool, scriptedModel, type Result, Ticket, toolResults } from 'baton';
+  'src/agents.ts': `import { agentRegistry, defineAgent, defineTool, scriptedModel, type Result, Ticket, toolResults } from '@baton-run/baton';
 import { z } from 'zod';
 
 const greet = defineTool({
@@ -64,18 +64,18 @@ export const agents = agentRegistry([greeter]);
 export const sample: Ticket = Ticket.parse({ ticketId: 'ticket-1', agent: 'greeter', input: 'hi' });
 export const describeResult = (result: Result): string => result.ticketId;
 `,
-  'src/intake.ts': `import { createIntakeHandler } from 'baton/aws';
+  'src/intake.ts': `import { createIntakeHandler } from '@baton-run/baton/aws';
 import { agents } from './agents.ts';
 export const handler = createIntakeHandler({ agents });
 `,
-  'src/step.ts': `import { createStepHandler } from 'baton/aws';
+  'src/step.ts': `import { createStepHandler } from '@baton-run/baton/aws';
 import { agents } from './agents.ts';
 export const handler = createStepHandler({ agents });
 `,
-  'src/sweeper.ts': `import { createSweeperHandler } from 'baton/aws';
+  'src/sweeper.ts': `import { createSweeperHandler } from '@baton-run/baton/aws';
 export const handler = createSweeperHandler();
 `,
-  'src/api.ts': `import { createHttpApiHandler } from 'baton/aws';
+  'src/api.ts': `import { createHttpApiHandler } from '@baton-run/baton/aws';
 import { agents } from './agents.ts';
 export const handler = createHttpApiHandler({ agents });
 `,
@@ -83,7 +83,7 @@ export const handler = createHttpApiHandler({ agents });
   'infra/app.ts': `import { App, Stack, Validations } from 'aws-cdk-lib';
 import { AccountRootPrincipal, Role } from 'aws-cdk-lib/aws-iam';
 import { AwsSolutionsChecks, ServerlessChecks } from 'cdk-nag';
-import { BatonRuntime } from 'baton/cdk';
+import { BatonRuntime } from '@baton-run/baton/cdk';
 
 const app = new App();
 Validations.of(app).addPlugins(new AwsSolutionsChecks(app), new ServerlessChecks(app));
@@ -97,8 +97,8 @@ baton.grantSubmitTickets(new Role(stack, 'Producer', { assumedBy: new AccountRoo
   // NodejsFunction builds from a lockfile; a team's is npm's.
   'package-lock.json': JSON.stringify({ name: 'team-agents', lockfileVersion: 3, packages: {} }),
   // The typed client, typed by an agent's schemas through the published declarations.
-  'src/client.ts': `import { defineAgent, scriptedModel } from 'baton';
-import { createClient } from 'baton/client';
+  'src/client.ts': `import { defineAgent, scriptedModel } from '@baton-run/baton';
+import { createClient } from '@baton-run/baton/client';
 import { z } from 'zod';
 
 const asker = defineAgent({
@@ -118,8 +118,8 @@ export async function ask(question: string): Promise<string> {
 export const wrongInput = () => baton.start(asker, { text: 'why?' });
 `,
   // Proves the declarations carry real types (with \`any\` the expected errors would not happen).
-  'src/misuse.ts': `import { createStepHandler } from 'baton/aws';
-import { defineAgent } from 'baton';
+  'src/misuse.ts': `import { createStepHandler } from '@baton-run/baton/aws';
+import { defineAgent } from '@baton-run/baton';
 // @ts-expect-error the agents are required
 export const noAgents = createStepHandler({});
 // @ts-expect-error an agent needs a model
@@ -300,9 +300,9 @@ describe('the published package, installed into a project outside the repository
   it('loads under Node: the root entry defines agents, baton/aws builds handlers, the bin prints its usage', () => {
     const script = `
       import { agents } from './src/agents.ts';
-      import { BatonClient, defineAgent } from 'baton';
-      import { createStepHandler } from 'baton/aws';
-      import { createClient } from 'baton/client';
+      import { BatonClient, defineAgent } from '@baton-run/baton';
+      import { createStepHandler } from '@baton-run/baton/aws';
+      import { createClient } from '@baton-run/baton/client';
       console.log(JSON.stringify({
         typedClient: typeof createClient,
         agents: [...agents.keys()],

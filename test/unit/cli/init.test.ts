@@ -47,8 +47,8 @@ describe('baton init', () => {
   });
 
   it("from a checkout, depends on the checkout's packed tarball: the registry's `baton` is another project", () => {
-    const files = projectFiles('my-agents', manifest, 'file:baton-0.1.0.tgz');
-    expect(dependencies(files)[manifest.name]).toBe('file:baton-0.1.0.tgz');
+    const files = projectFiles('my-agents', manifest, 'file:baton-run-baton-0.1.0.tgz');
+    expect(dependencies(files)[manifest.name]).toBe('file:baton-run-baton-0.1.0.tgz');
     expect(files['README.md']).not.toContain('npmjs.com/package/baton');
   });
 });
