@@ -86,10 +86,12 @@ export class BatonMonitoring extends Construct {
         label: status,
       });
     const outcomesTotal = (label: string) => {
+      // Math variables are lowercase alphanumerics: `budget-exceeded` is not one.
+      const variable = (status: string) => status.replace(/[^a-z0-9]/g, '');
       const usingMetrics: Record<string, IMetric> = {};
-      for (const status of OUTCOME_STATUSES) usingMetrics[status] = outcomes(status);
+      for (const status of OUTCOME_STATUSES) usingMetrics[variable(status)] = outcomes(status);
       return new MathExpression({
-        expression: OUTCOME_STATUSES.map((status) => `FILL(${status}, 0)`).join(' + '),
+        expression: OUTCOME_STATUSES.map((status) => `FILL(${variable(status)}, 0)`).join(' + '),
         usingMetrics,
         label,
         period: PERIOD,
