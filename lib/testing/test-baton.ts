@@ -165,6 +165,9 @@ export class TestBaton {
         reserveMs,
         retentionDays: options.retentionDays ?? RUNTIME_DEFAULTS.retentionDays,
         sweepGraceMs: leaseTtlMs,
+        // Time stands still between a test's steps: a message is seen at the next step boundary,
+        // not after a deployment's look interval, so a test's transcript does not depend on it.
+        inboxLookMs: 0,
       },
       random: () => 0.5,
       ids: sequentialIds(),

@@ -640,17 +640,18 @@ export class DynamoDbSessionStore implements SessionStore {
     if (!result.ok && result.old?.writeId !== entry.writeId) throw new SeqTakenError(entry.seq);
   }
 
+  /** The session's journal, a fork's history included (lib/adapters/fork-journal.ts). */
+  async readJournal(key: SessionKey, afterSeq = 0, options?: JournalReadOptions): Promise<JournalEntry[]> {
+    // Checked here as well as per page: a bad limit is a rejected read, not a throw at the call.
+    journalReadLimit(options);
+    return readForkedJournal((k, after, o) => this.#readOwnJournal(k, after, o), key, afterSeq, options);
+  }
+
   /**
    * With a limit, each Query asks for what is still missing (`Limit`, which DynamoDB counts before
    * its 1 MB page cap): a page stopped by the cap goes on from its LastEvaluatedKey for the rest,
    * and no Query reads past the limit.
    */
-  /** The session's journal, a fork's history included (lib/adapters/fork-journal.ts). */
-  readJournal(key: SessionKey, afterSeq = 0, options?: JournalReadOptions): Promise<JournalEntry[]> {
-    journalReadLimit(options);
-    return readForkedJournal((k, after, o) => this.#readOwnJournal(k, after, o), key, afterSeq, options);
-  }
-
   async #readOwnJournal(key: SessionKey, afterSeq: number, options?: JournalReadOptions): Promise<JournalEntry[]> {
     const limit = journalReadLimit(options);
     const entries: JournalEntry[] = [];

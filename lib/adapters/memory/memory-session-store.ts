@@ -609,7 +609,8 @@ export class MemorySessionStore implements SessionStore {
   }
 
   /** The session's journal, a fork's history included (lib/adapters/fork-journal.ts). */
-  readJournal(key: SessionKey, afterSeq = 0, options?: JournalReadOptions): Promise<JournalEntry[]> {
+  async readJournal(key: SessionKey, afterSeq = 0, options?: JournalReadOptions): Promise<JournalEntry[]> {
+    // Checked here as well as per page: a bad limit is a rejected read, not a throw at the call.
     journalReadLimit(options);
     return readForkedJournal((k, after, o) => this.#readOwnJournal(k, after, o), key, afterSeq, options);
   }
