@@ -242,6 +242,7 @@ export class BatonMonitoring extends Construct {
     );
     this.dashboard.addWidgets(
       graph('Tokens', [batonMetric(METRIC.inputTokens), batonMetric(METRIC.outputTokens)]),
+      graph('Compactions (a transcript past its context threshold)', [batonMetric(METRIC.compactions)]),
       graph('Bytes journaled', [batonMetric(METRIC.bytesJournaled)]),
       new SingleValueWidget({
         title: 'DLQ depth',
