@@ -400,11 +400,16 @@ describe('the published package, installed into a project outside the repository
       expect(output).toMatch(/sample session \S+ completed: "Hello, Ada!"/);
     });
 
-    it('passes `npm test`: its sample agent on the local stack', () => {
-      const run = spawnSync('npm', ['test'], { cwd: app, encoding: 'utf8', env: devEnv(), timeout: DEV_DEADLINE_MS });
+    it('passes `npm test` (its agent through the test harness) and `npm run test:local` (on the local stack)', () => {
+      const run = (script: string[]) =>
+        spawnSync('npm', script, { cwd: app, encoding: 'utf8', env: devEnv(), timeout: DEV_DEADLINE_MS });
+      const harness = run(['test']);
+      const local = run(['run', 'test:local']);
 
-      expect(run.status, run.stdout + run.stderr).toBe(0);
-      expect(run.stdout).toMatch(/pass 1/);
+      expect(harness.status, harness.stdout + harness.stderr).toBe(0);
+      expect(harness.stdout).toMatch(/pass 3\b[\s\S]*fail 0/);
+      expect(local.status, local.stdout + local.stderr).toBe(0);
+      expect(local.stdout).toMatch(/pass 1\b[\s\S]*fail 0/);
     });
   });
 });
