@@ -1,5 +1,5 @@
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
-import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
+import type { Metrics } from '@aws-lambda-powertools/metrics';
 import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
 import type middy from '@middy/core';
 import { otelFlushMiddlewares } from './otel-telemetry.ts';
@@ -21,7 +21,7 @@ export function telemetryMiddlewares(telemetry: Telemetry): middy.MiddlewareObj[
   const { logger, metrics, xray } = telemetry.powertools;
   return [
     injectLambdaContext(logger, { resetKeys: true }),
-    logMetrics(metrics, { captureColdStartMetric: true }),
+    flushMetrics(metrics),
     xrayHandlerMiddleware(xray),
     ...otel,
   ] as middy.MiddlewareObj[];
@@ -48,5 +48,26 @@ function xrayHandlerMiddleware(xray: XrayTracer): middy.MiddlewareObj {
     onError: async (request) => {
       await capture?.onError?.(request);
     },
+  };
+}
+
+/**
+ * Powertools' `logMetrics`, without its warning on an invocation that recorded nothing (an intake
+ * of tickets records nothing of its own: `baton dev` printed "No application metrics to publish"
+ * at every ticket). The cold-start metric is captured once; the rest is flushed when there is any.
+ */
+function flushMetrics(metrics: Metrics): middy.MiddlewareObj {
+  let cold = true;
+  const flush = async () => {
+    if (metrics.hasStoredMetrics()) metrics.publishStoredMetrics();
+  };
+  return {
+    before: async (request) => {
+      if (!cold) return;
+      cold = false;
+      metrics.captureColdStartMetric(request.context?.functionName);
+    },
+    after: flush,
+    onError: flush,
   };
 }

@@ -213,3 +213,35 @@ describe('telemetryMiddlewares', () => {
     expect(memory).toEqual([]);
   });
 });
+
+describe('the metrics middleware', () => {
+  it('flushes only what an invocation recorded: nothing and no warning when it recorded nothing', () => {
+    // Arrange
+    vi.stubEnv('POWERTOOLS_METRICS_DISABLED', 'false');
+    const telemetry = createPowertoolsTelemetry();
+    const [, metrics] = telemetryMiddlewares(telemetry) as Array<{
+      before: (r: unknown) => Promise<void>;
+      after: (r: unknown) => Promise<void>;
+    }>;
+    const request = { context: { functionName: 'intake' } };
+
+    // Act: two invocations that record nothing (an intake), then one that counts a step.
+    const quiet = captureOutput(() => {
+      void metrics?.before(request);
+      void metrics?.after(request);
+      void metrics?.before(request);
+      void metrics?.after(request);
+    });
+    const busy = captureOutput(() => {
+      void metrics?.before(request);
+      telemetry.metrics.count(METRIC.steps);
+      void metrics?.after(request);
+    });
+
+    // Assert
+    // Nothing but (at most once) the cold-start document: no warning, no empty EMF.
+    expect(quiet.filter((d) => !('ColdStart' in d))).toEqual([]);
+    expect(quiet.length).toBeLessThanOrEqual(1);
+    expect(busy).toEqual([expect.objectContaining({ Steps: 1 })]);
+  });
+});
