@@ -28,7 +28,7 @@ import { SERVICE_NAME_ENV } from '../../lib/telemetry/metric-names.ts';
 import { BatonFunction } from './baton-function.ts';
 import { BatonQueues } from './baton-queues.ts';
 import { BatonSchedules } from './baton-schedules.ts';
-import { grantModelInvoke, type ModelGrantOptions } from './model-grants.ts';
+import { grantModelInvoke, grantTokenCount, type ModelGrantOptions } from './model-grants.ts';
 import { BatonMonitoring } from './monitoring.ts';
 import { createSessionTable } from './session-table.ts';
 
@@ -556,10 +556,12 @@ export class BatonRuntime extends Construct {
    * the foundation model in the stack's region, or, for a cross-region inference profile id
    * (`us.…`, `eu.…`, `apac.…`, `global.…`), on the profile and on the model it routes to, in the
    * profile's regions only and only through the profile (`options.regions` when they differ from
-   * the geography's list in model-grants.ts).
+   * the geography's list in model-grants.ts). And `bedrock:CountTokens` on the model, which
+   * compaction asks before a call that may outgrow the agent's context window.
    */
   grantModelInvoke(modelId: string, options: ModelGrantOptions = {}): void {
     grantModelInvoke(this.stepFunction.role, modelId, options);
+    grantTokenCount(this.stepFunction.role, modelId);
   }
 
   /**

@@ -127,3 +127,20 @@ export function grantModelInvoke(role: IRole, modelId: string, options: ModelGra
     }),
   );
 }
+
+/**
+ * `bedrock:CountTokens` on the model behind `modelId`, in the stack's region: the step function
+ * asks for a request's size before a call that may pass its agent's compaction threshold.
+ * CountTokens takes the foundation model (a profile's is counted alike) and runs no inference.
+ */
+export function grantTokenCount(role: IRole, modelId: string): void {
+  const { partition, region } = Stack.of(role);
+  const geography = INFERENCE_PROFILE_ID.exec(modelId)?.[1];
+  const baseModelId = geography === undefined ? modelId : modelId.slice(geography.length + 1);
+  role.addToPrincipalPolicy(
+    new PolicyStatement({
+      actions: ['bedrock:CountTokens'],
+      resources: [`arn:${partition}:bedrock:${region}::foundation-model/${baseModelId}`],
+    }),
+  );
+}

@@ -39,9 +39,14 @@ export const SUMMARIZER_INSTRUCTIONS =
   'learned (ids, amounts, names, decisions), tool calls made and what they returned, promises made and ' +
   'anything still open. Fold in the previous summary if one is given. Be concise; no preamble.';
 
-/** A conservative token count of a request: its JSON length over CHARS_PER_TOKEN_ESTIMATE. */
+/**
+ * A conservative token count of a request: its JSON's UTF-8 bytes over CHARS_PER_TOKEN_ESTIMATE.
+ * Bytes, not characters: scripts outside Latin (CJK, Cyrillic) take two or three bytes a character
+ * and about as many characters per token as bytes per character, so counting characters would
+ * under-count them.
+ */
 export function estimateTokens(request: ModelRequest): number {
-  return Math.ceil(JSON.stringify(request).length / CHARS_PER_TOKEN_ESTIMATE);
+  return Math.ceil(Buffer.byteLength(JSON.stringify(request)) / CHARS_PER_TOKEN_ESTIMATE);
 }
 
 /** The window and thresholds an agent's compaction works with, or undefined when it has no window. */

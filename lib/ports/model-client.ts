@@ -52,7 +52,7 @@ export interface ModelClient {
    * The provider's token count of a request's input, when the adapter can ask for one; without it
    * the runtime uses a conservative estimate (lib/agent/compaction.ts).
    */
-  countTokens?(request: ModelRequest, signal: AbortSignal): Promise<number>;
+  readonly countTokens?: ((request: ModelRequest, signal: AbortSignal) => Promise<number>) | undefined;
   /** One call; a model that streams reports partial text to `stream`, then resolves with the whole response. */
   converse(request: ModelRequest, signal: AbortSignal, stream?: ModelStreamSink): Promise<ModelResponse>;
 }

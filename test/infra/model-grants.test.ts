@@ -2,7 +2,7 @@ import { App, Stack, Validations } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { AccountRootPrincipal, Role } from 'aws-cdk-lib/aws-iam';
 import { describe, expect, it } from 'vitest';
-import { grantModelInvoke, INFERENCE_PROFILE_REGIONS } from '../../infra/constructs/model-grants.ts';
+import { grantModelInvoke, grantTokenCount, INFERENCE_PROFILE_REGIONS } from '../../infra/constructs/model-grants.ts';
 import { synthWithPolicyChecks } from './synth-baton.ts';
 
 interface Statement {
@@ -12,10 +12,15 @@ interface Statement {
 }
 
 /** The statements a role gets for one model id, in a stack deployed to `region`. */
-function statementsFor(modelId: string, region = 'us-east-1', regions?: readonly string[]): Statement[] {
+function statementsFor(
+  modelId: string,
+  region = 'us-east-1',
+  regions?: readonly string[],
+  grant: (role: Role) => void = (role) => grantModelInvoke(role, modelId, regions === undefined ? {} : { regions }),
+): Statement[] {
   const stack = new Stack(new App(), 'Models', { env: { account: '123456789012', region } });
   const role = new Role(stack, 'Step', { assumedBy: new AccountRootPrincipal() });
-  grantModelInvoke(role, modelId, regions === undefined ? {} : { regions });
+  grant(role);
   const policies = Template.fromStack(stack).findResources('AWS::IAM::Policy');
   const statements = Object.values(policies).flatMap(
     (p) => (p as { Properties: { PolicyDocument: { Statement: unknown[] } } }).Properties.PolicyDocument.Statement,
@@ -112,6 +117,20 @@ describe('the Bedrock grant of a model', () => {
   });
 });
 
+describe('the Bedrock grant of a token count', () => {
+  it("allows CountTokens on the profile's foundation model in the stack's region only", () => {
+    const statements = statementsFor(`eu.${SONNET}`, 'eu-west-1', undefined, (role) =>
+      grantTokenCount(role, `eu.${SONNET}`),
+    );
+    expect(statements).toEqual([
+      expect.objectContaining({
+        Action: 'bedrock:CountTokens',
+        Resource: `arn:aws:bedrock:eu-west-1::foundation-model/${SONNET}`,
+      }),
+    ]);
+  });
+});
+
 describe('the Bedrock grants under the policy checks', () => {
   it('need no acknowledgement: no statement names a wildcard region', () => {
     const synthesized = synthWithPolicyChecks(
@@ -121,6 +140,7 @@ describe('the Bedrock grants under the policy checks', () => {
         grantModelInvoke(role, `eu.${SONNET}`);
         grantModelInvoke(role, `global.${SONNET}`);
         grantModelInvoke(role, SONNET);
+        grantTokenCount(role, `global.${SONNET}`);
       },
       { bundleStacks: [] },
     );

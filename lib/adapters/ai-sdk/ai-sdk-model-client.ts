@@ -20,6 +20,7 @@ import type {
   ModelStreamSink,
   UserContent,
 } from '../../ports/model-client.ts';
+import { knownContextWindow } from '../context-windows.ts';
 
 export interface AiSdkModelClientOptions {
   /** Any AI SDK language model: `openai('gpt-5')`, `anthropic('claude-sonnet-4-5')`, `bedrock(…)`, a mock. */
@@ -32,6 +33,8 @@ export interface AiSdkModelClientOptions {
   readonly temperature?: number | undefined;
   /** Passed through to the provider untouched. */
   readonly providerOptions?: LanguageModelV4CallOptions['providerOptions'];
+  /** The model's context window; defaults to the published window of its family (lib/adapters/context-windows.ts). */
+  readonly contextWindowTokens?: number | undefined;
 }
 
 /** HTTP statuses that the same request will meet again: auth, bad request, not found, too large. */
@@ -56,12 +59,14 @@ const TERMINAL_ERRORS: ReadonlySet<string> = new Set([
 export class AiSdkModelClient implements ModelClient {
   readonly id: string;
   readonly maxDurationMs: number;
+  readonly contextWindowTokens: number | undefined;
   readonly #options: AiSdkModelClientOptions;
 
   constructor(options: AiSdkModelClientOptions) {
     this.id = `${options.model.provider}:${options.model.modelId}`;
     if (!(options.maxDurationMs > 0)) throw new RangeError(`model ${this.id}: maxDurationMs must be positive`);
     this.maxDurationMs = options.maxDurationMs;
+    this.contextWindowTokens = options.contextWindowTokens ?? knownContextWindow(options.model.modelId);
     this.#options = options;
   }
 

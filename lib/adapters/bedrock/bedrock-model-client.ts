@@ -23,6 +23,7 @@ import type {
   ToolSpec,
   UserContent,
 } from '../../ports/model-client.ts';
+import { foundationModelId, knownContextWindow, modelFamilyName } from '../context-windows.ts';
 
 /** A JSON value as the SDK types it (tool inputs and JSON tool results). */
 type Document = NonNullable<ToolUseBlock['input']>;
@@ -40,6 +41,13 @@ export interface BedrockModelClientOptions {
   readonly maxDurationMs: number;
   /** Call ConverseStream: partial text goes to the step's stream sink; the journal keeps the whole response. */
   readonly stream?: boolean | undefined;
+  /** The model's context window; defaults to the published window of its family (lib/adapters/context-windows.ts). */
+  readonly contextWindowTokens?: number | undefined;
+  /**
+   * Ask Bedrock's CountTokens for a request's size when the estimate says it may be near the
+   * window. Default: on for Anthropic's models, the ones CountTokens documents.
+   */
+  readonly countTokens?: boolean | undefined;
 }
 
 /**
@@ -81,6 +89,8 @@ const TERMINAL_ERRORS: ReadonlySet<string> = new Set([
 export class BedrockModelClient implements ModelClient {
   readonly id: string;
   readonly maxDurationMs: number;
+  readonly contextWindowTokens: number | undefined;
+  readonly countTokens: ModelClient['countTokens'];
   #client: Promise<BedrockRuntimeClient> | undefined;
   readonly #options: BedrockModelClientOptions;
 
@@ -88,8 +98,24 @@ export class BedrockModelClient implements ModelClient {
     if (!(options.maxDurationMs > 0)) throw new RangeError(`model ${options.modelId}: maxDurationMs must be positive`);
     this.id = options.modelId;
     this.maxDurationMs = options.maxDurationMs;
+    this.contextWindowTokens = options.contextWindowTokens ?? knownContextWindow(options.modelId);
     this.#options = options;
     if (options.client) this.#client = Promise.resolve(options.client);
+    const counts = options.countTokens ?? modelFamilyName(options.modelId).startsWith('claude-');
+    this.countTokens = counts ? (request, signal) => this.#countTokens(request, signal) : undefined;
+  }
+
+  /**
+   * Bedrock's count of a request's input tokens. CountTokens takes the foundation model, not an
+   * inference profile, so a geography prefix is dropped (the count is the same model's).
+   */
+  async #countTokens(request: ModelRequest, abortSignal: AbortSignal): Promise<number> {
+    const { modelId, messages, system, toolConfig } = converseInput(foundationModelId(this.id), request);
+    const [sdk, client] = await Promise.all([loadBedrockSdk(), this.#sdkClient()]);
+    const input = { converse: { messages, ...(system ? { system } : {}), ...(toolConfig ? { toolConfig } : {}) } };
+    const { inputTokens } = await client.send(new sdk.CountTokensCommand({ modelId, input }), { abortSignal });
+    if (inputTokens === undefined) throw new Error(`model ${this.id}: CountTokens answered without a count`);
+    return inputTokens;
   }
 
   /** The SDK client, built at the first call (see loadBedrockSdk). */

@@ -36,7 +36,7 @@ export async function compactionDue(
 ): Promise<DueCompaction | undefined> {
   const window = contextWindow(contextWindowOf(agent), agent.compaction);
   if (!window) return undefined;
-  const inputTokens = await countInputTokens(leg, agent, request);
+  const inputTokens = await countInputTokens(leg, agent, request, window.thresholdTokens);
   if (inputTokens <= window.thresholdTokens) return undefined;
   const { entries, view } = leg.journal;
   const range = chooseCompactionRange(entries, view.compactedThrough, window.keepTokens);
@@ -50,14 +50,25 @@ export async function compactionDue(
   return { range, window, inputTokens };
 }
 
-async function countInputTokens(leg: LegContext, agent: AgentDefinition, request: ModelRequest): Promise<number> {
-  if (!agent.model.countTokens) return estimateTokens(request);
+/**
+ * The request's input tokens as far as the threshold needs them: the estimate over-counts, so a
+ * request it puts under the threshold is under it, and the provider is asked (one more request)
+ * only when the estimate says the request may be over.
+ */
+async function countInputTokens(
+  leg: LegContext,
+  agent: AgentDefinition,
+  request: ModelRequest,
+  thresholdTokens: number,
+): Promise<number> {
+  const estimate = estimateTokens(request);
+  if (!agent.model.countTokens || estimate <= thresholdTokens) return estimate;
   try {
     return await agent.model.countTokens(request, leg.signals.stepSignal);
   } catch (error) {
     leg.signals.throwIfAborted();
     leg.log.warn('model token count failed; using the estimate', { error: errorMessage(error) });
-    return estimateTokens(request);
+    return estimate;
   }
 }
 

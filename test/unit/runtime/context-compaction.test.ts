@@ -200,3 +200,50 @@ describe('compaction as a step', () => {
     expect(fold.modelCalls).toBe(3);
   });
 });
+
+describe("the model's own token count", () => {
+  it('is asked only when the estimate passes the threshold, and its lower count spares a needless compaction', async () => {
+    // Arrange: the estimate passes the threshold by the second turn; the provider counts far less.
+    const windowTokens = 200;
+    const threshold = 0.5 * windowTokens;
+    const counted: number[] = [];
+    const model = scriptedModel({
+      script: (messages) => ({ final: `answer ${messages.length}: ${'words '.repeat(20)}` }),
+    });
+    const agent = defineAgent({
+      name: 'desk',
+      instructions: 'Answer.',
+      conversation: true,
+      contextWindowTokens: windowTokens,
+      compaction: { thresholdRatio: 0.5, keepRatio: 0.2 },
+      model: {
+        ...model,
+        countTokens: async (request) => {
+          counted.push(estimateTokens(request));
+          return 10;
+        },
+      },
+    });
+    const test = makeTestDeps([agent]);
+    const key: SessionKey = { tenant: 'default', agent: 'desk', id: deriveSessionId('default', 'desk', 'k2') };
+
+    // Act
+    await acceptTicket(ticketBody('desk', 'k2', 'hello'), undefined, test.deps);
+    await drain(test.deps);
+    for (const turn of ['t2', 't3', 't4']) {
+      await acceptTurn(
+        { key, turnId: turn, ticketId: turn, input: `question ${turn}`, sweepGraceMs: 1_500 },
+        test.deps,
+      );
+      await drain(test.deps);
+    }
+
+    // Assert: asked for the large requests only, never for the first; and nothing was compacted.
+    const entries = await test.store.readJournal(key);
+    expect(counted.length).toBeGreaterThan(0);
+    expect(counted.length).toBeLessThan(4);
+    expect(counted.every((estimate) => estimate > threshold)).toBe(true);
+    expect(entries.some((e) => e.kind === 'compaction')).toBe(false);
+    expect(test.results.bodies.map((r) => r.status)).toEqual(['completed', 'completed', 'completed', 'completed']);
+  });
+});

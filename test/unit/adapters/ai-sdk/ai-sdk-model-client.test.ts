@@ -252,3 +252,16 @@ describe('retryAfterMs', () => {
     expect(retryAfterMs(undefined)).toBeUndefined();
   });
 });
+
+describe('AiSdkModelClient context window', () => {
+  it("defaults to the published window of the model's family, unless given one", () => {
+    const claude = new MockLanguageModelV4({ provider: 'anthropic.messages', modelId: 'claude-sonnet-4-5' });
+    const house = new MockLanguageModelV4({ provider: 'acme', modelId: 'house-model' });
+
+    expect(new AiSdkModelClient({ model: claude, maxDurationMs: 5_000 }).contextWindowTokens).toBe(200_000);
+    expect(
+      new AiSdkModelClient({ model: claude, maxDurationMs: 5_000, contextWindowTokens: 50_000 }).contextWindowTokens,
+    ).toBe(50_000);
+    expect(new AiSdkModelClient({ model: house, maxDurationMs: 5_000 }).contextWindowTokens).toBeUndefined();
+  });
+});

@@ -378,3 +378,59 @@ describe('BedrockModelClient streaming (ConverseStream)', () => {
     expect((error as StepError).message).toContain('Too many tokens');
   });
 });
+
+describe('BedrockModelClient context window and token count', () => {
+  it("defaults its context window to its family's published one, unless given one", () => {
+    // Arrange
+    const { client } = recordedBedrockClient([]);
+    const profile = 'eu.anthropic.claude-sonnet-4-5-20250929-v1:0';
+
+    // Act
+    const known = new BedrockModelClient({ modelId: profile, client, maxDurationMs: 5_000 });
+    const given = new BedrockModelClient({
+      modelId: profile,
+      client,
+      maxDurationMs: 5_000,
+      contextWindowTokens: 8_000,
+    });
+    const unknown = new BedrockModelClient({ modelId: 'acme.house-model-v1:0', client, maxDurationMs: 5_000 });
+
+    // Assert
+    expect(known.contextWindowTokens).toBe(200_000);
+    expect(given.contextWindowTokens).toBe(8_000);
+    expect(unknown.contextWindowTokens).toBeUndefined();
+  });
+
+  it("asks CountTokens of the profile's foundation model with the Converse request's messages, system and tools", async () => {
+    // Arrange
+    const { client, sent } = recordedBedrockClient([
+      {
+        source: 'CountTokens API reference',
+        status: 200,
+        headers: { 'content-type': 'application/json' },
+        body: { inputTokens: 417 },
+      },
+    ]);
+    const model = new BedrockModelClient({ modelId: `us.${MODEL_ID}`, client, maxDurationMs: 5_000 });
+
+    // Act
+    const tokens = await model.countTokens?.(roundTripRequest, new AbortController().signal);
+
+    // Assert
+    expect(tokens).toBe(417);
+    expect(sent[0]?.path).toBe(`/model/${encodeURIComponent(MODEL_ID)}/count-tokens`);
+    const body = sent[0]?.body as { input: { converse: Record<string, unknown> } };
+    expect(Object.keys(body.input.converse).sort()).toEqual(['messages', 'system', 'toolConfig']);
+  });
+
+  it('offers a token count only for the models CountTokens serves, unless told', () => {
+    // Arrange
+    const { client } = recordedBedrockClient([]);
+    const nova = { modelId: 'amazon.nova-pro-v1:0', client, maxDurationMs: 5_000 };
+
+    // Act / Assert
+    expect(new BedrockModelClient(nova).countTokens).toBeUndefined();
+    expect(new BedrockModelClient({ ...nova, countTokens: true }).countTokens).toBeTypeOf('function');
+    expect(new BedrockModelClient({ ...nova, modelId: MODEL_ID, countTokens: false }).countTokens).toBeUndefined();
+  });
+});
