@@ -231,6 +231,7 @@ export const SendBody = z
     id: Ticket.shape.ticketId.optional(),
     mode: z.enum(Object.values(SendMode) as [SendMode, ...SendMode[]]).optional(),
     ifLastTurn: z.string().min(1).max(256).optional(),
+    limits: Ticket.shape.limits,
   })
   .strict()
   .meta({ id: 'SendBody' });

@@ -236,6 +236,7 @@ export const SESSION_ROUTES: readonly Route[] = [
         input: body.input,
         ticketId: body.ticketId,
         tenant,
+        limits: body.limits,
       });
       return { status: 202, json: submitted };
     },
@@ -377,9 +378,9 @@ export const SESSION_ROUTES: readonly Route[] = [
     responses: { 202: { description: 'input accepted', schema: SentView }, ...refusals, ...errors },
     async handle(context) {
       const record = await visibleSession(context);
-      const { input, id, mode, ifLastTurn } = context.body;
+      const { input, id, mode, ifLastTurn, limits } = context.body;
       const sent = await refusalsAsErrors(() =>
-        context.services.client.send(record.key.id, input, { id, mode, ifLastTurn }),
+        context.services.client.send(record.key.id, input, { id, mode, ifLastTurn, limits }),
       );
       return { status: 202, json: sent };
     },

@@ -15,11 +15,12 @@ import type { SessionView } from '../core/fold.ts';
 import { DEFAULT_TENANT, deriveSessionId, hashJson } from '../core/ids.ts';
 import { decisionItem, type InboxItem, resolveItem } from '../core/inbox.ts';
 import type { JournalEntry } from '../core/journal.ts';
-import { INLINE_PAYLOAD_LIMIT_BYTES } from '../core/messages.ts';
+import { describeIssues, INLINE_PAYLOAD_LIMIT_BYTES } from '../core/messages.ts';
 import { nextWakeAt } from '../core/next-action.ts';
 import { RUNTIME_DEFAULTS } from '../core/resources.ts';
 import { missingRole, type Operation, type Role, roleRefusal } from '../core/roles.ts';
 import { foldFromSnapshot, foldWhole, type SessionFold, snapshotAt } from '../core/snapshot.ts';
+import { type SpendLimits, SpendLimitsSchema, turnLimits } from '../core/spend.ts';
 import { childKey, countByStatus, TaskStatus } from '../core/tasks.ts';
 import { childContext, newTraceId } from '../core/trace-context.ts';
 import {
@@ -89,6 +90,8 @@ export interface SubmitRequest {
   readonly input: unknown;
   readonly ticketId?: string | undefined;
   readonly tenant?: string | undefined;
+  /** The turn's spend limits, within the agent's ceiling (a limit above it is refused). */
+  readonly limits?: SpendLimits | undefined;
 }
 
 export interface Submitted {
@@ -260,6 +263,8 @@ export interface SendOptions {
   readonly mode?: SendMode | undefined;
   /** Refuse unless the turn accepted last is this one. */
   readonly ifLastTurn?: string | undefined;
+  /** The turn's spend limits, within the agent's ceiling; refused for a message into a running turn. */
+  readonly limits?: SpendLimits | undefined;
 }
 
 export interface Sent {
@@ -397,7 +402,9 @@ export class BatonClient implements BatonTransport {
     const tenant = request.tenant ?? DEFAULT_TENANT;
     const ticketId = request.ticketId ?? randomUUID();
     if (request.input === undefined) throw new InvalidInputError('input is required');
-    admitInput(request.input, this.#agent(request.agent), `ticket ${ticketId} input`);
+    const agent = this.#agent(request.agent);
+    admitInput(request.input, agent, `ticket ${ticketId} input`);
+    const limits = admitLimits(request.limits, agent);
     const sessionId = deriveSessionId(tenant, request.agent, ticketId);
     if (request.ticketId !== undefined) {
       // Intake would refuse it anyway; refusing here gives the producer the error, not the results queue.
@@ -418,7 +425,7 @@ export class BatonClient implements BatonTransport {
     }
     const traceId = newTraceId();
     await this.deps.tickets.submit(
-      { v: 1, ticketId, agent: request.agent, tenant, input },
+      { v: 1, ticketId, agent: request.agent, tenant, input, ...(limits === undefined ? {} : { limits }) },
       { trace: childContext(traceId) },
     );
     return {
@@ -629,8 +636,12 @@ export class BatonClient implements BatonTransport {
     const mode = options.mode ?? SendMode.queue;
     // An inject with no turn running to take it becomes a turn, and is admitted as one.
     const asMessage = mode === SendMode.inject && (await this.#turnRunning(record));
-    admitInput(input, this.#agent(record.key.agent), `input ${id}`, asMessage ? 'message' : 'turn');
+    const agent = this.#agent(record.key.agent);
+    admitInput(input, agent, `input ${id}`, asMessage ? 'message' : 'turn');
+    const limits = admitLimits(options.limits, agent);
     if (asMessage) {
+      if (limits !== undefined)
+        throw new InvalidInputError(`input ${id}: limits apply to a turn; a message into the running turn takes none`);
       const posted = await this.#post(record, { kind: 'message', id, text: messageText(input) }, `message ${id}`);
       return { sessionId, turnId: id, mode, accepted: posted };
     }
@@ -644,6 +655,7 @@ export class BatonClient implements BatonTransport {
         maxPendingInputs: this.deps.maxPendingInputs,
         steer: mode === SendMode.steer,
         sweepGraceMs: this.deps.sweepGraceMs ?? DEFAULT_SWEEP_GRACE_MS,
+        limits,
       },
       this.deps,
     );
@@ -1032,3 +1044,15 @@ const toEvent = (entry: JournalEntry): SessionEvent => ({
   ...(entry.turnId === undefined ? {} : { turnId: entry.turnId }),
   data: entry.data,
 });
+
+/**
+ * A turn's limits as the producer gave them, checked as intake checks a ticket's: the schema, then
+ * the agent's ceiling when this client loaded the agents (the leg caps them by it again anyway).
+ */
+function admitLimits(limits: unknown, agent: AgentDefinition | undefined): SpendLimits | undefined {
+  if (limits === undefined) return undefined;
+  const parsed = SpendLimitsSchema.safeParse(limits);
+  if (!parsed.success) throw new InvalidInputError(`limits: ${describeIssues(parsed.error)}`);
+  if (agent) turnLimits(agent.limits, parsed.data);
+  return parsed.data;
+}

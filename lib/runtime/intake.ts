@@ -66,8 +66,6 @@ export async function acceptTicket(
   admitInput(input, agent, `ticket ${ticket.ticketId} input`);
   // A limit above the agent's ceiling is refused here, before anything is stored.
   if (ticket.limits !== undefined) turnLimits(agent.limits, ticket.limits);
-  if (ticket.limits !== undefined && ticket.sessionId !== undefined)
-    throw new InvalidInputError(`ticket ${ticket.ticketId}: limits are taken only on a ticket that starts a session`);
 
   const now = deps.clock.now();
   if (ticket.sessionId !== undefined) {
@@ -79,6 +77,7 @@ export async function acceptTicket(
         input,
         maxPendingInputs: deps.config.maxPendingInputs,
         sweepGraceMs: deps.config.sweepGraceMs,
+        limits: ticket.limits,
       },
       deps,
     );

@@ -1,5 +1,6 @@
 import { TicketConflictError, TurnRefusedError } from '../core/errors.ts';
 import { formatSessionKey, hashJson, type SessionKey } from '../core/ids.ts';
+import type { SpendLimits } from '../core/spend.ts';
 import { childContext } from '../core/trace-context.ts';
 import { DEFAULT_MAX_PENDING_INPUTS } from '../core/vocabulary.ts';
 import type { Clock } from '../ports/clock.ts';
@@ -27,6 +28,8 @@ export interface NewTurn {
   readonly steer?: boolean | undefined;
   /** When the sweeper kicks an idle session should the kick be lost. */
   readonly sweepGraceMs: number;
+  /** The turn's spend limits, within the agent's ceiling (checked by the caller, capped again by the leg). */
+  readonly limits?: SpendLimits | undefined;
 }
 
 export interface AcceptedTurn {
@@ -68,7 +71,14 @@ export async function acceptTurn(turn: NewTurn, deps: TurnIntakeDeps): Promise<A
   const maxPending = turn.maxPendingInputs ?? DEFAULT_MAX_PENDING_INPUTS;
   const put = await deps.store.putTurn(
     key,
-    { turnId, ticketId: turn.ticketId, input: turn.input, inputHash, createdAt: now },
+    {
+      turnId,
+      ticketId: turn.ticketId,
+      input: turn.input,
+      inputHash,
+      createdAt: now,
+      ...(turn.limits === undefined ? {} : { limits: turn.limits }),
+    },
     sessionItemTtlSeconds(existing, now),
   );
   if (!put.created && put.turn.inputHash !== inputHash) throw new TicketConflictError(turnId);
@@ -83,7 +93,8 @@ export async function acceptTurn(turn: NewTurn, deps: TurnIntakeDeps): Promise<A
     maxPending,
     ifLastTurn: turn.ifLastTurn,
     steer: turn.steer,
-    activeInput: inlineInput(turnId, turn.input),
+    // A turn with limits is read from its item, which carries them (the record carries the input alone).
+    activeInput: turn.limits === undefined ? inlineInput(turnId, turn.input) : undefined,
   });
   if (!result.ok) {
     const refused = refusal(result.reason, key, turnId, result.current, maxPending);

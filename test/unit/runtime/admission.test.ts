@@ -175,3 +175,39 @@ describe('one admission for every way in', () => {
     ]);
   });
 });
+
+describe('spend limits through the API', () => {
+  it('carries the limits of a submit onto its ticket, and refuses a malformed one naming it', async () => {
+    // Arrange
+    const { call, tickets } = memoryApi({ agents });
+
+    // Act
+    const accepted = await call('POST', '/sessions', {
+      body: { agent: 'chat', input: { text: 'hi' }, limits: { maxModelCallsPerTurn: 3 } },
+    });
+    const refused = await call('POST', '/sessions', {
+      body: { agent: 'chat', input: { text: 'hi' }, limits: { maxModelCallsPerTurn: 0 } },
+    });
+
+    // Assert
+    expect(accepted.status).toBe(202);
+    expect(tickets.bodies.map((t) => t.limits)).toEqual([{ maxModelCallsPerTurn: 3 }]);
+    expect(refused.status).toBe(400);
+    expect(refused.json.error?.message).toMatch(/limits\.maxModelCallsPerTurn/);
+  });
+
+  it("stores a sent turn's limits on its turn item, where its leg reads them", async () => {
+    // Arrange
+    const { call, store, clock } = memoryApi({ agents });
+    const key = await conversation(store, clock.now());
+
+    // Act
+    const sent = await call('POST', `/sessions/${key.id}/send`, {
+      body: { input: { text: 'and then?' }, id: 't2', limits: { maxTokensPerTurn: 500 } },
+    });
+
+    // Assert
+    expect(sent.status).toBe(202);
+    expect((await store.getTurn(key, 't2'))?.limits).toEqual({ maxTokensPerTurn: 500 });
+  });
+});

@@ -1,10 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { MemoryTicketQueue } from '../../../lib/adapters/memory/memory-queues.ts';
 import type { AgentLimits } from '../../../lib/agent/define-agent.ts';
+import { toolResults } from '../../../lib/agent/scripted-model.ts';
 import { BatonClient } from '../../../lib/client/baton-client.ts';
 import { foldJournal } from '../../../lib/core/fold.ts';
 import { deriveSessionId, type SessionKey } from '../../../lib/core/ids.ts';
 import { BUDGET_APPROVAL_TOOL } from '../../../lib/core/spend.ts';
+import type { ChatMessage } from '../../../lib/ports/model-client.ts';
 import type { RuntimeDeps } from '../../../lib/runtime/deps.ts';
 import { acceptTicket } from '../../../lib/runtime/intake.ts';
 import { drain, lookupAgent, makeTestDeps, ticketBody } from '../../fixtures/runtime.ts';
@@ -182,5 +184,83 @@ describe('spend limits on a ticket', () => {
     await expect(acceptTicket(ticketWith('L3', { maxTokensPerTurn: 0 }), undefined, deps)).rejects.toThrow(
       /limits\.maxTokensPerTurn/,
     );
+  });
+});
+
+describe('spend limits on a later turn of a conversation', () => {
+  /** Each turn looks up the ids its own input names (call ids carry the turn's number), then answers. */
+  function perTurnLookups(messages: readonly ChatMessage[]) {
+    const texts = messages.flatMap((m) => (m.role === 'user' ? m.content.filter((c) => c.type === 'text') : []));
+    const turn = texts.length;
+    const latest = texts.at(-1);
+    const ids = JSON.parse(latest?.type === 'text' ? latest.text : '{}').ids as string[];
+    const done = toolResults(messages);
+    const next = ids.find((id) => !done.has(`${turn}:${id}`));
+    return next
+      ? { toolCalls: [{ id: `${turn}:${next}`, name: 'lookup', input: { id: next } }] }
+      : { final: `turn ${turn} looked up ${ids.length}` };
+  }
+  const conversationWith = (limits: Partial<AgentLimits>) => ({
+    ...agentWith(limits),
+    conversation: true,
+    model: lookupAgent({ script: perTurnLookups }).model,
+  });
+
+  it("holds a turn to the limits it was sent with, and the next turn to the agent's again", async () => {
+    // Arrange
+    const { deps, results, store } = makeTestDeps([conversationWith({ maxModelCallsPerTurn: 10 })]);
+    const client = clientOf(deps);
+    const key = keyOf('C1');
+    await acceptTicket(ticketBody('lookup-agent', 'C1', FIVE_IDS), undefined, deps);
+    await drain(deps);
+
+    // Act: a second turn by ticket with a tighter limit, a third by the client without one.
+    const second = JSON.stringify({
+      ticketId: 't2',
+      agent: 'lookup-agent',
+      sessionId: key.id,
+      input: FIVE_IDS,
+      limits: { maxModelCallsPerTurn: 2 },
+    });
+    await acceptTicket(second, undefined, deps);
+    await drain(deps);
+    await client.send(key.id, FIVE_IDS, { id: 't3' });
+    await drain(deps);
+
+    // Assert
+    expect(results.bodies.map((r) => r.status)).toEqual(['completed', 'budget-exceeded', 'completed']);
+    expect(results.bodies[1]?.error).toMatch(/^maxModelCallsPerTurn of 2 reached/);
+    const inputs = (await store.readJournal(key)).filter((e) => e.kind === 'input');
+    expect(inputs.map((e) => (e.kind === 'input' ? e.data.limits : undefined))).toEqual([
+      undefined,
+      { maxModelCallsPerTurn: 2 },
+      undefined,
+    ]);
+  });
+
+  it("takes limits on a client send within the agent's ceiling, and refuses them above it or malformed", async () => {
+    // Arrange
+    const { deps, results } = makeTestDeps([conversationWith({ maxModelCallsPerTurn: 10 })]);
+    const client = new BatonClient({
+      store: deps.store,
+      tickets: new MemoryTicketQueue(),
+      workQueue: deps.workQueue,
+      clock: deps.clock,
+      agents: deps.agents,
+    });
+    const key = keyOf('C2');
+    await acceptTicket(ticketBody('lookup-agent', 'C2', FIVE_IDS), undefined, deps);
+    await drain(deps);
+
+    // Act
+    const above = client.send(key.id, FIVE_IDS, { id: 't2', limits: { maxModelCallsPerTurn: 11 } });
+    const malformed = client.send(key.id, FIVE_IDS, { id: 't3', limits: { maxTokensPerTurn: -1 } });
+    await client.send(key.id, FIVE_IDS, { id: 't4', limits: { maxModelCallsPerTurn: 1 } });
+    await drain(deps);
+
+    // Assert
+    await expect(above).rejects.toThrow("ticket maxModelCallsPerTurn 11 is above the agent's ceiling of 10");
+    await expect(malformed).rejects.toThrow(/^limits: .*maxTokensPerTurn/);
+    expect(results.bodies.map((r) => r.status)).toEqual(['completed', 'budget-exceeded']);
   });
 });
