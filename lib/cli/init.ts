@@ -288,9 +288,9 @@ Agents on Baton, a durable runtime for long-running LLM
 agents on AWS serverless.
 
 - \`src/agents.ts\`: the agents (\`defineAgent\`, \`defineTool\`), exported as \`agents\`.
-- \`src/functions/\`: the Lambda handlers, two lines each (\`baton/aws\`).
-- \`infra/app.ts\`: the CDK app with the \`BatonRuntime\` construct (\`baton/cdk\`).
-- \`test/greeter.test.ts\`: the sample agent through the test harness (\`baton/testing\`), in milliseconds.
+- \`src/functions/\`: the Lambda handlers, two lines each (\`@baton-run/baton/aws\`).
+- \`infra/app.ts\`: the CDK app with the \`BatonRuntime\` construct (\`@baton-run/baton/cdk\`).
+- \`test/greeter.test.ts\`: the sample agent through the test harness (\`@baton-run/baton/testing\`), in milliseconds.
 - \`test/agents.test.ts\`: the sample agent on the local stack (\`baton/local\`).
 
 Needs Node 20 or newer with npm (Baton's scripts fetch Node 24 when the machine's node is older)
