@@ -291,7 +291,7 @@ agents on AWS serverless.
 - \`src/functions/\`: the Lambda handlers, two lines each (\`@baton-run/baton/aws\`).
 - \`infra/app.ts\`: the CDK app with the \`BatonRuntime\` construct (\`@baton-run/baton/cdk\`).
 - \`test/greeter.test.ts\`: the sample agent through the test harness (\`@baton-run/baton/testing\`), in milliseconds.
-- \`test/agents.test.ts\`: the sample agent on the local stack (\`baton/local\`).
+- \`test/agents.test.ts\`: the sample agent on the local stack (\`@baton-run/baton/local\`).
 
 Needs Node 20 or newer with npm (Baton's scripts fetch Node 24 when the machine's node is older)
 and, for the local stack, Java 17 or newer (DynamoDB Local).
