@@ -453,11 +453,14 @@ export class BatonClient implements BatonTransport {
    */
   forkRecord(original: SessionRecord, options: ForkOptions): Promise<Forked> {
     const { agent } = original.key;
-    const definition =
-      options.version === undefined || this.deps.agents === undefined
-        ? this.#agent(agent)
-        : agentAtVersion(this.deps.agents, agent, options.version);
-    if (options.input !== undefined) admitInput(options.input, definition, `fork of ${original.key.id} input`);
+    const { agents } = this.deps;
+    // Without agents, forkSession refuses a version it cannot check.
+    const atVersion =
+      options.version === undefined || agents === undefined
+        ? undefined
+        : agentAtVersion(agents, agent, options.version);
+    if (options.input !== undefined)
+      admitInput(options.input, atVersion ?? this.#agent(agent), `fork of ${original.key.id} input`);
     return forkSession(this.#forkDeps, {
       original,
       cursor: options.at,
