@@ -43,8 +43,14 @@ describe('fork and rerun --version', () => {
       created: true,
     };
     const client = {
-      fork: async (_id: string, options: ForkOptions) => (asked.push(options), forked),
-      rerun: async (_id: string, options: RerunOptions) => (asked.push(options), forked),
+      fork: async (_id: string, options: ForkOptions) => {
+        asked.push(options);
+        return forked;
+      },
+      rerun: async (_id: string, options: RerunOptions) => {
+        asked.push(options);
+        return forked;
+      },
     } as unknown as BatonTransport;
     const lines: string[] = [];
     return { asked, lines, io: { ...io, client, out: (line: string) => lines.push(line) } };
