@@ -6,6 +6,7 @@ import { type BundleReport, measureBundles } from './bundle.ts';
 import { type ConversationFigures, measureConversationCost } from './conversation-cost.ts';
 import type { DurableReplayFigures } from './durable-replay.ts';
 import { type FanOutFigures, measureFanOut } from './fan-out.ts';
+import { type ForkFigures, measureForkCost } from './fork-cost.ts';
 import { measureFullRewrite } from './full-rewrite-baseline.ts';
 import { type HarnessFigures, measureHarness } from './harness.ts';
 import { measureResumeCost, measureSessionCost, type ResumeCost, type SessionCost } from './journal-cost.ts';
@@ -21,6 +22,7 @@ import {
 import { type LatencyFigure, measureTurnLatency, type TurnLatencyFigures } from './turn-latency.ts';
 
 export const BENCH_SECTIONS = [
+  'fork',
   'journal',
   'resume',
   'conversation',
@@ -45,6 +47,8 @@ export const BENCH_WORKLOAD = {
   /** A short simulated function timeout, so the 500-step session runs over several legs. */
   functionTimeoutMs: 6_000,
   resumeToolCalls: [25, 250],
+  /** Live sessions (forks of the 501-step session) check-upgrade reads and folds in the fork section. */
+  forkCheckSessions: [10, 100],
   throughputConcurrency: 4,
   throughputToolCalls: 50,
   rawWriteMs: 5_000,
@@ -86,6 +90,7 @@ export interface BenchReport {
   readonly workload: typeof BENCH_WORKLOAD;
   readonly journal?: { baton: SessionCost; fullRewrite: SessionCost; bytesRatio: number } | undefined;
   readonly resume?: ResumeCost[] | undefined;
+  readonly fork?: ForkFigures | undefined;
   readonly conversation?: ConversationFigures | undefined;
   readonly stream?: LiveTextCost[] | undefined;
   readonly durable?: DurableReplayFigures | { unavailable: string } | undefined;
@@ -119,10 +124,34 @@ export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
     seconds: 0,
   };
   const needsDb = (
-    ['journal', 'resume', 'conversation', 'stream', 'throughput', 'latency', 'fanout', 'recovery', 'price'] as const
+    [
+      'fork',
+      'journal',
+      'resume',
+      'conversation',
+      'stream',
+      'throughput',
+      'latency',
+      'fanout',
+      'recovery',
+      'price',
+    ] as const
   ).some(want);
   const db = needsDb ? await startBenchDatabase() : undefined;
   try {
+    // First, on an empty table: check-upgrade reads every live session, and later sections leave some.
+    if (db && want('fork')) {
+      options.progress(
+        `fork: a ${w.toolCalls * 2 + 1}-step long-haul session forked near its end, resumes compared, check-upgrade over ${w.forkCheckSessions.join(' and ')} live forks`,
+      );
+      report.fork = await measureForkCost({
+        db,
+        toolCalls: w.toolCalls,
+        payloadBytes: w.payloadBytes,
+        functionTimeoutMs: w.functionTimeoutMs,
+        checkSessions: w.forkCheckSessions,
+      });
+    }
     if (db && want('journal')) {
       options.progress(
         `journal: one ${w.toolCalls * 2 + 1}-step long-haul session through the runtime, then the full-rewrite baseline`,
@@ -299,6 +328,7 @@ export function formatBenchReport(report: BenchReport): string[] {
   const rows: Array<[string, string, string]> = [];
   const section = (title: string) => rows.push([`— ${title}`, '', '']);
   const {
+    fork,
     journal,
     resume,
     conversation,
@@ -358,6 +388,35 @@ export function formatBenchReport(report: BenchReport): string[] {
         `${r.journalEntries} entries, 0 re-executed`,
       ]);
     }
+  }
+  if (fork) {
+    const f = fork;
+    section(`fork of a ${f.steps}-step session at seq ${f.cursor} (DynamoDB Local, counted at the client)`);
+    rows.push([
+      'making the fork: writes / WCU',
+      `${f.fork.writes} / ${dec(f.fork.wcu, 1)}`,
+      'the turn, the forked entry, the record: O(1)',
+    ]);
+    rows.push([
+      'making the fork: reads, time',
+      `${f.fork.reads} requests, ${int(f.fork.readBytes)} B; ${int(f.fork.ms)} ms`,
+      "the original's journal, to check the cursor",
+    ]);
+    for (const [what, r] of [
+      ['resume the fork', f.resumeFork],
+      ['resume the original', f.resumeOriginal],
+    ] as const)
+      rows.push([
+        what,
+        `${r.reads} requests, ${int(r.readBytes)} B, ${dec(r.rcu, 1)} RCU`,
+        `${r.journalEntries} entries`,
+      ]);
+    for (const c of f.checkUpgrade)
+      rows.push([
+        `check-upgrade over ${c.sessions} live ${f.steps}-step sessions`,
+        `${int(c.readMs + c.foldMs)} ms`,
+        `reading ${int(c.readMs)} ms (${c.reads} requests), folding ${int(c.foldMs)} ms`,
+      ]);
   }
   if (conversation) {
     const c = conversation;

@@ -60,6 +60,8 @@ export const releaseSession = (id, options = {}) =>
 export const sendInput = (id, body) => call('POST', `/sessions/${encodeURIComponent(id)}/send`, body);
 export const approveCall = (id, body) => call('POST', `/sessions/${encodeURIComponent(id)}/approve`, body);
 export const resolveCall = (id, body) => call('POST', `/sessions/${encodeURIComponent(id)}/resolve`, body);
+/** A fork at a journal cursor (`at`), with a new `text` there or going on with the turn, and its `effects`. */
+export const forkSession = (id, body) => call('POST', `/sessions/${encodeURIComponent(id)}/fork`, body);
 
 /** The event stream's address: EventSource resumes it with Last-Event-ID by itself. */
 export const eventsUrl = async (id) => `${await apiBase()}/sessions/${encodeURIComponent(id)}/events`;

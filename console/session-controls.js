@@ -67,6 +67,16 @@ function waitsSection(sessionId, onChange) {
       { class: 'wait approval', 'data-call': approval.callId, 'aria-label': `Approval of ${approval.callId}` },
       h('p', {}, 'Approval of ', h('code', {}, approval.tool), ' (call ', h('code', {}, approval.callId), ')'),
       h('pre', { class: 'call-input' }, short(approval.input)),
+      // A fork's repeat of a call its original made: approving runs it a second time, for real.
+      approval.ranBefore &&
+        h(
+          'p',
+          { class: 'ran-before' },
+          'Already ran in session ',
+          h('code', {}, approval.ranBefore.session),
+          ` (seq ${approval.ranBefore.seq})`,
+          approval.ranBefore.result ? `: ${short(approval.ranBefore.result)}` : ': its result is unknown',
+        ),
       h(
         'div',
         { class: 'row' },

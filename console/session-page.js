@@ -1,5 +1,6 @@
 import { cancelSession, eventsUrl, getSession, whoAmI } from './api.js';
 import { announce, h } from './dom.js';
+import { forkForm, mayFork } from './fork-form.js';
 import { sessionControls } from './session-controls.js';
 import { addModelText, buildTimeline, formatAge, formatDuration, liveTextAfterEntry } from './timeline.js';
 
@@ -13,7 +14,8 @@ const LEG_NOTES = {
   cancel: 'Cancel requested',
 };
 
-function renderTimeline(list, events) {
+/** `fork`: opens the fork form at an entry's seq, when the caller may fork. */
+function renderTimeline(list, events, fork) {
   const { legs } = buildTimeline(events);
   list.replaceChildren(
     ...legs.map((leg, index) =>
@@ -39,6 +41,17 @@ function renderTimeline(list, events) {
               h('span', { class: 'step-title' }, step.title),
               h('span', { class: 'step-detail' }, step.detail),
               h('span', { class: 'step-duration' }, formatDuration(step.durationMs)),
+              fork &&
+                h(
+                  'button',
+                  {
+                    type: 'button',
+                    class: 'secondary fork-here',
+                    'aria-label': `Fork from seq ${step.seq}`,
+                    onclick: () => fork(step.seq),
+                  },
+                  'Fork from here',
+                ),
             ),
           ),
         ),
@@ -77,6 +90,8 @@ export function renderSessionPage(main, sessionId) {
   let poll;
   const fact = (term, value, id) => [h('dt', {}, term), h('dd', id ? { id } : {}, value)];
   const controls = sessionControls(sessionId, () => void refreshStatus());
+  const forking = forkForm(sessionId);
+  let canFork = false;
   // One status read at a time: a request made while one runs is made once, after it.
   let reading = false;
   let again = false;
@@ -134,8 +149,26 @@ export function renderSessionPage(main, sessionId) {
           )
         : []),
       ...(status.release ? fact('Release', status.release, 'session-release') : []),
+      ...(status.forkedFrom
+        ? fact(
+            'Forked from',
+            [
+              h(
+                'a',
+                { href: `/sessions/${encodeURIComponent(status.forkedFrom.session)}`, 'data-nav': true },
+                status.forkedFrom.session,
+              ),
+              ` at seq ${status.forkedFrom.cursor}`,
+            ],
+            'session-forked-from',
+          )
+        : []),
     );
     const { roles } = await caller;
+    if (mayFork(roles) !== canFork) {
+      canFork = mayFork(roles);
+      scheduleRender();
+    }
     controls.update(status, roles);
     cancel.hidden = !roles.includes('operate');
     cancel.disabled = TERMINAL.includes(status.status) || status.cancelRequested;
@@ -149,7 +182,7 @@ export function renderSessionPage(main, sessionId) {
     pendingRender = true;
     requestAnimationFrame(() => {
       pendingRender = false;
-      renderTimeline(timeline, events);
+      renderTimeline(timeline, events, canFork ? forking.open : undefined);
     });
   };
 
@@ -220,6 +253,7 @@ export function renderSessionPage(main, sessionId) {
       timeline,
       modelText,
     ),
+    forking.section,
   );
   void refreshStatus();
   void connect();

@@ -20,6 +20,11 @@ function stepOf(event, previousAt, started) {
       return { title: data.agentVersion ? `input (v${data.agentVersion})` : 'input', detail: brief(data.input) };
     case 'upgraded':
       return { title: 'upgraded', detail: `agent version ${data.from} → ${data.to}` };
+    case 'forked':
+      return {
+        title: data.version ? `forked (v${data.version})` : 'forked',
+        detail: `from session ${data.from.id} at seq ${data.cursor} · effects ${data.effects} · ${data.ledger.length} once-only call(s) after it`,
+      };
     case 'model': {
       const calls = data.toolCalls.map((c) => c.name);
       const tokens = data.usage.inputTokens + data.usage.outputTokens;

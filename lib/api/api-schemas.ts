@@ -32,8 +32,10 @@ export const Submitted = z
   .meta({ id: 'Submitted' });
 
 const effects = z.enum(Object.values(ForkEffects) as [ForkEffects, ...ForkEffects[]]);
+/** Another registered version of the agent for a fork to run on. */
+const version = z.number().int().positive();
 
-/** POST /sessions/{id}/fork: the cursor, a new input there (`text` as the CLI's --text), the fork's id, its effects. */
+/** POST /sessions/{id}/fork: the cursor, a new input there (`text` as the CLI's --text), the fork's id, its effects, its agent version. */
 export const ForkBody = z
   .object({
     at: z.number().int().nonnegative(),
@@ -41,13 +43,19 @@ export const ForkBody = z
     text: z.string().optional(),
     id: z.string().min(1).max(256).optional(),
     effects: effects.optional(),
+    version: version.optional(),
   })
   .strict()
   .meta({ id: 'ForkBody' });
 
 /** POST /sessions/{id}/rerun: a fork at the start of a turn, with its input. */
 export const RerunBody = z
-  .object({ turn: z.string().min(1), id: z.string().min(1).max(256).optional(), effects: effects.optional() })
+  .object({
+    turn: z.string().min(1),
+    id: z.string().min(1).max(256).optional(),
+    effects: effects.optional(),
+    version: version.optional(),
+  })
   .strict()
   .meta({ id: 'RerunBody' });
 
@@ -60,6 +68,7 @@ export const ForkedView = z
     turnId: z.string(),
     forkedFrom: z.object({ session: z.string(), cursor: z.number().int() }),
     effects,
+    version: version.optional(),
     repeatable: z.number().int(),
     created: z.boolean(),
   })

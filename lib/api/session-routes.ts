@@ -253,7 +253,7 @@ export const SESSION_ROUTES: readonly Route[] = [
     responses: { 201: { description: 'fork created', schema: ForkedView }, ...errors },
     async handle(context) {
       const record = await readableOriginal(context);
-      const { at, text, input, id, effects } = context.body;
+      const { at, text, input, id, effects, version } = context.body;
       if (text !== undefined && input !== undefined)
         throw new ApiError('invalid_request', 'give the fork either text or input, not both');
       const forked = await context.services.client.forkRecord(record, {
@@ -261,6 +261,7 @@ export const SESSION_ROUTES: readonly Route[] = [
         input: text === undefined ? input : { text },
         id,
         effects,
+        version,
       });
       return { status: 201, json: forked };
     },
@@ -276,8 +277,8 @@ export const SESSION_ROUTES: readonly Route[] = [
     responses: { 201: { description: 'fork created', schema: ForkedView }, ...errors },
     async handle(context) {
       const record = await readableOriginal(context);
-      const { turn, id, effects } = context.body;
-      const forked = await context.services.client.rerunRecord(record, { turnId: turn, id, effects });
+      const { turn, id, effects, version } = context.body;
+      const forked = await context.services.client.rerunRecord(record, { turnId: turn, id, effects, version });
       return { status: 201, json: forked };
     },
   }),

@@ -39,6 +39,8 @@ export interface RuntimeDepsOverrides {
   readonly random?: (() => number) | undefined;
   /** Adds SDK middleware (fault injection, an emulator shim) to the clients before any call. */
   readonly instrumentClients?: ((clients: RuntimeClients, config: FunctionConfig) => void) | undefined;
+  /** The journal format the worker writes and reads up to (RuntimeConfig.journalFormat): a rolling-deploy test plays an older build with it. */
+  readonly journalFormat?: number | undefined;
 }
 
 /** The runtime's dependencies with the telemetry the handler middleware needs. */
@@ -97,6 +99,7 @@ export function createRuntimeDeps(config: FunctionConfig, overrides: RuntimeDeps
       retentionDays: config.retentionDays,
       sweepGraceMs: config.leaseTtlMs,
       producers: config.producers,
+      ...(overrides.journalFormat === undefined ? {} : { journalFormat: overrides.journalFormat }),
     },
     random: overrides.random ?? Math.random,
     ids: overrides.ids ?? randomIds,

@@ -126,12 +126,12 @@ const COMMANDS: Record<string, CommandEntry> = {
     summary:
       'fork a session at a journal cursor: its history up to there, a new input or the rest of the turn, and no once-only call repeated unasked',
     usage:
-      'baton fork SESSION --at CURSOR [--text TEXT | --input JSON | --file F] [--id NEW] [--effects ask|reuse|deny|rerun]',
+      'baton fork SESSION --at CURSOR [--text TEXT | --input JSON | --file F] [--id NEW] [--effects ask|reuse|deny|rerun] [--version V]',
   },
   rerun: {
     run: rerun,
     summary: 'run a turn again in a fork that starts where it started, with its input',
-    usage: 'baton rerun SESSION --turn TURN_ID [--id NEW] [--effects ask|reuse|deny|rerun]',
+    usage: 'baton rerun SESSION --turn TURN_ID [--id NEW] [--effects ask|reuse|deny|rerun] [--version V]',
   },
   approve: {
     run: approve,

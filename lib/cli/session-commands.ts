@@ -281,11 +281,19 @@ function forkEffects(value: string | undefined): ForkEffects | undefined {
   return value as ForkEffects | undefined;
 }
 
+/** `--version`: the agent version a fork runs on; whether the agent has it is checked against the deployment. */
+function forkVersion(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^[1-9]\d{0,8}$/.test(value))
+    throw new Error(`--version must be an agent version (a whole number from 1), not ${value}`);
+  return Number(value);
+}
+
 /** How a fork is printed: its id and where it came from. */
 const forkedLine = (f: Forked): string =>
-  `forked session ${f.forkedFrom.session} at ${f.forkedFrom.cursor} → session ${f.sessionId} (turn ${f.turnId}, effects ${f.effects}, ${f.repeatable} once-only call(s) of the original after the cursor)`;
+  `forked session ${f.forkedFrom.session} at ${f.forkedFrom.cursor} → session ${f.sessionId} (turn ${f.turnId}, effects ${f.effects}${f.version === undefined ? '' : `, agent version ${f.version}`}, ${f.repeatable} once-only call(s) of the original after the cursor)`;
 
-/** `baton fork SESSION --at CURSOR [--text T | --input JSON | --file F] [--id NEW] [--effects ask|reuse|deny|rerun]` */
+/** `baton fork SESSION --at CURSOR [--text T | --input JSON | --file F] [--id NEW] [--effects ask|reuse|deny|rerun] [--version V]` */
 export async function fork(args: string[], io: CommandIo): Promise<number> {
   const { values, positionals } = parseArgs({
     args,
@@ -297,11 +305,14 @@ export async function fork(args: string[], io: CommandIo): Promise<number> {
       file: { type: 'string' },
       id: { type: 'string' },
       effects: { type: 'string' },
+      version: { type: 'string' },
     },
   });
   const sessionId = positionals[0];
   if (!sessionId || values.at === undefined)
-    throw new Error('usage: baton fork SESSION --at CURSOR [--text T | --input JSON] [--id NEW] [--effects E]');
+    throw new Error(
+      'usage: baton fork SESSION --at CURSOR [--text T | --input JSON] [--id NEW] [--effects E] [--version V]',
+    );
   if (!/^\d{1,15}$/.test(values.at))
     throw new Error(`--at must be a journal cursor (a whole number), not ${values.at}`);
   const given = values.text !== undefined || values.input !== undefined || values.file !== undefined;
@@ -313,25 +324,34 @@ export async function fork(args: string[], io: CommandIo): Promise<number> {
     input,
     id: values.id,
     effects: forkEffects(values.effects),
+    version: forkVersion(values.version),
   });
   io.out(io.json ? JSON.stringify(forked) : forkedLine(forked));
   return 0;
 }
 
-/** `baton rerun SESSION --turn TURN_ID [--id NEW] [--effects ask|reuse|deny|rerun]` */
+/** `baton rerun SESSION --turn TURN_ID [--id NEW] [--effects ask|reuse|deny|rerun] [--version V]` */
 export async function rerun(args: string[], io: CommandIo): Promise<number> {
   const { values, positionals } = parseArgs({
     args,
     allowPositionals: true,
-    options: { turn: { type: 'string' }, id: { type: 'string' }, effects: { type: 'string' } },
+    options: {
+      turn: { type: 'string' },
+      id: { type: 'string' },
+      effects: { type: 'string' },
+      version: { type: 'string' },
+    },
   });
   const sessionId = positionals[0];
   if (!sessionId || !values.turn || positionals.length !== 1)
-    throw new Error('usage: baton rerun SESSION --turn TURN_ID [--id NEW] [--effects E]');
-  const forked = await (await client(io)).rerun(sessionId, {
+    throw new Error('usage: baton rerun SESSION --turn TURN_ID [--id NEW] [--effects E] [--version V]');
+  const version = forkVersion(values.version);
+  // The agents are needed to check a version (and the rerun's input against it).
+  const forked = await (await client(io, { admitting: version !== undefined })).rerun(sessionId, {
     turnId: values.turn,
     id: values.id,
     effects: forkEffects(values.effects),
+    version,
   });
   io.out(io.json ? JSON.stringify(forked) : forkedLine(forked));
   return 0;

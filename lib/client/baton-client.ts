@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { agentAtVersion } from '../agent/agent-versions.ts';
 import type { AgentDefinition, AgentRegistry } from '../agent/define-agent.ts';
 import { asText } from '../agent/transcript.ts';
 import { type CallIdentity, type CallRef, callRef, identityOf, matchesRef } from '../core/call-identity.ts';
@@ -298,6 +299,8 @@ export interface ForkOptions {
   /** The fork's ticket id (its session id derives from it); default a fresh one. */
   readonly id?: string | undefined;
   readonly effects?: ForkEffects | undefined;
+  /** Another registered version of the agent for the fork to run on, for good ("what would version 3 have done here?"). */
+  readonly version?: number | undefined;
 }
 
 /** `baton rerun`: a fork at the start of a turn, with that turn's input. */
@@ -305,6 +308,8 @@ export interface RerunOptions {
   readonly turnId: string;
   readonly id?: string | undefined;
   readonly effects?: ForkEffects | undefined;
+  /** As ForkOptions.version. */
+  readonly version?: number | undefined;
 }
 
 /** A once-only call parked for an operator: its identity and the park (`parkSeq`) a verdict answers. */
@@ -446,20 +451,30 @@ export class BatonClient implements BatonTransport {
    */
   async fork(sessionId: string, options: ForkOptions): Promise<Forked> {
     for (const operation of ['fork', 'status'] as const) this.#may(operation);
-    const original = await this.#find(sessionId);
-    if (options.input !== undefined)
-      admitInput(options.input, this.#agent(original.key.agent), `fork of ${sessionId} input`);
-    return this.forkRecord(original, options);
+    return this.forkRecord(await this.#find(sessionId), options);
   }
 
-  /** A fork of a record already read (the API checked its tenant). */
+  /**
+   * A fork of a record already read (the API checked its tenant). A new input is admitted against
+   * the version the fork runs on: the one asked for, else the newest.
+   */
   forkRecord(original: SessionRecord, options: ForkOptions): Promise<Forked> {
+    const { agent } = original.key;
+    const { agents } = this.deps;
+    // Without agents, forkSession refuses a version it cannot check.
+    const atVersion =
+      options.version === undefined || agents === undefined
+        ? undefined
+        : agentAtVersion(agents, agent, options.version);
+    if (options.input !== undefined)
+      admitInput(options.input, atVersion ?? this.#agent(agent), `fork of ${original.key.id} input`);
     return forkSession(this.#forkDeps, {
       original,
       cursor: options.at,
       input: options.input,
       ticketId: options.id,
       effects: options.effects,
+      version: options.version,
     });
   }
 
@@ -472,7 +487,13 @@ export class BatonClient implements BatonTransport {
   /** A rerun of a record already read (the API checked its tenant). */
   async rerunRecord(original: SessionRecord, options: RerunOptions): Promise<Forked> {
     const { cursor, input } = await rerunPoint(this.deps.store, original, options.turnId);
-    return this.forkRecord(original, { at: cursor, input, id: options.id, effects: options.effects });
+    return this.forkRecord(original, {
+      at: cursor,
+      input,
+      id: options.id,
+      effects: options.effects,
+      version: options.version,
+    });
   }
 
   get #forkDeps(): ForkDeps {

@@ -97,15 +97,15 @@ export class HttpBatonClient implements BatonTransport {
   }
 
   async fork(sessionId: string, options: ForkOptions): Promise<Forked> {
-    const { at, input, id, effects } = options;
+    const { at, input, id, effects, version } = options;
     const path = `/sessions/${encodeURIComponent(sessionId)}/fork`;
-    return (await this.#call('POST', path, { at, input, id, effects })).json as Forked;
+    return (await this.#call('POST', path, { at, input, id, effects, version })).json as Forked;
   }
 
   async rerun(sessionId: string, options: RerunOptions): Promise<Forked> {
-    const { turnId, id, effects } = options;
+    const { turnId, id, effects, version } = options;
     const path = `/sessions/${encodeURIComponent(sessionId)}/rerun`;
-    return (await this.#call('POST', path, { turn: turnId, id, effects })).json as Forked;
+    return (await this.#call('POST', path, { turn: turnId, id, effects, version })).json as Forked;
   }
 
   async status(sessionId: string): Promise<SessionStatus | undefined> {

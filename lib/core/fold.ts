@@ -116,7 +116,7 @@ export interface SessionView {
   readonly decisions: Readonly<Record<string, Decision>>;
   /** Inbox items already journaled this turn (messages, decisions, resolutions): each lands once. */
   readonly deliveredIds: readonly string[];
-  /** The agent version the session runs on: its last turn's input, or an `upgraded` entry since. */
+  /** The agent version the session runs on: its last turn's input, or an `upgraded` or `forked` entry since. */
   readonly agentVersion?: number | undefined;
   /** A fork's effects and which of the original's once-only calls it answered (from its latest `forked` entry). */
   readonly fork?: ForkState | undefined;
@@ -327,8 +327,13 @@ export function applyEntry(view: SessionView, entry: JournalEntry): SessionView 
     case 'published':
       return { ...next, published: true };
     case 'forked':
-      // The fork's history before this entry is the original's; from here its effects apply.
-      return { ...next, fork: forkStateOf(entry.data) };
+      // The fork's history before this entry is the original's; from here its effects apply, and
+      // the version it was made to run on, when it names one.
+      return {
+        ...next,
+        fork: forkStateOf(entry.data),
+        ...(entry.data.version === undefined ? {} : { agentVersion: entry.data.version }),
+      };
   }
 }
 

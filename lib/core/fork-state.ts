@@ -8,6 +8,8 @@ export interface ForkState {
   readonly cursor: number;
   readonly effects: ForkEffects;
   readonly ledger: readonly OriginalEffect[];
+  /** The agent version the fork was made to run on (`fork --version`): it keeps it, whatever the upgrade policy. */
+  readonly version?: number | undefined;
   /** Original calls (by their watermark's seq) already answered in the fork, with the call that answered: `modelSeq:callId`. */
   readonly used: Readonly<Record<number, string>>;
 }
@@ -18,6 +20,7 @@ export const forkStateOf = (data: EntryDataOf<'forked'>): ForkState => ({
   cursor: data.cursor,
   effects: data.effects,
   ledger: data.ledger,
+  ...(data.version === undefined ? {} : { version: data.version }),
   used: {},
 });
 

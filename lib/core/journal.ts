@@ -11,8 +11,8 @@ import { type EntryKind, ForkEffects, KickReason, OutcomeStatus } from './vocabu
 
 /**
  * The journal format this build writes and the newest it reads. Format 1 entries carry no `v`
- * (everything written before formats were numbered); format 2 adds `v`, the `upgraded` kind and
- * `agentVersion` on `input`. A change an older reader would refuse (a new kind, a new field)
+ * (everything written before formats were numbered); format 2 adds `v`, the `upgraded` kind,
+ * `agentVersion` on `input` and the `forked` kind (with its `version`). A change an older reader would refuse (a new kind, a new field)
  * bumps it, so an older worker meeting such an entry leaves the session to a newer one.
  */
 export const JOURNAL_FORMAT_VERSION = 2;
@@ -170,12 +170,14 @@ export const EntryData = {
    * A fork's first entry, at `cursor + 1`: every entry before it is the session `from`'s (same
    * tenant), read from there, never copied. `effects` and `ledger` (the once-only calls `from`
    * made after the cursor, when the fork was made) decide what the fork's repeated calls do.
+   * `version`: the agent version the fork was asked to run on; it stays there (a pin of its own).
    */
   forked: z.object({
     from: z.object({ agent: z.string().min(1), id: z.string().min(1) }),
     cursor: z.number().int().nonnegative(),
     effects: z.enum(Object.values(ForkEffects) as [ForkEffects, ...ForkEffects[]]),
     ledger: z.array(OriginalEffect),
+    version: agentVersion.optional(),
   }),
 } satisfies Record<EntryKind, z.ZodType>;
 

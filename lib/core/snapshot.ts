@@ -114,6 +114,7 @@ const SessionViewSchema = z
         cursor: z.number().int().nonnegative(),
         effects: z.enum(Object.values(ForkEffects) as [ForkEffects, ...ForkEffects[]]),
         ledger: z.array(OriginalEffect),
+        version: z.number().int().positive().optional(),
         used: z.record(z.string(), z.string()),
       })
       .optional(),

@@ -1,7 +1,10 @@
 import { randomUUID } from 'node:crypto';
+import { agentAtVersion } from '../agent/agent-versions.ts';
+import type { AgentRegistry } from '../agent/define-agent.ts';
 import { GoneError, InvalidInputError, SeqTakenError } from '../core/errors.ts';
 import { planFork, turnStartOf } from '../core/fork.ts';
 import { deriveSessionId, hashJson, type SessionKey } from '../core/ids.ts';
+import { JOURNAL_FORMAT_VERSION } from '../core/journal.ts';
 import { childContext, newTraceId } from '../core/trace-context.ts';
 import { ForkEffects } from '../core/vocabulary.ts';
 import type { Clock } from '../ports/clock.ts';
@@ -27,6 +30,8 @@ export interface ForkDeps {
   readonly clock: Clock;
   /** When the sweeper kicks the fork should its first kick be lost. */
   readonly sweepGraceMs: number;
+  /** The deployment's agents: a fork asked to run on a version needs them to check that it exists. */
+  readonly agents?: AgentRegistry | undefined;
 }
 
 export interface ForkRequest {
@@ -38,8 +43,11 @@ export interface ForkRequest {
   /** The fork's ticket id (its session id derives from it): a fork made again with the same id converges. */
   readonly ticketId?: string | undefined;
   readonly effects?: ForkEffects | undefined;
-  // Agent versions (issue 26 items 1–5) add `version` here: the `forked` entry would carry it and
-  // the fork's record pin it. Until then a fork runs the agent's current definition.
+  /**
+   * The agent version the fork runs on, for good (its `forked` entry pins it, and its record
+   * indexes it); without it the fork goes on as its original would have, under the upgrade policy.
+   */
+  readonly version?: number | undefined;
 }
 
 export interface Forked {
@@ -51,6 +59,8 @@ export interface Forked {
   readonly turnId: string;
   readonly forkedFrom: { readonly session: string; readonly cursor: number };
   readonly effects: ForkEffects;
+  /** The agent version the fork was made to run on, when one was asked for. */
+  readonly version?: number | undefined;
   /** Once-only calls the original made after the cursor: what a repeat in the fork is checked against. */
   readonly repeatable: number;
   /** False when a fork with this id existed already (nothing was written). */
@@ -77,6 +87,14 @@ export async function forkSession(deps: ForkDeps, request: ForkRequest): Promise
     );
   if (original.expiresAt !== undefined && original.expiresAt <= now)
     throw new GoneError(`session ${original.key.id} is past its retention`);
+  const { version } = request;
+  if (version !== undefined) {
+    if (deps.agents === undefined)
+      throw new InvalidInputError(
+        `a fork on agent version ${version} needs the deployment's agents to check it exists: fork through the API or on the local stack`,
+      );
+    agentAtVersion(deps.agents, original.key.agent, version);
+  }
   const withInput = request.input !== undefined;
   const entries = await deps.store.readJournal(original.key);
   const point = planFork(entries, {
@@ -118,11 +136,14 @@ export async function forkSession(deps: ForkDeps, request: ForkRequest): Promise
         writeId: `fork:${ticketId}`,
         at: now,
         turnId: turn.turnId,
+        // A worker of an older format leaves the fork to a newer one rather than fail it.
+        v: JOURNAL_FORMAT_VERSION,
         data: {
           from: { agent: original.key.agent, id: original.key.id },
           cursor,
           effects,
           ledger: point.ledger,
+          ...(version === undefined ? {} : { version }),
         },
       },
       itemTtl,
@@ -131,7 +152,12 @@ export async function forkSession(deps: ForkDeps, request: ForkRequest): Promise
     if (!(error instanceof SeqTakenError)) throw error;
     // The same fork made again converges; another fork under this id is refused.
     const [found] = await deps.store.readJournal(key, cursor, { limit: 1 });
-    if (found?.kind !== 'forked' || found.data.from.id !== original.key.id || found.data.effects !== effects)
+    if (
+      found?.kind !== 'forked' ||
+      found.data.from.id !== original.key.id ||
+      found.data.effects !== effects ||
+      found.data.version !== version
+    )
       throw new InvalidInputError(`fork id ${ticketId} was used before for another fork`);
   }
   const traceId = newTraceId();
@@ -147,6 +173,9 @@ export async function forkSession(deps: ForkDeps, request: ForkRequest): Promise
     retentionS: original.retentionS,
     conversation: original.conversation,
     fork: { origin, epoch },
+    // The record indexes what `baton versions` counts; the journal's `forked` entry decides.
+    agentVersion: version ?? point.view.agentVersion ?? original.agentVersion,
+    journalFormat: JOURNAL_FORMAT_VERSION,
     // The fork's history lives as long as its origin's items: the fork starts from their floor.
     expiryRefreshedAt: original.expiryRefreshedAt ?? original.createdAt,
   });
@@ -163,6 +192,7 @@ export async function forkSession(deps: ForkDeps, request: ForkRequest): Promise
     turnId: turn.turnId,
     forkedFrom: { session: original.key.id, cursor },
     effects,
+    ...(version === undefined ? {} : { version }),
     repeatable: point.ledger.length,
     created: created.created,
   };

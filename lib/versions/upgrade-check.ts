@@ -38,7 +38,8 @@ export function checkSession(session: SessionForCheck, registry: AgentRegistry):
   const current = view.agentVersion ?? session.agentVersion ?? 1;
   const inTurn = view.turnId !== undefined && view.outcome === undefined;
   const reasons: string[] = [];
-  const now = chooseVersion(registry, name, current, !inTurn);
+  const forkPinned = view.fork?.version !== undefined;
+  const now = chooseVersion(registry, name, current, !inTurn, forkPinned);
   if (now.kind === 'unknown') return [`agent ${name} is not in the new registry`];
   if (now.kind === 'removed' && inTurn) reasons.push(removedVersionMessage(name, now));
   const running = now.kind === 'run' ? now.agent : undefined;
@@ -56,7 +57,7 @@ export function checkSession(session: SessionForCheck, registry: AgentRegistry):
     }
   }
   // The inputs still to start run on the version a turn's start chooses.
-  const next = chooseVersion(registry, name, now.kind === 'run' ? versionOf(now.agent) : current, true);
+  const next = chooseVersion(registry, name, now.kind === 'run' ? versionOf(now.agent) : current, true, forkPinned);
   for (const pending of session.pendingInputs) {
     if (next.kind !== 'run') {
       if (next.kind === 'removed') reasons.push(`queued turn ${pending.turnId}: ${removedVersionMessage(name, next)}`);

@@ -208,6 +208,38 @@ describe('the web console in Chromium against the local stack', { timeout: 420_0
     expect(status.turns?.find((turn) => turn.turnId === long.turnId)?.outcome).toBe('superseded');
   });
 
+  it('forks a refunded conversation from a timeline entry: the fork’s page opens and asks before refunding again', async () => {
+    // Arrange: a support-desk conversation that refunded order O-7 with an approval from the console.
+    const sessionId = await submitTicket('support-desk', { text: 'refund O-7' });
+    const approval = page.getByRole('listitem', { name: 'Approval of t1-refund' });
+    await approval.getByRole('button', { name: 'Approve' }).click();
+    await waitForStatus(sessionId, (s) => s.turns?.[0]?.outcome !== undefined, 'the refund turn to end');
+    const asked = page.locator('li.step.kind-model', { hasText: 'calls issueRefund' });
+    const form = page.getByRole('form', { name: 'Fork from here' });
+
+    // Act: fork right after the model asked for the refund; first with a new text, which needs a turn's end.
+    await asked.getByRole('button', { name: /^Fork from seq \d+$/ }).click();
+    await form.getByLabel(/^New input text/).fill('refund O-8');
+    await form.getByRole('button', { name: 'Fork' }).click();
+    const refused = form.locator('p.error', { hasText: 'a new input needs a turn boundary' });
+    await refused.waitFor();
+    await form.getByLabel(/^New input text/).fill('');
+    await form.getByLabel('Once-only calls made again').selectOption('ask');
+    await form.getByRole('button', { name: 'Fork' }).click();
+    await page.waitForURL((url) => /\/sessions\/[a-z2-7]{26}$/.test(url.pathname) && !url.pathname.endsWith(sessionId));
+    const forkId = new URL(page.url()).pathname.split('/').at(-1) as string;
+
+    // Assert: the fork's page links back to its original and shows the refund it already made.
+    await page.locator('#session-forked-from').getByRole('link', { name: sessionId }).waitFor();
+    const repeat = page.getByRole('listitem', { name: 'Approval of t1-refund' });
+    await repeat.locator('.ran-before', { hasText: `Already ran in session ${sessionId}` }).waitFor();
+    await expect(repeat.textContent()).resolves.toMatch(/refundId/);
+    const status = await t.client.status(forkId);
+    expect(status).toMatchObject({ forkedFrom: { session: sessionId }, status: 'waiting' });
+    expect(status?.pendingApprovals?.[0]?.ranBefore?.session).toBe(sessionId);
+    await page.screenshot({ path: join(ARTIFACTS, 'session-fork.png'), fullPage: true });
+  });
+
   it('lists the background tasks with links to their sessions, and a release from the console ends the running task', async () => {
     // Arrange: a dispatcher with a quick task and a long one (40 steps of half a second).
     const sessionId = await submitTicket('dispatcher', {

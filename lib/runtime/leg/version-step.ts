@@ -17,7 +17,13 @@ export const keepsVersions = (leg: LegContext): boolean => journalFormatOf(leg.d
 
 /** The version choice for this session now, at a turn's start or not. */
 export const versionChoice = (leg: LegContext, turnStart: boolean): VersionChoice =>
-  chooseVersion(leg.deps.agents, leg.key.agent, currentVersion(leg), turnStart);
+  chooseVersion(
+    leg.deps.agents,
+    leg.key.agent,
+    currentVersion(leg),
+    turnStart,
+    leg.journal.view.fork?.version !== undefined,
+  );
 
 /**
  * Journals a move to another version of the agent (`upgraded`, from/to) and records it on the

@@ -93,6 +93,24 @@ describe('the console timeline', () => {
     ]);
   });
 
+  it('shows where a fork came from, its effects and the version it runs on', () => {
+    const events = [
+      {
+        seq: 5,
+        kind: 'forked',
+        epoch: 2,
+        at: at(0),
+        data: { from: { agent: 'desk', id: 'S-1' }, cursor: 4, effects: 'ask', ledger: [{ seq: 8 }], version: 3 },
+      },
+    ];
+
+    const steps = buildTimeline(events).legs[0]?.steps;
+
+    expect(steps?.map((s) => [s.title, s.detail])).toEqual([
+      ['forked (v3)', 'from session S-1 at seq 4 · effects ask · 1 once-only call(s) after it'],
+    ]);
+  });
+
   it('formats durations and ages for people', () => {
     expect(formatDuration(850)).toBe('850 ms');
     expect(formatDuration(3_240)).toBe('3.2 s');

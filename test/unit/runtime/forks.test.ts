@@ -5,11 +5,13 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { readLedger } from '../../../examples/simulated/ledger.ts';
 import { supportDesk } from '../../../examples/support-desk/agent.ts';
 import { MemoryTicketQueue } from '../../../lib/adapters/memory/memory-queues.ts';
+import { type AgentDefinition, defineAgent } from '../../../lib/agent/define-agent.ts';
 import { BatonClient } from '../../../lib/client/baton-client.ts';
 import { InvalidInputError, RoleRequiredError } from '../../../lib/core/errors.ts';
 import { deriveSessionId, type SessionKey } from '../../../lib/core/ids.ts';
-import type { ForkEffects } from '../../../lib/core/vocabulary.ts';
+import type { ForkEffects, UpgradePolicy } from '../../../lib/core/vocabulary.ts';
 import { acceptTicket } from '../../../lib/runtime/intake.ts';
+import { memoryApi } from '../../fixtures/memory-api.ts';
 import { drain, makeTestDeps, ticketBody } from '../../fixtures/runtime.ts';
 
 const AGENT = 'support-desk';
@@ -27,10 +29,15 @@ afterEach(() => {
 
 const refunds = () => readLedger().filter((l) => l.operation === 'issueRefund');
 
+// A lease the refund (1 s at most) fits in.
+const config = { leaseTtlMs: 10_000, reserveMs: 200, retentionDays: 1, sweepGraceMs: 1_500 };
+
+/** support-desk version 2: the same desk under another policy (what runs is what the journal says). */
+const deskV2 = (upgrade: UpgradePolicy): AgentDefinition =>
+  defineAgent({ ...supportDesk({ workMs: 5 }), version: 2, upgrade, instructions: 'Desk version 2.' });
+
 /** A support-desk conversation that said hello, then refunded order O-7 with a human's approval. */
 async function refundedSession() {
-  // A lease the refund (1 s at most) fits in.
-  const config = { leaseTtlMs: 10_000, reserveMs: 200, retentionDays: 1, sweepGraceMs: 1_500 };
   const test = makeTestDeps([supportDesk({ workMs: 5 })], { config });
   const client = new BatonClient({ ...test.deps, tickets: new MemoryTicketQueue({ clock: test.clock }) });
   await acceptTicket(ticketBody(AGENT, 'T1', { text: 'hello' }), undefined, test.deps);
@@ -153,7 +160,8 @@ describe('forks of a session that issued a refund', () => {
     // Assert: the turn, the forked entry and the record.
     expect(wrote).toBe(3);
     expect(history.slice(0, forked.forkedFrom.cursor)).toEqual(original.slice(0, forked.forkedFrom.cursor));
-    expect(history[forked.forkedFrom.cursor]?.kind).toBe('forked');
+    // Stamped with today's format: a worker of format 1 leaves a fork to a newer one.
+    expect(history[forked.forkedFrom.cursor]).toMatchObject({ kind: 'forked', v: 2 });
     expect(await t.client.status(forked.sessionId)).toMatchObject({ forkedFrom: { cursor: forked.forkedFrom.cursor } });
   });
 
@@ -201,5 +209,151 @@ describe('forks of a session that issued a refund', () => {
     await expect(t.client.fork('nosuchsession', { at: 0, input: { text: 'x' } })).rejects.toThrow(/not found/);
     await expect(readOnly.fork(t.sessionId, { at: 0, input: { text: 'x' } })).rejects.toThrow(RoleRequiredError);
     expect(t.store.writes).toEqual(before);
+  });
+});
+
+/** The refunded session (on version 1) after a deploy that adds version 2 under `upgrade`. */
+async function afterDeployOfVersion2(upgrade: UpgradePolicy) {
+  const t = await refundedSession();
+  const deployed = makeTestDeps([supportDesk({ workMs: 5 }), deskV2(upgrade)], {
+    config,
+    store: t.store,
+    workQueue: t.workQueue,
+    results: t.results,
+    clock: t.clock,
+  });
+  const client = new BatonClient({ ...deployed.deps, tickets: new MemoryTicketQueue({ clock: t.clock }) });
+  return { ...t, deps: deployed.deps, client };
+}
+
+/** The agent version each turn of a session's own journal ran on, and the moves it journaled. */
+async function versionsOf(t: { store: Awaited<ReturnType<typeof refundedSession>>['store'] }, sessionId: string) {
+  const entries = await t.store.readJournal(keyOf(sessionId));
+  const own = entries.slice(entries.findIndex((e) => e.kind === 'forked'));
+  return {
+    turns: own.filter((e) => e.kind === 'input').map((e) => (e.kind === 'input' ? e.data.agentVersion : undefined)),
+    upgrades: own.filter((e) => e.kind === 'upgraded').length,
+  };
+}
+
+describe('forks on another version of the agent', () => {
+  it('reruns a turn on the version asked for and keeps it there, though the policy would move the session to the newest', async () => {
+    // Arrange: version 2 (at-turn) is deployed; the original ran on version 1.
+    const t = await afterDeployOfVersion2('at-turn');
+
+    // Act
+    const onOne = await t.client.rerun(t.sessionId, {
+      turnId: 'refund-turn',
+      id: 'on-v1',
+      effects: 'reuse',
+      version: 1,
+    });
+    await drain(t.deps);
+    await t.client.send(onOne.sessionId, { text: 'thanks' }, { id: 'on-v1-thanks' });
+    await drain(t.deps);
+
+    // Assert: both of the fork's turns ran on version 1, with no move; the record says so too.
+    expect(onOne.version).toBe(1);
+    expect(await versionsOf(t, onOne.sessionId)).toEqual({ turns: [1, 1], upgrades: 0 });
+    expect((await t.store.getSession(keyOf(onOne.sessionId)))?.agentVersion).toBe(1);
+    const outcome = (await t.store.getTurn(keyOf(onOne.sessionId), onOne.turnId))?.outcome;
+    expect(outcome).toMatchObject({ status: 'completed', output: t.refundId });
+    expect(refunds()).toHaveLength(1);
+  });
+
+  it('runs a fork of a version 1 session on version 2 under a pin policy, which would keep the original on 1', async () => {
+    // Arrange
+    const t = await afterDeployOfVersion2('pin');
+
+    // Act
+    const onTwo = await t.client.rerun(t.sessionId, {
+      turnId: 'refund-turn',
+      id: 'on-v2',
+      effects: 'reuse',
+      version: 2,
+    });
+    await drain(t.deps);
+    await t.client.send(t.sessionId, { text: 'still there?' }, { id: 'original-next' });
+    await drain(t.deps);
+
+    // Assert
+    expect(await versionsOf(t, onTwo.sessionId)).toEqual({ turns: [2], upgrades: 0 });
+    const original = await t.store.readJournal(keyOf(t.sessionId));
+    expect(original.filter((e) => e.kind === 'input').map((e) => e.kind === 'input' && e.data.agentVersion)).toEqual([
+      1, 1, 1,
+    ]);
+    expect((await t.store.getTurn(keyOf(onTwo.sessionId), onTwo.turnId))?.outcome?.status).toBe('completed');
+  });
+
+  it('refuses a version the agent does not have, naming it and the versions deployed, and writes nothing', async () => {
+    // Arrange
+    const t = await afterDeployOfVersion2('at-turn');
+    const withoutAgents = new BatonClient({
+      ...t.deps,
+      agents: undefined,
+      tickets: new MemoryTicketQueue({ clock: t.clock }),
+    });
+    const before = { ...t.store.writes };
+
+    // Act / Assert
+    await expect(t.client.rerun(t.sessionId, { turnId: 'refund-turn', version: 7 })).rejects.toThrow(
+      'agent support-desk has no version 7 (deployed: 1, 2)',
+    );
+    await expect(t.client.fork(t.sessionId, { at: 0, input: { text: 'x' }, version: 0 })).rejects.toThrow(
+      'agent version must be a positive integer, got 0',
+    );
+    await expect(withoutAgents.rerun(t.sessionId, { turnId: 'refund-turn', version: 2 })).rejects.toThrow(
+      /needs the deployment's agents/,
+    );
+    expect(t.store.writes).toEqual(before);
+  });
+});
+
+describe('bad fork requests', () => {
+  it('refuses a cursor inside a released session, naming where it was released', async () => {
+    // Arrange
+    const t = await refundedSession();
+    await t.client.release(t.sessionId, { timeoutS: 0 });
+    await drain(t.deps);
+    const entries = await t.store.readJournal(keyOf(t.sessionId));
+    const released = entries.find((e) => e.kind === 'released');
+
+    // Act / Assert
+    expect(released).toBeDefined();
+    await expect(t.client.fork(t.sessionId, { at: released!.seq, input: { text: 'x' } })).rejects.toThrow(
+      `fork cursor ${released!.seq} is inside a released session ${t.sessionId} (released at seq ${released!.seq}); fork before ${released!.seq}`,
+    );
+  });
+
+  it('over the API: another tenant’s session is not found, an unknown version and a cursor past the end are bad requests', async () => {
+    // Arrange: the session is the default tenant's; one caller sees only tenant acme.
+    const t = await afterDeployOfVersion2('at-turn');
+    const roles = ['submit', 'read'] as const;
+    const acme = memoryApi({
+      store: t.store as never,
+      agents: t.deps.agents,
+      resolveCaller: () => ({ principal: 'acme-ops', tenants: ['acme'], roles: [...roles] }),
+    });
+    const operator = memoryApi({ store: t.store as never, agents: t.deps.agents });
+    const last = (await t.store.readJournal(keyOf(t.sessionId))).at(-1)!.seq;
+    const path = `/sessions/${t.sessionId}`;
+
+    // Act
+    const otherTenant = await acme.call('POST', `${path}/fork`, { body: { at: 0, text: 'x' } });
+    const otherTenantRerun = await acme.call('POST', `${path}/rerun`, { body: { turn: 'refund-turn' } });
+    const unknownVersion = await operator.call('POST', `${path}/rerun`, { body: { turn: 'refund-turn', version: 3 } });
+    const pastTheEnd = await operator.call('POST', `${path}/fork`, { body: { at: last + 5, text: 'x' } });
+
+    // Assert
+    expect([otherTenant.status, otherTenant.json.error?.message]).toEqual([404, `session ${t.sessionId} not found`]);
+    expect(otherTenantRerun.status).toBe(404);
+    expect([unknownVersion.status, unknownVersion.json.error?.message]).toEqual([
+      400,
+      'agent support-desk has no version 3 (deployed: 1, 2)',
+    ]);
+    expect([pastTheEnd.status, pastTheEnd.json.error?.message]).toEqual([
+      400,
+      `fork cursor ${last + 5} is past the end of session ${t.sessionId} (last seq ${last})`,
+    ]);
   });
 });
