@@ -70,6 +70,8 @@ const StreamQuery = z
       .string()
       .regex(/^\d{1,15}(?:\.\d{1,6})?$/, 'after must be a cursor from the answer’s metadata (C or C.K)')
       .optional(),
+    /** The turn to continue (the answer's metadata `turnId`), running or ended; default the running one. */
+    turn: z.string().min(1).max(256).optional(),
     tenant: z.string().min(1).max(128).optional(),
   })
   .strict();
@@ -388,7 +390,7 @@ export const CHAT_ROUTES: readonly Route[] = [
     operationId: 'chatStream',
     role: OPERATION_ROLES.events,
     summary:
-      'Reconnect to a chat (useChat’s `resume`): the running turn’s answer replayed from its start and followed live, or from `after` (a `cursor` of the answer’s metadata) on. 204 when no turn runs.',
+      'Reconnect to a chat (useChat’s `resume`): the running turn’s answer replayed from its start and followed live (204 when no turn runs); with `turn` and `after` (the `turnId` and `cursor` of a paused answer’s metadata), that turn from there on, ended or not.',
     params: ChatIdParams,
     query: StreamQuery,
     responses: {
@@ -398,9 +400,16 @@ export const CHAT_ROUTES: readonly Route[] = [
     },
     async handle(context) {
       const record = await chatSession(context);
+      const { turn, after } = context.query;
+      if (turn !== undefined) {
+        // A named turn continues whether or not it has ended since: the client missed its end.
+        if (record === undefined || (await context.services.store.getTurn(record.key, turn)) === undefined)
+          throw new ApiError('not_found', `chat ${context.params.chatId} has no turn ${turn}`);
+        return streamTurn(context, { sessionId: record.key.id, turnId: turn, from: positionOf(after) });
+      }
       const turnId = record === undefined ? undefined : await runningTurn(context, record);
       if (record === undefined || turnId === undefined) return { status: 204, text: '', contentType: 'text/plain' };
-      return streamTurn(context, { sessionId: record.key.id, turnId, from: positionOf(context.query.after) });
+      return streamTurn(context, { sessionId: record.key.id, turnId, from: positionOf(after) });
     },
   }),
   defineRoute({
