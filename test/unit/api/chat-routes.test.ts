@@ -69,12 +69,16 @@ function chatApi() {
       headers: body === undefined ? {} : { 'content-type': 'application/json' },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     } as unknown as LambdaFunctionURLEvent);
+    if (typeof answer === 'string') throw new Error('the API answered a bare string');
     const text = answer.body ?? '';
     const chunks = text
       .split('\n\n')
       .filter((line) => line.startsWith('data: ') && line !== 'data: [DONE]')
       .map((line) => JSON.parse(line.slice('data: '.length)) as { type: string } & Record<string, unknown>);
-    return { status: answer.statusCode, headers: answer.headers ?? {}, text, chunks };
+    /** The answer's metadata as its first chunk (`start`) or its last (a pause's) carries it. */
+    const metadata = (at: number) =>
+      (chunks.at(at)?.messageMetadata ?? {}) as { sessionId?: string; turnId?: string; cursor?: string };
+    return { status: answer.statusCode, headers: answer.headers ?? {}, text, chunks, metadata };
   };
   const as = (tenants: string[]) => {
     who = caller(tenants);
@@ -114,7 +118,7 @@ describe('browser chat over the API (issue 25 item 7)', () => {
     expect(a.chunks.at(-1)).toMatchObject({ type: 'finish', finishReason: 'stop' });
     expect([answerText(a.chunks), answerText(aAgain.chunks)]).toEqual(['echo 1: hello', 'echo 1: hello']);
     expect([answerText(b.chunks), answerText(bAgain.chunks)]).toEqual(['echo 2: again', 'echo 2: again']);
-    const sessionId = (a.chunks[0]?.messageMetadata as { sessionId: string }).sessionId;
+    const sessionId = a.metadata(0).sessionId as string;
     const record = await stack.store.findSession(sessionId);
     const turns = await stack.store.listTurns(record?.key as NonNullable<typeof record>['key']);
     expect(turns.map((t) => t.turnId)).toEqual(['chat-1', 'm2']);
@@ -131,7 +135,7 @@ describe('browser chat over the API (issue 25 item 7)', () => {
 
     // Act
     const replay = await call('GET', '/agents/approver/chat/chat-2/stream');
-    await stack.eager.approve(paused.messageMetadata.sessionId, 'r1', { approved: true });
+    await stack.eager.approve(paused.messageMetadata.sessionId as string, 'r1', { approved: true });
     await stack.pump();
     const nothingRunning = await call('GET', '/agents/approver/chat/chat-2/stream');
     const rest = await call(
@@ -184,7 +188,7 @@ describe('browser chat over the API (issue 25 item 7)', () => {
     expect(otherTenant.status).toBe(404);
     expect(otherStream.status).toBe(204);
     expect(answerText(ownChat.chunks)).toBe('echo 1: for globex');
-    expect((ownChat.chunks[0]?.messageMetadata as { sessionId: string }).sessionId).not.toBe(body.sessionId);
+    expect(ownChat.metadata(0).sessionId).not.toBe(body.sessionId);
   });
 
   it('stops a chat by cancelling its turn on the server; the ended chat refuses further messages', async () => {
@@ -195,7 +199,7 @@ describe('browser chat over the API (issue 25 item 7)', () => {
     // Act
     const stop = await call('POST', '/agents/approver/chat/chat-4/stop');
     await stack.pump();
-    const { turnId } = (posted.chunks.at(-1) as { messageMetadata: { turnId: string } }).messageMetadata;
+    const { turnId } = posted.metadata(-1);
     const end = await call('GET', '/agents/approver/chat/chat-4/stream', undefined, `turn=${turnId}`);
     const next = await call('POST', '/agents/approver/chat', {
       id: 'chat-4',
