@@ -8,7 +8,7 @@ import { scriptedModel, toolResults } from '../../../lib/agent/scripted-model.ts
 import { createApiHandler } from '../../../lib/api/api-handler.ts';
 import type { Caller } from '../../../lib/api/caller.ts';
 import type { BatonClient } from '../../../lib/client/baton-client.ts';
-import { ALL_ROLES } from '../../../lib/core/roles.ts';
+import { ALL_ROLES, type Role } from '../../../lib/core/roles.ts';
 import { chatter, memoryStack } from '../../fixtures/memory-stack.ts';
 
 /** A conversation whose first reply asks for a call a human approves, then answers with its result. */
@@ -42,7 +42,11 @@ const approver = defineAgent({
   }),
 });
 
-const caller = (tenants: string[]): Caller => ({ principal: `p-${tenants.join('-')}`, tenants, roles: ALL_ROLES });
+const caller = (tenants: string[], roles: readonly Role[] = ALL_ROLES): Caller => ({
+  principal: `p-${tenants.join('-')}`,
+  tenants,
+  roles,
+});
 
 /** The API over the in-memory runtime: a submit or send runs to its end (or its wait) before it answers. */
 function chatApi() {
@@ -80,8 +84,8 @@ function chatApi() {
       (chunks.at(at)?.messageMetadata ?? {}) as { sessionId?: string; turnId?: string; cursor?: string };
     return { status: answer.statusCode, headers: answer.headers ?? {}, text, chunks, metadata };
   };
-  const as = (tenants: string[]) => {
-    who = caller(tenants);
+  const as = (tenants: string[], roles: readonly Role[] = ALL_ROLES) => {
+    who = caller(tenants, roles);
   };
   return { stack, call, as };
 }
@@ -229,5 +233,34 @@ describe('browser chat over the API (issue 25 item 7)', () => {
     expect(JSON.parse(lastIsAnswer.text).error.message).toMatch(/last message must be the user's new message/);
     expect(JSON.parse(regenerate.text).error.message).toMatch(/regenerate is not supported/);
     expect(JSON.parse(badCursor.text).error.message).toMatch(/after must be a cursor/);
+  });
+
+  it('needs the roles of what it does: converse and read for a message, submit too for the first, operate to stop', async () => {
+    // Arrange
+    const { call, as } = chatApi();
+    const first = { id: 'chat-5', messages: [user('m1', 'hi')] };
+    const later = {
+      id: 'chat-5',
+      messages: [user('m1', 'hi'), assistant('answer-chat-5', 'echo 1: hi'), user('m2', 'more')],
+    };
+
+    // Act
+    as(['acme'], ['converse', 'read']);
+    const firstWithoutSubmit = await call('POST', '/agents/chatter/chat', first);
+    as(['acme'], ['submit', 'converse']);
+    const withoutRead = await call('POST', '/agents/chatter/chat', first);
+    as(['acme'], ['submit', 'converse', 'read']);
+    const started = await call('POST', '/agents/chatter/chat', first);
+    as(['acme'], ['converse', 'read']);
+    const laterWithoutSubmit = await call('POST', '/agents/chatter/chat', later);
+    const stopWithoutOperate = await call('POST', '/agents/chatter/chat/chat-5/stop');
+
+    // Assert
+    const refusal = (a: { status?: number; text: string }) => [a.status, JSON.parse(a.text).error?.message];
+    expect(refusal(firstWithoutSubmit)).toEqual([403, expect.stringContaining("lacks the role 'submit'")]);
+    expect(refusal(withoutRead)).toEqual([403, expect.stringContaining("lacks the role 'read'")]);
+    expect(answerText(started.chunks)).toBe('echo 1: hi');
+    expect(answerText(laterWithoutSubmit.chunks)).toBe('echo 2: more');
+    expect(refusal(stopWithoutOperate)).toEqual([403, expect.stringContaining("lacks the role 'operate'")]);
   });
 });
