@@ -6,15 +6,22 @@ import { roleRefusal } from '../core/roles.ts';
 import { ApiError } from './api-errors.ts';
 import { CallerView } from './api-schemas.ts';
 import type { Caller, CallerResolver } from './caller.ts';
+import { CHAT_ROUTES } from './chat-routes.ts';
 import { openApiDocument } from './openapi.ts';
 import { type ApiServices, defineRoute, matchPath, type Route, type RouteResult } from './route.ts';
 import { SESSION_ROUTES } from './session-routes.ts';
 
-/** The API as a function URL handler; `signal` lets a local server stop a long poll whose client left. */
+/**
+ * The API as a function URL handler; `signal` lets a local server stop a long poll whose client
+ * left, and `streaming` lets it write a streamed answer as it comes (`stream` on the result).
+ */
 export type ApiHandler = (
   event: LambdaFunctionURLEvent,
-  options?: { signal?: AbortSignal | undefined },
-) => Promise<LambdaFunctionURLResult>;
+  options?: { signal?: AbortSignal | undefined; streaming?: boolean | undefined },
+) => Promise<ApiResult>;
+
+/** A function URL's answer; with `streaming`, a streamed one keeps its body as `stream`. */
+export type ApiResult = LambdaFunctionURLResult & { readonly stream?: AsyncIterable<string> | undefined };
 
 export interface ApiHandlerOptions {
   readonly services: ApiServices;
@@ -26,8 +33,8 @@ export interface ApiHandlerOptions {
 
 const API_INFO = { title: 'Baton', version: '1' };
 
-/** Every route the API serves: the session operations and the OpenAPI document generated from them. */
-export function apiRoutes(operations: readonly Route[] = [...SESSION_ROUTES, WHO_AM_I]): Route[] {
+/** Every route the API serves: the session operations, browser chat and the OpenAPI document generated from them. */
+export function apiRoutes(operations: readonly Route[] = [...SESSION_ROUTES, ...CHAT_ROUTES, WHO_AM_I]): Route[] {
   const document = openApiDocument(operations, API_INFO);
   return [
     ...operations,
@@ -106,14 +113,21 @@ const json = (status: number, body: unknown): LambdaFunctionURLResult => ({
   body: JSON.stringify(body),
 });
 
-const toResult = (result: RouteResult): LambdaFunctionURLResult =>
-  'json' in result
-    ? json(result.status, result.json)
-    : {
-        statusCode: result.status,
-        headers: { 'content-type': result.contentType, 'cache-control': 'no-store' },
-        body: result.text,
-      };
+/** Collects a streamed answer where the answer is sent whole. */
+async function drain(stream: AsyncIterable<string>): Promise<string> {
+  let body = '';
+  for await (const piece of stream) body += piece;
+  return body;
+}
+
+async function toResult(result: RouteResult, streaming: boolean): Promise<ApiResult> {
+  if ('json' in result) return json(result.status, result.json);
+  const headers = { 'content-type': result.contentType, 'cache-control': 'no-store' };
+  if ('text' in result) return { statusCode: result.status, headers, body: result.text };
+  const all = { ...headers, ...result.headers };
+  if (streaming) return { statusCode: result.status, headers: all, stream: result.stream };
+  return { statusCode: result.status, headers: all, body: await drain(result.stream) };
+}
 
 /**
  * The one API handler, shaped for a Lambda function URL and served as-is by `baton dev`:
@@ -122,7 +136,7 @@ const toResult = (result: RouteResult): LambdaFunctionURLResult =>
  */
 export function createApiHandler(options: ApiHandlerOptions): ApiHandler {
   const routes = options.routes ?? apiRoutes();
-  return async (event, { signal } = {}) => {
+  return async (event, { signal, streaming = false } = {}) => {
     try {
       const method = event.requestContext.http.method.toUpperCase();
       const path = event.rawPath.length > 1 ? event.rawPath.replace(/\/+$/, '') : event.rawPath;
@@ -147,8 +161,9 @@ export function createApiHandler(options: ApiHandlerOptions): ApiHandler {
         caller,
         services: options.services,
         signal,
+        streaming,
       });
-      return toResult(result);
+      return await toResult(result, streaming);
     } catch (error) {
       if (error instanceof ApiError) return json(error.status, { error: { code: error.code, message: error.message } });
       if (error instanceof RoleRequiredError)

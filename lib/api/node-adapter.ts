@@ -72,10 +72,21 @@ export async function serveWithHandler(
     response.end(JSON.stringify({ error: { code: 'invalid_request', message: (error as Error).message } }));
     return;
   }
-  const result = await handler(toFunctionUrlEvent(request, path, body), { signal: gone.signal });
+  const result = await handler(toFunctionUrlEvent(request, path, body), { signal: gone.signal, streaming: true });
   if (typeof result === 'string') {
     response.writeHead(200, { 'content-type': 'application/json' });
     response.end(result);
+    return;
+  }
+  if (result.stream !== undefined) {
+    // Each piece goes out as it comes (a chat answer streaming); a client that leaves ends it.
+    response.writeHead(result.statusCode ?? 200, result.headers as Record<string, string> | undefined);
+    response.flushHeaders();
+    for await (const piece of result.stream) {
+      if (gone.signal.aborted) break;
+      response.write(piece);
+    }
+    response.end();
     return;
   }
   response.writeHead(result.statusCode ?? 200, result.headers as Record<string, string> | undefined);

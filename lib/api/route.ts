@@ -32,12 +32,26 @@ export interface RouteContext<P, Q, B> {
   readonly services: ApiServices;
   /** Aborted when the client goes away (locally); never in Lambda. */
   readonly signal?: AbortSignal | undefined;
+  /**
+   * The answer reaches the client piece by piece (`baton dev`'s server); false where it is
+   * buffered and sent whole (a function URL), so a stream there must end within one request.
+   */
+  readonly streaming?: boolean | undefined;
 }
 
-/** A JSON answer, or a text one with its own content type (the event stream). */
+/**
+ * A JSON answer, a text one with its own content type (the event stream), or a text stream
+ * written as it comes where the server streams (collected whole where it does not).
+ */
 export type RouteResult =
   | { readonly status: number; readonly json: unknown }
-  | { readonly status: number; readonly text: string; readonly contentType: string };
+  | { readonly status: number; readonly text: string; readonly contentType: string }
+  | {
+      readonly status: number;
+      readonly stream: AsyncIterable<string>;
+      readonly contentType: string;
+      readonly headers?: Readonly<Record<string, string>> | undefined;
+    };
 
 export interface RouteResponse {
   readonly description: string;
