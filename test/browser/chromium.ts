@@ -4,6 +4,11 @@ import { existsSync } from 'node:fs';
 /** Where Debian's chromium package puts the browser. */
 export const CHROMIUM_PATH = process.env.BATON_CHROMIUM ?? '/usr/bin/chromium';
 
+const APT_UPDATE_TIMEOUT_MS = 300_000;
+const APT_INSTALL_TIMEOUT_MS = 600_000;
+/** The longest `ensureChromium` may take: the install's own deadlines (it fails naming them past that). */
+export const CHROMIUM_INSTALL_TIMEOUT_MS = APT_UPDATE_TIMEOUT_MS + APT_INSTALL_TIMEOUT_MS;
+
 /**
  * The browser the console tests drive. Playwright cannot download its own build here, so the
  * tests use Debian's `chromium` and install it when it is missing (CI runs as root, without a
@@ -13,8 +18,12 @@ export function ensureChromium(): string {
   if (existsSync(CHROMIUM_PATH)) return CHROMIUM_PATH;
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
   try {
-    execFileSync('apt-get', ['update', '-qq'], { stdio: 'inherit', env, timeout: 300_000 });
-    execFileSync('apt-get', ['install', '-y', '-qq', 'chromium'], { stdio: 'inherit', env, timeout: 600_000 });
+    execFileSync('apt-get', ['update', '-qq'], { stdio: 'inherit', env, timeout: APT_UPDATE_TIMEOUT_MS });
+    execFileSync('apt-get', ['install', '-y', '-qq', 'chromium'], {
+      stdio: 'inherit',
+      env,
+      timeout: APT_INSTALL_TIMEOUT_MS,
+    });
   } catch (error) {
     throw new Error(
       `chromium is not at ${CHROMIUM_PATH} and 'apt-get install -y chromium' failed (${(error as Error).message}); ` +

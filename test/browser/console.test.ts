@@ -8,12 +8,18 @@ import { consoleLoginUrl } from '../../lib/local/local-config.ts';
 import { readProbes } from '../fixtures/agents/probe-log.ts';
 import { TEST_AGENTS_MODULE } from '../fixtures/agents/registry.ts';
 import { startTestStack, type TestStack } from '../fixtures/stack.ts';
-import { ensureChromium } from './chromium.ts';
+import { CHROMIUM_INSTALL_TIMEOUT_MS, ensureChromium } from './chromium.ts';
 
 /** Screenshots are kept as test artifacts (git-ignored). */
 const ARTIFACTS = join(process.cwd(), 'test-artifacts', 'screenshots');
 /** Generous: worker processes start cold and the machine is busy. */
 const PAGE_WAIT_MS = 150_000;
+/**
+ * The setup installs Chromium when it is missing, then starts the stack and the browser: a hook
+ * deadline of its own above the install's, which on a clean machine alone outlasts the suite's
+ * 120 s (the hook then failed as a timeout although the install went on and succeeded).
+ */
+const SETUP_TIMEOUT_MS = CHROMIUM_INSTALL_TIMEOUT_MS + 180_000;
 
 async function waitFor(what: string, done: () => boolean, timeoutMs = 150_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -43,7 +49,7 @@ describe('the web console in Chromium against the local stack', { timeout: 420_0
       // --no-sandbox: CI runs as root, where Chromium's sandbox refuses to start.
       chromium.launch({ executablePath, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage'] }),
     ]);
-  });
+  }, SETUP_TIMEOUT_MS);
   afterEach(async () => {
     await page?.close();
   });

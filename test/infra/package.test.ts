@@ -1,4 +1,4 @@
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import {
   existsSync,
   mkdirSync,
@@ -18,6 +18,51 @@ import { cliEnv } from '../fixtures/cli.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const TSC = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+
+interface Run {
+  /** The exit code; null when a signal (the timeout's) ended the process. */
+  readonly status: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/**
+ * Runs a command to its end without blocking the event loop (spawnSync would), so the tests of
+ * this file can run at once: most of their time is child processes (tsc, esbuild, local stacks).
+ * Past `timeoutMs` its process group is killed and the run resolves with status null.
+ */
+function run(
+  command: string,
+  args: readonly string[],
+  options: { cwd?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
+): Promise<Run> {
+  return new Promise((resolvePromise, reject) => {
+    // Its own process group, so a timeout stops what it started too (npm → tsc).
+    const child = spawn(command, args, {
+      cwd: options.cwd,
+      env: options.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const timer =
+      options.timeoutMs === undefined
+        ? undefined
+        : setTimeout(() => process.kill(-child.pid!, 'SIGKILL'), options.timeoutMs);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolvePromise({ status: code, stdout, stderr });
+    });
+  });
+}
 
 /** A team's project, as it would write it: an agents module and three two-line handler files. */
 const USER_FILES: Record<string, string> = {
@@ -151,12 +196,11 @@ const TEST_HOOKS = {
  */
 async function synthBundles(cwd: string, outdir: string, bundle = true): Promise<string[]> {
   const context = bundle ? {} : { CDK_CONTEXT_JSON: JSON.stringify({ 'aws:cdk:bundling-stacks': [] }) };
-  const run = spawnSync(process.execPath, ['infra/app.ts'], {
+  const synth = await run(process.execPath, ['infra/app.ts'], {
     cwd,
-    encoding: 'utf8',
     env: { ...process.env, ...context, CDK_OUTDIR: outdir, CDK_DISABLE_CLI_TELEMETRY: 'true' },
   });
-  expect(run.status, run.stderr).toBe(0);
+  expect(synth.status, synth.stderr).toBe(0);
   const report = join(outdir, 'validation-report.json');
   if (existsSync(report)) {
     const { pluginReports } = JSON.parse(readFileSync(report, 'utf8')) as {
@@ -225,18 +269,38 @@ function importGraph(entry: string): Set<string> {
   return seen;
 }
 
-// `npm pack` builds the package (prepack) on a busy 2-core machine: allow minutes.
-describe('the published package, installed into a project outside the repository', { timeout: 240_000 }, () => {
+/** `npm pack` builds the package (prepack: tsc over the repository), minutes on a busy 2-core machine. */
+const PACK_TIMEOUT_MS = 300_000;
+
+/**
+ * Packs the package into `dir` with a deadline of its own, so a slow build fails naming the
+ * build rather than as an anonymous hook timeout.
+ */
+async function pack(dir: string): Promise<void> {
+  const packed = await run('npm', ['pack', '--silent', '--pack-destination', dir], {
+    cwd: ROOT,
+    timeoutMs: PACK_TIMEOUT_MS,
+  });
+  if (packed.status === null)
+    throw new Error(`npm pack (which builds the package) did not finish within ${PACK_TIMEOUT_MS / 1000} s`);
+  if (packed.status !== 0) throw new Error(`npm pack failed (exit ${packed.status}):\n${packed.stderr.slice(-4_000)}`);
+}
+
+// The tests run at once: each is mostly waiting on child processes (tsc, esbuild, a synth, a
+// local stack on the suite's emulators), and in a row they took minutes more. On a busy 2-core
+// machine each may take minutes. The pack stays here, not in the global setup: that runs before
+// every run of the stack project, one file or all, and would hold every test up behind the build.
+describe('the published package, installed into a project outside the repository', {
+  timeout: 420_000,
+  concurrent: true,
+}, () => {
   let dir: string;
   let project: string;
   let installed: string;
 
-  beforeAll(() => {
+  beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'baton-package-'));
-    execFileSync('npm', ['pack', '--silent', '--pack-destination', dir], {
-      cwd: ROOT,
-      stdio: ['ignore', 'ignore', 'inherit'],
-    });
+    await pack(dir);
     const tarball = readdirSync(dir).find((name) => name.endsWith('.tgz'));
     if (tarball === undefined) throw new Error(`npm pack wrote no tarball into ${dir}`);
     project = join(dir, 'project');
@@ -260,7 +324,7 @@ describe('the published package, installed into a project outside the repository
       mkdirSync(dirname(join(project, file)), { recursive: true });
       writeFileSync(join(project, file), text);
     }
-  }, 240_000);
+  }, PACK_TIMEOUT_MS + 60_000);
   afterAll(() => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
@@ -291,13 +355,13 @@ describe('the published package, installed into a project outside the repository
     }
   });
 
-  it("type-checks a team's agents module and two-line handlers against the published declarations", () => {
-    const run = spawnSync(process.execPath, [TSC, '-p', join(project, 'tsconfig.json')], { encoding: 'utf8' });
-    expect(run.stdout + run.stderr).toBe('');
-    expect(run.status).toBe(0);
+  it("type-checks a team's agents module and two-line handlers against the published declarations", async () => {
+    const tsc = await run(process.execPath, [TSC, '-p', join(project, 'tsconfig.json')]);
+    expect(tsc.stdout + tsc.stderr).toBe('');
+    expect(tsc.status).toBe(0);
   });
 
-  it('loads under Node: the root entry defines agents, baton/aws builds handlers, the bin prints its usage', () => {
+  it('loads under Node: the root entry defines agents, baton/aws builds handlers, the bin prints its usage', async () => {
     const script = `
       import { agents } from './src/agents.ts';
       import { BatonClient, defineAgent } from '@baton-run/baton';
@@ -310,9 +374,9 @@ describe('the published package, installed into a project outside the repository
         client: typeof BatonClient,
         handlerFactory: typeof createStepHandler,
       }));`;
-    const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], { cwd: project, encoding: 'utf8' });
-    expect(run.status, run.stderr).toBe(0);
-    expect(JSON.parse(run.stdout)).toEqual({
+    const loaded = await run(process.execPath, ['--input-type=module', '-e', script], { cwd: project });
+    expect(loaded.status, loaded.stderr).toBe(0);
+    expect(JSON.parse(loaded.stdout)).toEqual({
       typedClient: 'function',
       agents: ['greeter'],
       defineAgent: 'function',
@@ -321,8 +385,7 @@ describe('the published package, installed into a project outside the repository
     });
 
     // The package's bin, with this Node first on PATH, as npm would link it into node_modules/.bin.
-    const help = spawnSync('sh', [join(installed, 'bin/baton'), '--help'], {
-      encoding: 'utf8',
+    const help = await run('sh', [join(installed, 'bin/baton'), '--help'], {
       env: { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ''}` },
     });
     expect(help.status).toBe(0);
@@ -353,15 +416,16 @@ describe('the published package, installed into a project outside the repository
     expect(output).toMatch(/sample session \S+ completed: "greeted"/);
   });
 
+  // At once too: the synth writes its own outdir, and `npm start` and `npm run test:local` keep
+  // their state in different directories of the app under different resource prefixes.
   describe('a project made by `baton init`', () => {
     let app: string;
-    beforeAll(() => {
-      const run = spawnSync(join(project, 'node_modules', '.bin', 'baton'), ['init', 'greeter-app'], {
+    beforeAll(async () => {
+      const init = await run(join(project, 'node_modules', '.bin', 'baton'), ['init', 'greeter-app'], {
         cwd: dir,
-        encoding: 'utf8',
         env: devEnv(),
       });
-      expect(run.status, run.stderr).toBe(0);
+      expect(init.status, init.stderr).toBe(0);
       app = join(dir, 'greeter-app');
       // What `npm install` would give it: the same packages as the team's project.
       symlinkSync(join(project, 'node_modules'), join(app, 'node_modules'));
@@ -400,11 +464,9 @@ describe('the published package, installed into a project outside the repository
       expect(output).toMatch(/sample session \S+ completed: "Hello, Ada!"/);
     });
 
-    it('passes `npm test` (its agent through the test harness) and `npm run test:local` (on the local stack)', () => {
-      const run = (script: string[]) =>
-        spawnSync('npm', script, { cwd: app, encoding: 'utf8', env: devEnv(), timeout: DEV_DEADLINE_MS });
-      const harness = run(['test']);
-      const local = run(['run', 'test:local']);
+    it('passes `npm test` (its agent through the test harness) and `npm run test:local` (on the local stack)', async () => {
+      const npm = (script: string[]) => run('npm', script, { cwd: app, env: devEnv(), timeoutMs: DEV_DEADLINE_MS });
+      const [harness, local] = await Promise.all([npm(['test']), npm(['run', 'test:local'])]);
 
       expect(harness.status, harness.stdout + harness.stderr).toBe(0);
       expect(harness.stdout).toMatch(/pass 3\b[\s\S]*fail 0/);

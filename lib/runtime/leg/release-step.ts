@@ -1,15 +1,16 @@
 import { deriveChildSessionId } from '../../core/ids.ts';
 import { childKey, isTaskFinished, type TaskLine, TaskStatus, TaskTool, taskLedger } from '../../core/tasks.ts';
 import { postDepsOf } from '../protocol/post.ts';
-import { cancelChild, readTaskLines } from '../tasks/read-tasks.ts';
+import { cancelChild, readTaskLines, tasksWithEndedTurns } from '../tasks/read-tasks.ts';
 import type { LegContext } from './leg-context.ts';
 import { type LegExit, yieldLeg } from './leg-exit.ts';
 
 /** How often the release looks again at its own record for a child's outcome. */
 const RELEASE_POLL_MS = 100;
 /**
- * How often it reads every task it waits for even without a bump: a child's outcome bumps this
- * session (notifyParent), but a child that died between its outcome and that bump does not.
+ * How often it reads every task it waits for in full (record and turn) even without a bump: a
+ * child's outcome bumps this session (notifyParent), but a child that died between its outcome
+ * and that bump does not, and a bump's look reads only the turns.
  */
 const RELEASE_FULL_LOOK_MS = 1_000;
 /** What a leg keeps of its budget beyond the reserve before it hands the release to a continuation. */
@@ -28,7 +29,9 @@ export function releasePending(leg: LegContext): boolean {
  *
  * Its requests are what bound it under load (docs/PERFORMANCE.md, fan-out): the wait reads this
  * session's record — which every child's outcome bumps — rather than every task, and reads the
- * tasks only when it moved (and each RELEASE_FULL_LOOK_MS regardless).
+ * tasks only when it moved (and each RELEASE_FULL_LOOK_MS regardless). On a bump it reads each
+ * waiting task's turn (one request, not two), and in full only the tasks whose turn ended: while
+ * 100 children finish, their bumps come every poll.
  */
 export async function releaseStep(leg: LegContext): Promise<LegExit | undefined> {
   const { deps } = leg;
@@ -42,6 +45,17 @@ export async function releaseStep(leg: LegContext): Promise<LegExit | undefined>
   const byRelease = (t: TaskLine) => releaseCancelled(t, mark.at);
   let seenVersion = leg.signals.record.pendingVersion;
   let lookedAt = deps.clock.now();
+  /** Whether `left` is as of a full read (not only the turns a bump's look read). */
+  let fullyRead = true;
+  const look = async (full: boolean) => {
+    // Only tasks a full read reports finished leave the wait: their lines are as before.
+    const ended = full ? left : await tasksWithEndedTurns(deps.store, leg.key, left);
+    const fresh = ended.length === 0 ? [] : await readTaskLines(deps.store, leg.key, ended);
+    lines = lines.map((t) => fresh.find((f) => f.taskId === t.taskId) ?? t);
+    const finished = new Set(fresh.filter((t) => isTaskFinished(t.status)).map((t) => t.taskId));
+    left = left.filter((t) => !finished.has(t.taskId));
+    fullyRead = full;
+  };
   while (left.length > 0 && deps.clock.now() < deadline) {
     if (leg.invocation.remainingMs() < deps.config.reserveMs + RELEASE_BUDGET_MARGIN_MS)
       return yieldLeg('a release waiting for its tasks');
@@ -49,13 +63,14 @@ export async function releaseStep(leg: LegContext): Promise<LegExit | undefined>
     // release goes on, and the cancel is carried out after it.
     await deps.clock.sleep(Math.min(RELEASE_POLL_MS, deadline - deps.clock.now()), leg.signals.uncancellableSignal);
     const version = (await deps.store.getSession(leg.key))?.pendingVersion ?? seenVersion;
-    if (version === seenVersion && deps.clock.now() - lookedAt < RELEASE_FULL_LOOK_MS) continue;
+    const full = deps.clock.now() - lookedAt >= RELEASE_FULL_LOOK_MS;
+    if (version === seenVersion && !full) continue;
     seenVersion = version;
-    lookedAt = deps.clock.now();
-    const fresh = await readTaskLines(deps.store, leg.key, left);
-    lines = lines.map((t) => fresh.find((f) => f.taskId === t.taskId) ?? t);
-    left = fresh.filter((t) => !isTaskFinished(t.status));
+    if (full) lookedAt = deps.clock.now();
+    await look(full);
   }
+  // No task is counted a straggler on a look that read only turns.
+  if (left.length > 0 && !fullyRead) await look(true);
   const stragglers = left.map((t) => t.taskId);
   // Cancelled by this release: still running, or ended cancelled since it was asked for — also
   // under an earlier leg of it, which a continuation cannot tell from the running tasks it finds.

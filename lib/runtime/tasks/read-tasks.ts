@@ -29,6 +29,20 @@ export async function readTaskLines(
 }
 
 /**
+ * The tasks whose turn item shows an end (an outcome, or no turn at all), read one request each
+ * where `readTaskLines` sends two: a cheap look for a wait that many bumps wake. A task whose
+ * record ended without its turn's outcome, or vanished, still looks open here; a full read tells.
+ */
+export async function tasksWithEndedTurns<T extends LedgerTask>(
+  store: Pick<SessionStore, 'getTurn'>,
+  parent: SessionKey,
+  tasks: readonly T[],
+): Promise<T[]> {
+  const turns = await Promise.all(tasks.map((task) => store.getTurn(childKey(parent, task), task.turnId)));
+  return tasks.filter((_, i) => turns[i] === undefined || turns[i]?.outcome !== undefined);
+}
+
+/**
  * Asks a child to cancel: the protocol's `post(cancel)` (its holder sees it at the next renewal,
  * or the next leg does). A child already finished, or never created, is left as it is.
  */
