@@ -256,7 +256,7 @@ describe('browser chat over the API (issue 25 item 7)', () => {
     const stopWithoutOperate = await call('POST', '/agents/chatter/chat/chat-5/stop');
 
     // Assert
-    const refusal = (a: { status?: number; text: string }) => [a.status, JSON.parse(a.text).error?.message];
+    const refusal = (a: { status?: number | undefined; text: string }) => [a.status, JSON.parse(a.text).error?.message];
     expect(refusal(firstWithoutSubmit)).toEqual([403, expect.stringContaining("lacks the role 'submit'")]);
     expect(refusal(withoutRead)).toEqual([403, expect.stringContaining("lacks the role 'read'")]);
     expect(answerText(started.chunks)).toBe('echo 1: hi');
