@@ -58,12 +58,20 @@ export function parseTenantLimits(value: unknown, where: string): TenantLimits {
 // Concurrency slots
 
 /**
- * A tenant's slots as one item holds them. `running`: holder → when it got its slot (epoch ms).
- * `waiting`: holder → when its work was accepted; the oldest acceptance gets the next free slot.
+ * A tenant's slots as one item holds them. `running`: holder → when it got its slot and the epoch
+ * of the leg that last claimed it. `waiting`: holder → when its work was accepted (the oldest
+ * acceptance gets the next free slot) and the epoch of the leg that put it in line. The epoch
+ * lets a late leave of an older leg (its session since taken up by a newer leg) change nothing.
  */
 export interface TenantSlots {
-  readonly running: Readonly<Record<string, number>>;
-  readonly waiting: Readonly<Record<string, number>>;
+  readonly running: Readonly<Record<string, SlotEntry>>;
+  readonly waiting: Readonly<Record<string, SlotEntry>>;
+}
+
+/** A holder's slot or place: `at` is when it got the slot (running) or when its work was accepted (waiting). */
+export interface SlotEntry {
+  readonly at: number;
+  readonly epoch: number;
 }
 
 export const NO_SLOTS: TenantSlots = { running: {}, waiting: {} };
@@ -91,11 +99,11 @@ export type SlotClaim =
       readonly granted: false;
       /** 1-based place among the waiting; undefined when the line is full and the claim waits off it. */
       readonly place: number | undefined;
-      readonly running: Readonly<Record<string, number>>;
+      readonly running: Readonly<Record<string, SlotEntry>>;
       readonly promoted: readonly string[];
     };
 
-/** A change of a tenant's slots: the new state and the waiting holders that just got a slot (to be kicked). */
+/** A change of a tenant's slots: the new state and its result. */
 export interface SlotChange<T> {
   readonly slots: TenantSlots;
   readonly result: T;
@@ -103,42 +111,59 @@ export interface SlotChange<T> {
   readonly changed: boolean;
 }
 
+/** Who claims: the session's holder name, when its work was accepted, and the claiming leg's epoch. */
+export interface ClaimRequest {
+  readonly holder: string;
+  readonly acceptedAt: number;
+  readonly epoch: number;
+  readonly now: number;
+  readonly limit: number;
+}
+
 /**
  * Claims a slot for `holder`. One it holds already is confirmed (a duplicate kick, a recovery, a
- * continuation); otherwise it joins the line at its acceptance time and free slots go to the
- * line in order, so a new claim never passes an older waiter (a limit raised while some waited
- * serves them first). Promoted holders other than the claimant are returned for their kick.
+ * continuation), stamped with this leg's epoch; otherwise it joins the line at its acceptance
+ * time and free slots go to the line in order, so a new claim never passes an older waiter (a
+ * limit raised while some waited serves them first). Promoted holders other than the claimant
+ * are returned for their kick.
  */
-export function claimSlot(
-  slots: TenantSlots,
-  request: { readonly holder: string; readonly acceptedAt: number; readonly now: number; readonly limit: number },
-): SlotChange<SlotClaim> {
-  const { holder, acceptedAt, now, limit } = request;
-  if (slots.running[holder] !== undefined) return { slots, result: { granted: true, promoted: [] }, changed: false };
+export function claimSlot(slots: TenantSlots, request: ClaimRequest): SlotChange<SlotClaim> {
+  const { holder, acceptedAt, epoch, now, limit } = request;
+  const held = slots.running[holder];
+  if (held !== undefined) {
+    if (held.epoch >= epoch) return { slots, result: { granted: true, promoted: [] }, changed: false };
+    const running = { ...slots.running, [holder]: { at: held.at, epoch } };
+    return { slots: { ...slots, running }, result: { granted: true, promoted: [] }, changed: true };
+  }
   const waiting = { ...slots.waiting };
-  const listed = waiting[holder] !== undefined || Object.keys(waiting).length < MAX_WAITING;
-  if (waiting[holder] === undefined && listed) waiting[holder] = acceptedAt;
+  const listed = waiting[holder];
+  const fits = listed !== undefined || Object.keys(waiting).length < MAX_WAITING;
+  if (fits) waiting[holder] = { at: listed?.at ?? acceptedAt, epoch: Math.max(epoch, listed?.epoch ?? 0) };
   const promoted = promote({ running: slots.running, waiting }, limit, now);
   const granted = promoted.slots.running[holder] !== undefined;
   const others = promoted.result.filter((h) => h !== holder);
   if (granted) return { slots: promoted.slots, result: { granted: true, promoted: others }, changed: true };
-  const place = listed ? lineOf(promoted.slots).indexOf(holder) + 1 : undefined;
+  const place = fits ? lineOf(promoted.slots).indexOf(holder) + 1 : undefined;
   return {
     slots: promoted.slots,
     result: { granted: false, place, running: promoted.slots.running, promoted: others },
-    changed: promoted.changed || slots.waiting[holder] === undefined,
+    changed: promoted.changed || listed?.epoch !== waiting[holder]?.epoch,
   };
 }
 
 /**
- * Frees `holder`'s slot, or its place in line (a cancelled waiter), and gives free slots to the
- * oldest waiters. Leaving twice is no error.
+ * Frees `holder`'s slot, or its place in line (a cancelled waiter), as its leg of `epoch` leaves
+ * the session not running, and gives free slots to the oldest waiters. A slot or place a newer
+ * leg has claimed since is that leg's and stays. Leaving twice is no error.
  */
 export function leaveSlot(
   slots: TenantSlots,
-  request: { readonly holder: string; readonly now: number; readonly limit: number | undefined },
+  request: { readonly holder: string; readonly epoch: number; readonly now: number; readonly limit: number | undefined },
 ): SlotChange<readonly string[]> {
-  return dropSlots(slots, [request.holder], request);
+  const { holder, epoch } = request;
+  const mine = (entry: SlotEntry | undefined) => entry !== undefined && entry.epoch <= epoch;
+  const drop = mine(slots.running[holder]) || mine(slots.waiting[holder]) ? [holder] : [];
+  return dropSlots(slots, drop, request);
 }
 
 /** Frees the slots and places of `holders` (ended sessions found holding one), then promotes. */
@@ -162,7 +187,7 @@ export function dropSlots(
 /** The waiting holders, oldest acceptance first (ties by name, so every reader agrees). */
 export function lineOf(slots: TenantSlots): string[] {
   return Object.entries(slots.waiting)
-    .sort(([a, at], [b, bt]) => at - bt || (a < b ? -1 : a > b ? 1 : 0))
+    .sort(([a, x], [b, y]) => x.at - y.at || (a < b ? -1 : a > b ? 1 : 0))
     .map(([holder]) => holder);
 }
 
@@ -175,7 +200,7 @@ function promote(slots: TenantSlots, limit: number, now: number): SlotChange<rea
   const running = { ...slots.running };
   const waiting = { ...slots.waiting };
   for (const holder of chosen) {
-    running[holder] = now;
+    running[holder] = { at: now, epoch: waiting[holder]?.epoch ?? 0 };
     delete waiting[holder];
   }
   return { slots: { running, waiting }, result: chosen, changed: true };

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { IdSource } from '../core/ids.ts';
 import {
   type Bucket,
+  type ClaimRequest,
   claimSlot,
   dropSlots,
   leaveSlot,
@@ -37,9 +38,10 @@ const SLOTS_TTL_S = 30 * 86_400;
 /** A bucket lives a day after its last take: a bucket idle that long is full again anyway. */
 const BUCKET_TTL_S = 86_400;
 
+const Entry = z.object({ at: z.number().finite(), epoch: z.number().int().nonnegative() });
 const SlotsData = z.object({
-  running: z.record(z.string(), z.number().finite()).default({}),
-  waiting: z.record(z.string(), z.number().finite()).default({}),
+  running: z.record(z.string(), Entry).default({}),
+  waiting: z.record(z.string(), Entry).default({}),
 });
 const BucketData = z.object({ tokens: z.number().finite(), at: z.number().finite() });
 
@@ -52,7 +54,7 @@ export interface FairShareDeps {
 export async function claimTenantSlot(
   deps: FairShareDeps,
   tenant: string,
-  request: { readonly holder: string; readonly acceptedAt: number; readonly now: number; readonly limit: number },
+  request: ClaimRequest,
 ): Promise<SlotClaim> {
   const claimed = await changeSlots(deps, tenant, request.now, (slots) => claimSlot(slots, request));
   return claimed ?? { granted: false, place: undefined, running: {}, promoted: [] };
@@ -62,7 +64,7 @@ export async function claimTenantSlot(
 export async function leaveTenantSlot(
   deps: FairShareDeps,
   tenant: string,
-  request: { readonly holder: string; readonly now: number; readonly limit: number | undefined },
+  request: { readonly holder: string; readonly epoch: number; readonly now: number; readonly limit: number | undefined },
 ): Promise<readonly string[]> {
   return (await changeSlots(deps, tenant, request.now, (slots) => leaveSlot(slots, request))) ?? [];
 }

@@ -2,7 +2,7 @@ import type { FairShareStore, FairShareWrite, VersionedItem } from '../../ports/
 
 /** The in-memory twin of the fair-share items (unit tests, the simulator); passes the same contract. */
 export class MemoryFairShare implements FairShareStore {
-  readonly #items = new Map<string, { data: unknown; version: number; ttlSeconds: number }>();
+  readonly #items = new Map<string, { data: unknown; version: number; ttlSeconds: number; writeId: string }>();
 
   async get(tenant: string, name: string): Promise<VersionedItem | undefined> {
     const item = this.#items.get(keyOf(tenant, name));
@@ -12,11 +12,14 @@ export class MemoryFairShare implements FairShareStore {
 
   async put(tenant: string, name: string, write: FairShareWrite): Promise<boolean> {
     const key = keyOf(tenant, name);
-    if (this.#items.get(key)?.version !== write.expectVersion) return false;
+    const old = this.#items.get(key);
+    // A retried write that committed the first time is recognised as ours, as DynamoDB's adapter does.
+    if (old?.version !== write.expectVersion) return old?.writeId === write.writeId;
     this.#items.set(key, {
       data: structuredClone(write.data),
       version: (write.expectVersion ?? 0) + 1,
       ttlSeconds: write.ttlSeconds,
+      writeId: write.writeId,
     });
     return true;
   }

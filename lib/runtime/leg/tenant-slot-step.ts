@@ -1,5 +1,5 @@
 import { TERMINAL_SESSION_STATES } from '../../core/vocabulary.ts';
-import { holderKey, limitOf, slotHolder, slotWaitText } from '../../core/tenant-limits.ts';
+import { holderKey, limitOf, type SlotEntry, slotHolder, slotWaitText } from '../../core/tenant-limits.ts';
 import type { JournalEntry } from '../../core/journal.ts';
 import { errorMessage } from '../../core/errors.ts';
 import { claimTenantSlot, dropTenantSlots, type FairShareDeps, leaveTenantSlot } from '../fair-share.ts';
@@ -47,7 +47,7 @@ export async function claimSlotStep(leg: LegContext): Promise<LegExit | undefine
   if (limit === undefined) return undefined;
   const { deps, key } = leg;
   const holder = slotHolder(key);
-  const request = { holder, acceptedAt: leg.signals.record.createdAt, limit };
+  const request = { holder, acceptedAt: leg.signals.record.createdAt, epoch: leg.signals.epoch, limit };
   let claim = await claimTenantSlot(fairShareOf(leg), key.tenant, { ...request, now: deps.clock.now() });
   if (!claim.granted && (await reclaimStaleSlots(leg, claim.running, limit))) {
     claim = await claimTenantSlot(fairShareOf(leg), key.tenant, { ...request, now: deps.clock.now() });
@@ -76,6 +76,7 @@ export async function freeSlot(leg: LegContext): Promise<void> {
   try {
     const promoted = await leaveTenantSlot(fairShareOf(leg), leg.key.tenant, {
       holder: slotHolder(leg.key),
+      epoch: leg.signals.epoch,
       now: leg.deps.clock.now(),
       limit,
     });
@@ -111,14 +112,14 @@ async function handSlotsOver(leg: LegContext, promoted: readonly string[], limit
  */
 async function reclaimStaleSlots(
   leg: LegContext,
-  running: Readonly<Record<string, number>>,
+  running: Readonly<Record<string, SlotEntry>>,
   limit: number,
 ): Promise<boolean> {
   const { deps, key } = leg;
   const now = deps.clock.now();
   const staleAfter = STALE_SLOT_LEASES * deps.config.leaseTtlMs;
   const old = Object.entries(running)
-    .filter(([holder, since]) => now - since >= staleAfter && holder !== slotHolder(key))
+    .filter(([holder, held]) => now - held.at >= staleAfter && holder !== slotHolder(key))
     .slice(0, limit);
   const ended: string[] = [];
   for (const [holder] of old) {
