@@ -1,5 +1,6 @@
 import type { MemoryFairShare } from '../../lib/adapters/memory/memory-fair-share.ts';
 import type { MemorySessionStore } from '../../lib/adapters/memory/memory-session-store.ts';
+import type { JournalEntry } from '../../lib/core/journal.ts';
 import { slotHolder, type TenantLimits, type TenantSlots } from '../../lib/core/tenant-limits.ts';
 import type { FairShareStore } from '../../lib/ports/fair-share.ts';
 import { readTenantSlots, SLOTS_ITEM } from '../../lib/runtime/fair-share.ts';
@@ -68,7 +69,7 @@ export function watchSteps(
     // Only a write that lands counts: a stale owner's append that collides did no work.
     await append(key, entry, ttlSeconds);
     const max = limits?.[key.tenant]?.maxRunning;
-    if (max !== undefined && STEP_KINDS.has(entry.kind)) {
+    if (max !== undefined && isWork(entry)) {
       const held = await readTenantSlots({ fairShare: slots, ids: { writeId: () => 'peek' } }, key.tenant);
       const running = Object.keys(held.running).length;
       if (held.running[slotHolder(key)] === undefined)
@@ -77,6 +78,15 @@ export function watchSteps(
         facts.violate('tenant-limit-held', `tenant ${key.tenant}: ${running} slots taken, limit ${max}`);
     }
   };
+}
+
+/**
+ * A step the session did: an operator's verdict journaled by the inbox step is a human's word
+ * delivered (as a message is), not work, and needs no slot.
+ */
+function isWork(entry: JournalEntry): boolean {
+  if (entry.kind === 'reconciled' && entry.data.id !== undefined) return false;
+  return STEP_KINDS.has(entry.kind);
 }
 
 /** The tenant's slots as stored, read without a gate (the invariants). */
