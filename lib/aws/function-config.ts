@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { RUNTIME_DEFAULTS as D, ENV, NAME_PATTERN } from '../core/resources.ts';
-import { parseTenantLimits, type TenantLimits } from '../core/tenant-limits.ts';
 import { type ProducerMap, parseProducers } from '../core/tenancy.ts';
+import { parseTenantLimits, type TenantLimits } from '../core/tenant-limits.ts';
 import { DEFAULT_SERVICE_NAME, SERVICE_NAME_ENV } from '../telemetry/metric-names.ts';
 
 /** The functions' configuration, parsed once per cold start. A bad value fails loudly, naming it. */

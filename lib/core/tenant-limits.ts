@@ -158,7 +158,12 @@ export function claimSlot(slots: TenantSlots, request: ClaimRequest): SlotChange
  */
 export function leaveSlot(
   slots: TenantSlots,
-  request: { readonly holder: string; readonly epoch: number; readonly now: number; readonly limit: number | undefined },
+  request: {
+    readonly holder: string;
+    readonly epoch: number;
+    readonly now: number;
+    readonly limit: number | undefined;
+  },
 ): SlotChange<readonly string[]> {
   const { holder, epoch } = request;
   const mine = (entry: SlotEntry | undefined) => entry !== undefined && entry.epoch <= epoch;

@@ -51,11 +51,7 @@ export interface FairShareDeps {
 }
 
 /** Claims a slot for `holder` (see claimSlot); a claim that keeps losing races waits off the line and rechecks. */
-export async function claimTenantSlot(
-  deps: FairShareDeps,
-  tenant: string,
-  request: ClaimRequest,
-): Promise<SlotClaim> {
+export async function claimTenantSlot(deps: FairShareDeps, tenant: string, request: ClaimRequest): Promise<SlotClaim> {
   const claimed = await changeSlots(deps, tenant, request.now, (slots) => claimSlot(slots, request));
   return claimed ?? { granted: false, place: undefined, running: {}, promoted: [] };
 }
@@ -64,7 +60,12 @@ export async function claimTenantSlot(
 export async function leaveTenantSlot(
   deps: FairShareDeps,
   tenant: string,
-  request: { readonly holder: string; readonly epoch: number; readonly now: number; readonly limit: number | undefined },
+  request: {
+    readonly holder: string;
+    readonly epoch: number;
+    readonly now: number;
+    readonly limit: number | undefined;
+  },
 ): Promise<readonly string[]> {
   return (await changeSlots(deps, tenant, request.now, (slots) => leaveSlot(slots, request))) ?? [];
 }

@@ -134,9 +134,7 @@ export function describeFairShareContract(name: string, store: () => FairShareSt
       const deps = { fairShare: store(), ids };
       const tenant = newTenant();
       const rule = { perMinute: 1, burst: 3 };
-      const taken = await Promise.all(
-        Array.from({ length: 8 }, () => takeModelToken(deps, tenant, '*', rule, NOW)),
-      );
+      const taken = await Promise.all(Array.from({ length: 8 }, () => takeModelToken(deps, tenant, '*', rule, NOW)));
       expect(taken.filter((t) => t.ok).length).toBeLessThanOrEqual(3);
       expect(taken.filter((t) => t.ok).length).toBeGreaterThan(0);
     });

@@ -12,8 +12,8 @@ import { readTaskLines } from '../tasks/read-tasks.ts';
 import { untilAbandoned } from './abandon.ts';
 import { compactionDue, compactionStep } from './compaction-step.ts';
 import type { LegContext } from './leg-context.ts';
-import { modelRateStep } from './model-rate-step.ts';
 import { fitsInBudget, type LegExit, WAIT_RETRY, yieldLeg } from './leg-exit.ts';
+import { modelRateStep } from './model-rate-step.ts';
 import { runStep } from './retry.ts';
 
 /**

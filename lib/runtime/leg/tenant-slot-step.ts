@@ -1,7 +1,7 @@
-import { TERMINAL_SESSION_STATES } from '../../core/vocabulary.ts';
-import { holderKey, limitOf, type SlotEntry, slotHolder, slotWaitText } from '../../core/tenant-limits.ts';
-import type { JournalEntry } from '../../core/journal.ts';
 import { errorMessage } from '../../core/errors.ts';
+import type { JournalEntry } from '../../core/journal.ts';
+import { holderKey, limitOf, type SlotEntry, slotHolder, slotWaitText } from '../../core/tenant-limits.ts';
+import { TERMINAL_SESSION_STATES } from '../../core/vocabulary.ts';
 import { claimTenantSlot, dropTenantSlots, type FairShareDeps, leaveTenantSlot } from '../fair-share.ts';
 import { post, postDepsOf } from '../protocol/post.ts';
 import type { LegContext } from './leg-context.ts';
