@@ -97,7 +97,7 @@ async function handSlotsOver(leg: LegContext, promoted: readonly string[], limit
     for (const holder of next) {
       const key = holderKey(leg.key.tenant, holder);
       const posted = key && (await post(postDepsOf(leg.deps), key, { kind: 'slot-granted' }));
-      if (!posted || !posted.ok) gone.push(holder);
+      if (!posted?.ok) gone.push(holder);
     }
     next = await dropTenantSlots(fairShareOf(leg), leg.key.tenant, gone, { now: leg.deps.clock.now(), limit });
   }
