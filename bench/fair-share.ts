@@ -59,7 +59,14 @@ export async function measureFairShare(options: {
 }
 
 async function runOnce(
-  options: { db: BenchDynamoDb; aSessions: number; bSessions: number; concurrency: number; steps: number; stepMs: number },
+  options: {
+    db: BenchDynamoDb;
+    aSessions: number;
+    bSessions: number;
+    concurrency: number;
+    steps: number;
+    stepMs: number;
+  },
   limit: number | undefined,
 ): Promise<FairShareRun> {
   // Tenants of their own per run: the runs share one table.
@@ -113,10 +120,7 @@ function mostAtOnce(steps: readonly [number, string, string, JournalEntry][]): n
     const span = spans.get(id);
     spans.set(id, span ? [span[0], at] : [at, at]);
   }
-  const events = [...spans.values()].flatMap(([from, to]) => [
-    [from, 1] as const,
-    [to, -1] as const,
-  ]);
+  const events = [...spans.values()].flatMap(([from, to]) => [[from, 1] as const, [to, -1] as const]);
   events.sort((x, y) => x[0] - y[0] || y[1] - x[1]);
   let now = 0;
   let most = 0;

@@ -162,7 +162,8 @@ export class InProcessRuntime {
         // does: waiting for a leg to end held a kick (a release, a cancel) behind legs of up
         // to the function's timeout.
         if (inFlight.size > 0) await Promise.race([...inFlight, pause(IDLE_POLL_MS)]);
-        else if (this.work.pendingCount > 0 || this.#backlog.length > 0) await new Promise((resolve) => setTimeout(resolve, IDLE_POLL_MS));
+        else if (this.work.pendingCount > 0 || this.#backlog.length > 0)
+          await new Promise((resolve) => setTimeout(resolve, IDLE_POLL_MS));
         else {
           idleSince ??= Date.now();
           if (Date.now() - idleSince > STUCK_AFTER_MS) {

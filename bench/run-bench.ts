@@ -585,7 +585,11 @@ export function formatBenchReport(report: BenchReport): string[] {
     );
     for (const run of fairness.runs) {
       const a = run.limit === undefined ? 'A unlimited' : `A limited to ${run.limit}`;
-      rows.push([`${a}: B submitted → B's first step`, `${int(run.bFirstStepMs)} ms`, `all of B done in ${int(run.bDoneMs)} ms`]);
+      rows.push([
+        `${a}: B submitted → B's first step`,
+        `${int(run.bFirstStepMs)} ms`,
+        `all of B done in ${int(run.bDoneMs)} ms`,
+      ]);
       rows.push([
         `${a}: A's total time`,
         `${int(run.aTotalMs)} ms`,
