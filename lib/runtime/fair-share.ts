@@ -14,6 +14,7 @@ import {
   type TokenTake,
   takeToken,
 } from '../core/tenant-limits.ts';
+import type { Clock } from '../ports/clock.ts';
 import type { FairShareStore } from '../ports/fair-share.ts';
 
 /**
@@ -28,11 +29,14 @@ export const SLOTS_ITEM = 'SLOTS';
 export const bucketItem = (scope: string) => `RATE#${scope}`;
 
 /**
- * Writers racing on one tenant's item try this many times before giving up for now. Only the
- * tenant's own legs write it, at the start and end of their runs, so a handful of tries is plenty;
- * giving up is safe (a claim waits and rechecks, a leave leaves a slot the stale check reclaims).
+ * Writers racing on one tenant's item try this many times before giving up for now, each after a
+ * random pause that grows with the attempt (RACE_PAUSE_MS): a burst of a tenant's first legs (a
+ * flood of tickets) all write the one item. Giving up is safe — a claim waits off the line and
+ * rechecks soon, a leave leaves a slot the stale check reclaims — but slow, so the bound is high.
  */
-const MAX_ATTEMPTS = 8;
+const MAX_ATTEMPTS = 24;
+/** The pause before a retry after a lost race is random in [0, RACE_PAUSE_MS × attempt). */
+const RACE_PAUSE_MS = 15;
 /** The slots item lives this long after its last write (a month: longer than any wait in line). */
 const SLOTS_TTL_S = 30 * 86_400;
 /** A bucket lives a day after its last take: a bucket idle that long is full again anyway. */
@@ -48,6 +52,8 @@ const BucketData = z.object({ tokens: z.number().finite(), at: z.number().finite
 export interface FairShareDeps {
   readonly fairShare: FairShareStore;
   readonly ids: Pick<IdSource, 'writeId'>;
+  /** Pauses between attempts after a lost race (the runtime's clock and jitter); none: retry at once. */
+  readonly pause?: { readonly clock: Pick<Clock, 'sleep'>; readonly random: () => number } | undefined;
 }
 
 /** Claims a slot for `holder` (see claimSlot); a claim that keeps losing races waits off the line and rechecks. */
@@ -108,6 +114,7 @@ export async function takeModelToken(
       writeId: deps.ids.writeId(),
     });
     if (written) return taken;
+    await pauseAfterLostRace(deps, attempt);
   }
   // Other workers took the tokens as fast as this one read them: wait a moment, as a throttle does.
   return { ok: false, waitMs: 1_000 };
@@ -130,8 +137,15 @@ async function changeSlots<T>(
       writeId: deps.ids.writeId(),
     });
     if (written) return changed.result;
+    await pauseAfterLostRace(deps, attempt);
   }
   return undefined;
+}
+
+/** Spreads writers that lost a race apart, so a burst on one item does not retry in lockstep. */
+async function pauseAfterLostRace(deps: FairShareDeps, attempt: number): Promise<void> {
+  if (!deps.pause) return;
+  await deps.pause.clock.sleep(Math.floor(deps.pause.random() * RACE_PAUSE_MS * (attempt + 1)));
 }
 
 /**

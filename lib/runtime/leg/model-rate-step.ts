@@ -20,7 +20,7 @@ export const IN_LEG_RATE_WAIT_MAX_MS = 2_000;
 export async function modelRateStep(leg: LegContext, agent: AgentDefinition): Promise<LegExit | undefined> {
   const { deps, key } = leg;
   if (!deps.fairShare) return undefined;
-  const fairShare = { fairShare: deps.fairShare, ids: deps.ids };
+  const fairShare = { fairShare: deps.fairShare, ids: deps.ids, pause: { clock: deps.clock, random: deps.random } };
   for (const { scope, rule } of rateScopes(limitOf(deps.config.tenantLimits, key.tenant), agent.model.id)) {
     for (;;) {
       const now = deps.clock.now();

@@ -62,7 +62,9 @@ export async function claimSlotStep(leg: LegContext): Promise<LegExit | undefine
     { limit: 'tenant-concurrency', reason, max: limit, ...(claim.place === undefined ? {} : { place: claim.place }) },
     leg.signals.record.activeTurnId ?? leg.journal.view.turnId,
   );
-  return { kind: 'wait-slot', until: deps.clock.now() + recheckDelayMs(leg) };
+  // Off the line (the item was too busy to join, or the line is full): look again within a lease.
+  const delay = claim.place === undefined ? deps.config.leaseTtlMs : recheckDelayMs(leg);
+  return { kind: 'wait-slot', until: deps.clock.now() + delay };
 }
 
 /**
@@ -159,4 +161,8 @@ function waitsInARow(entries: readonly JournalEntry[]): number {
   return waits;
 }
 
-const fairShareOf = (leg: LegContext): FairShareDeps => ({ fairShare: leg.deps.fairShare!, ids: leg.deps.ids });
+const fairShareOf = (leg: LegContext): FairShareDeps => ({
+  fairShare: leg.deps.fairShare!,
+  ids: leg.deps.ids,
+  pause: { clock: leg.deps.clock, random: leg.deps.random },
+});
