@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { createDocumentClient } from '../lib/adapters/aws-clients.ts';
+import { DynamoDbFairShare } from '../lib/adapters/dynamodb/dynamodb-fair-share.ts';
 import { DynamoDbLiveText } from '../lib/adapters/dynamodb/dynamodb-live-text.ts';
 import { DynamoDbSessionStore } from '../lib/adapters/dynamodb/dynamodb-session-store.ts';
 import { MemoryResultPublisher, MemoryWorkQueue } from '../lib/adapters/memory/memory-queues.ts';
@@ -9,6 +10,7 @@ import type { SessionKey } from '../lib/core/ids.ts';
 import { randomIds } from '../lib/core/ids.ts';
 import type { JournalEntry } from '../lib/core/journal.ts';
 import type { Result } from '../lib/core/messages.ts';
+import type { TenantLimits } from '../lib/core/tenant-limits.ts';
 import { LOCAL_CREDENTIALS } from '../lib/local/aws-clients.ts';
 import { systemClock } from '../lib/ports/clock.ts';
 import type { SessionStore } from '../lib/ports/session-store.ts';
@@ -74,6 +76,10 @@ export interface InProcessRuntimeOptions {
   readonly onAppend?: AppendListener | undefined;
   /** Wraps the store the runtime uses (to count what one session writes). */
   readonly wrapStore?: ((store: SessionStore) => SessionStore) | undefined;
+  /** Fair sharing: tenant limits, with the fair-share items in the bench's table. */
+  readonly tenantLimits?: TenantLimits | undefined;
+  /** Legs that run at once at most, as a function's reserved concurrency bounds them (default: every kick at once). */
+  readonly maxConcurrency?: number | undefined;
 }
 
 /**
@@ -86,11 +92,15 @@ export class InProcessRuntime {
   readonly work = new MemoryWorkQueue();
   readonly results = new MemoryResultPublisher();
   readonly #timeoutMs: number;
+  readonly #maxConcurrency: number;
+  /** Kicks received and not yet run (only with maxConcurrency): first in, first run. */
+  readonly #backlog: ReturnType<MemoryWorkQueue['receive']> = [];
 
   constructor(options: InProcessRuntimeOptions) {
     const { client, meter } = meteredClient(options.db);
     this.meter = meter;
     this.#timeoutMs = options.functionTimeoutMs;
+    this.#maxConcurrency = options.maxConcurrency ?? Number.POSITIVE_INFINITY;
     const documents = createDocumentClient({ region: options.db.region }, client);
     const store = new DynamoDbSessionStore({ client: documents, table: options.db.table });
     const leaseTtlMs = options.leaseTtlMs ?? 30_000;
@@ -100,19 +110,27 @@ export class InProcessRuntime {
       results: this.results,
       // As deployed: the live text store is wired, and a model that does not stream never writes to it.
       live: new DynamoDbLiveText({ client: documents, table: options.db.table }),
+      fairShare: options.tenantLimits && new DynamoDbFairShare({ client: documents, table: options.db.table }),
       clock: systemClock,
       agents: agentRegistry(options.agents),
       telemetry: silentTelemetry,
       failpoint: noFailpoints,
-      config: { leaseTtlMs, reserveMs: options.reserveMs ?? 500, retentionDays: 1, sweepGraceMs: SWEEP_GRACE_MS },
+      config: {
+        leaseTtlMs,
+        reserveMs: options.reserveMs ?? 500,
+        retentionDays: 1,
+        sweepGraceMs: SWEEP_GRACE_MS,
+        tenantLimits: options.tenantLimits,
+      },
       random: Math.random,
       ids: randomIds,
     };
   }
 
   /** Accepts a ticket through the real intake (turn, session record, first kick). */
-  async submit(agent: string, input: unknown, ticketId: string = randomUUID()): Promise<SessionKey> {
-    const accepted = await acceptTicket(JSON.stringify({ v: 1, ticketId, agent, input }), undefined, this.deps);
+  async submit(agent: string, input: unknown, ticketId: string = randomUUID(), tenant?: string): Promise<SessionKey> {
+    const ticket = { v: 1, ticketId, agent, input, ...(tenant === undefined ? {} : { tenant }) };
+    const accepted = await acceptTicket(JSON.stringify(ticket), undefined, this.deps);
     return accepted.key;
   }
 
@@ -125,7 +143,8 @@ export class InProcessRuntime {
     const inFlight = new Set<Promise<void>>();
     let idleSince: number | undefined;
     while (this.results.sent.length < expectedResults) {
-      const kicks = this.work.receive();
+      this.#backlog.push(...this.work.receive());
+      const kicks = this.#backlog.splice(0, Math.max(0, this.#maxConcurrency - inFlight.size));
       for (const message of kicks) {
         const deadline = Date.now() + this.#timeoutMs;
         const run = runKick(
@@ -143,7 +162,8 @@ export class InProcessRuntime {
         // does: waiting for a leg to end held a kick (a release, a cancel) behind legs of up
         // to the function's timeout.
         if (inFlight.size > 0) await Promise.race([...inFlight, pause(IDLE_POLL_MS)]);
-        else if (this.work.pendingCount > 0) await new Promise((resolve) => setTimeout(resolve, IDLE_POLL_MS));
+        else if (this.work.pendingCount > 0 || this.#backlog.length > 0)
+          await new Promise((resolve) => setTimeout(resolve, IDLE_POLL_MS));
         else {
           idleSince ??= Date.now();
           if (Date.now() - idleSince > STUCK_AFTER_MS) {

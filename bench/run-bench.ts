@@ -5,6 +5,7 @@ import { startBenchDatabase } from './bench-database.ts';
 import { type BundleReport, measureBundles } from './bundle.ts';
 import { type ConversationFigures, measureConversationCost } from './conversation-cost.ts';
 import type { DurableReplayFigures } from './durable-replay.ts';
+import { type FairShareFigures, measureFairShare } from './fair-share.ts';
 import { type FanOutFigures, measureFanOut } from './fan-out.ts';
 import { type ForkFigures, measureForkCost } from './fork-cost.ts';
 import { measureFullRewrite } from './full-rewrite-baseline.ts';
@@ -31,6 +32,7 @@ export const BENCH_SECTIONS = [
   'throughput',
   'latency',
   'fanout',
+  'fairness',
   'recovery',
   'bundle',
   'price',
@@ -64,6 +66,12 @@ export const BENCH_WORKLOAD = {
   streamTokensPerSecond: 50,
   /** Background tasks of one dispatcher in the fan-out section. */
   fanOutChildren: 100,
+  /**
+   * Fair sharing: tenant A submits this many sessions, then tenant B a few, with A limited to
+   * `limit` at once and legs bounded by `concurrency` (a reserved concurrency); each session is
+   * `steps` tool calls of `stepMs`.
+   */
+  fairness: { aSessions: 200, bSessions: 5, limit: 10, concurrency: 20, steps: 3, stepMs: 100 },
   /** A durable function's invocation ends at a wait (or a timeout); one every 50 steps stands for a leg. */
   durableStepsPerInvocation: 50,
   /** The conversation: 20 turns of `work 10` (21 steps each), an idle period, injected messages. */
@@ -98,6 +106,7 @@ export interface BenchReport {
   readonly durable?: DurableReplayFigures | { unavailable: string } | undefined;
   readonly throughput?: { baton: ThroughputFigures; raw: RawWriteFigures; ratio: number } | undefined;
   readonly fanout?: FanOutFigures | undefined;
+  readonly fairness?: FairShareFigures | undefined;
   readonly recovery?: RecoveryFigures | { unavailable: string } | undefined;
   readonly latency?: TurnLatencyFigures | undefined;
   readonly bundle?: BundleReport | { unavailable: string } | undefined;
@@ -135,6 +144,7 @@ export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
       'throughput',
       'latency',
       'fanout',
+      'fairness',
       'recovery',
       'price',
     ] as const
@@ -261,6 +271,13 @@ export async function runBench(options: RunBenchOptions): Promise<BenchReport> {
       );
       report.fanout = await measureFanOut({ db, children: w.fanOutChildren });
     }
+    if (db && want('fairness')) {
+      const f = w.fairness;
+      options.progress(
+        `fairness: tenant A submits ${f.aSessions} sessions, then tenant B ${f.bSessions}; A limited to ${f.limit} at once, then unlimited (in process, DynamoDB Local)`,
+      );
+      report.fairness = await measureFairShare({ db, ...f });
+    }
     if (db && want('recovery')) {
       options.progress(`recovery: kill -9 of the owner mid-step, ${w.recoverySamples} times, on the local stack`);
       report.recovery = await measureRecovery({
@@ -347,6 +364,7 @@ export function formatBenchReport(report: BenchReport): string[] {
     throughput,
     latency,
     fanout,
+    fairness,
     recovery,
     bundle,
     price,
@@ -619,6 +637,24 @@ export function formatBenchReport(report: BenchReport): string[] {
       'each child sees its cancel at its next renewal (TTL/3)',
     ]);
     rows.push(['  → `released` journaled', `${int(b.releasedEntryMs)} ms`, 'then the client’s poll sees it']);
+  }
+  if (fairness) {
+    section(
+      `fairness: tenant A submits ${fairness.aSessions} sessions, then tenant B ${fairness.bSessions} (in process, DynamoDB Local, ${fairness.concurrency} legs at once)`,
+    );
+    for (const run of fairness.runs) {
+      const a = run.limit === undefined ? 'A unlimited' : `A limited to ${run.limit}`;
+      rows.push([
+        `${a}: B submitted → B's first step`,
+        `${int(run.bFirstStepMs)} ms`,
+        `all of B done in ${int(run.bDoneMs)} ms`,
+      ]);
+      rows.push([
+        `${a}: A's total time`,
+        `${int(run.aTotalMs)} ms`,
+        `${run.aCompleted} completed, ${run.aFailedOrLost} failed or lost; at most ${run.aMostAtOnce} of A's sessions at once; ${run.aSlotWaits} waits in line`,
+      ]);
+    }
   }
   if (recovery) {
     section('recovery: kill -9 of the owner mid-step → next journal append by another worker');

@@ -24,6 +24,7 @@ import {
   TENANT_PATTERN,
   visibilityTimeoutSeconds,
 } from '../../lib/core/resources.ts';
+import type { TenantLimits } from '../../lib/core/tenant-limits.ts';
 import { SERVICE_NAME_ENV } from '../../lib/telemetry/metric-names.ts';
 import { BatonFunction } from './baton-function.ts';
 import { BatonQueues } from './baton-queues.ts';
@@ -216,6 +217,16 @@ export interface BatonRuntimeProps {
    */
   readonly producers?: readonly BatonProducer[];
   /**
+   * Fair sharing between tenants: per tenant (or `*` for every tenant not named), `maxRunning`
+   * sessions at once (the rest wait in line, holding no compute, and start in order of
+   * acceptance as slots free) and `modelCallsPerMinute` (also per model id with
+   * `modelCallsPerMinuteByModel`; `burst` calls may be saved up) shared by every worker. A limit
+   * reached makes a session wait, never fail. Passed to the step function as BATON_TENANT_LIMITS.
+   * @example { acme: { maxRunning: 10, modelCallsPerMinute: 120 }, '*': { maxRunning: 50 } }
+   * @default none: no tenant is limited
+   */
+  readonly tenantLimits?: TenantLimits;
+  /**
    * Retention of the functions' log groups.
    * @default RetentionDays.ONE_MONTH
    */
@@ -369,7 +380,11 @@ export class BatonRuntime extends Construct {
       ...withAgents,
       [ENV.ticketsQueueUrl]: this.ticketsQueue.queueUrl,
     });
-    this.stepFunction = fn('step', settings.functionTimeout, settings.memorySize, withAgents);
+    this.stepFunction = fn('step', settings.functionTimeout, settings.memorySize, {
+      ...withAgents,
+      // Only legs claim slots and take model-call tokens.
+      ...(props.tenantLimits === undefined ? {} : { [ENV.tenantLimits]: JSON.stringify(props.tenantLimits) }),
+    });
     this.sweeperFunction = fn('sweeper', settings.sweepWindow.plus(SWEEPER_TIMEOUT_MARGIN), 256, {
       [ENV.sweepIntervalMs]: String(settings.sweepInterval.toMilliseconds()),
       [ENV.sweepWindowMs]: String(settings.sweepWindow.toMilliseconds()),
@@ -815,11 +830,35 @@ function resolveSettings(props: BatonRuntimeProps): Settings {
           `producers: tenant "${tenant}" of sender ${sender} must match ${NAME_PATTERN} (and not be "tickets" or "results") or be "${ANY_TENANT}"`,
         );
   }
+  checkTenantLimits(props.tenantLimits, refuse);
   for (const name of Object.keys(props.agentEnvironment ?? {})) {
     const why = reservedEnv(name);
     if (why) refuse(`agentEnvironment may not set ${name}: ${why}`);
   }
   return settings;
+}
+
+/** Tenant limits name tenants (or `*`) and give positive numbers: a bad one fails the synth, not every leg's cold start. */
+function checkTenantLimits(limits: TenantLimits | undefined, refuse: (message: string) => never): void {
+  for (const [tenant, limit] of Object.entries(limits ?? {})) {
+    if (tenant !== ANY_TENANT && !TENANT_PATTERN.test(tenant))
+      refuse(
+        `tenantLimits: tenant "${tenant}" must match ${NAME_PATTERN} (and not be "tickets" or "results") or be "${ANY_TENANT}"`,
+      );
+    const { maxRunning, modelCallsPerMinute, modelCallsPerMinuteByModel, burst } = limit;
+    for (const [name, value, whole] of [
+      ['maxRunning', maxRunning, true],
+      ['burst', burst, true],
+      ['modelCallsPerMinute', modelCallsPerMinute, false],
+      ...Object.entries(modelCallsPerMinuteByModel ?? {}).map(
+        ([model, v]) => [`modelCallsPerMinuteByModel.${model}`, v, false] as const,
+      ),
+    ] as const) {
+      if (value === undefined) continue;
+      if (!(Number.isFinite(value) && value > 0 && (!whole || Number.isInteger(value))))
+        refuse(`tenantLimits: ${tenant}.${name} must be a positive ${whole ? 'integer' : 'number'}, got ${value}`);
+    }
+  }
 }
 
 /**

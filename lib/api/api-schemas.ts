@@ -186,6 +186,14 @@ export const SessionStatusView = z
     parked: CallIdentityView.extend({ parkSeq: z.number().int() }).optional(),
     /** When a waiting session wakes by itself, ISO 8601. */
     wakeAt: z.string().optional(),
+    /** A tenant limit the waiting session is held back by: a tenant slot (its place in line) or a model call's rate. */
+    limited: z
+      .object({
+        limit: z.enum(['tenant-concurrency', 'model-rate']),
+        reason: z.string(),
+        place: z.number().int().positive().optional(),
+      })
+      .optional(),
     /** A background task's session: the session that started it. */
     parent: z.string().optional(),
     /** A fork: the session whose history up to `cursor` is this one's. */

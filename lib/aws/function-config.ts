@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { RUNTIME_DEFAULTS as D, ENV, NAME_PATTERN } from '../core/resources.ts';
 import { type ProducerMap, parseProducers } from '../core/tenancy.ts';
+import { parseTenantLimits, type TenantLimits } from '../core/tenant-limits.ts';
 import { DEFAULT_SERVICE_NAME, SERVICE_NAME_ENV } from '../telemetry/metric-names.ts';
 
 /** The functions' configuration, parsed once per cold start. A bad value fails loudly, naming it. */
@@ -17,6 +18,7 @@ const Config = z.object({
   [ENV.sweepWindowMs]: z.coerce.number().int().positive().default(D.sweepWindowMs),
   [ENV.retentionDays]: z.coerce.number().int().positive().default(D.retentionDays),
   [ENV.producers]: z.string().min(1).optional(),
+  [ENV.tenantLimits]: z.string().min(1).optional(),
   [ENV.tenantResultsQueueUrls]: z
     .string()
     .default('{}')
@@ -51,6 +53,8 @@ export interface FunctionConfig {
   readonly retentionDays: number;
   /** Which tenants each ticket sender may use; undefined when the deployment maps none. */
   readonly producers?: ProducerMap | undefined;
+  /** Fair sharing: each tenant's concurrency and model-call rate; undefined: no tenant is limited. */
+  readonly tenantLimits?: TenantLimits | undefined;
   /** Which tracer: X-Ray through Powertools, or OpenTelemetry over OTLP. */
   readonly tracing: 'xray' | 'otel';
   /** The `service` of its logs and the metrics' `service` dimension: one per stack, so stacks never mix. */
@@ -80,6 +84,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): FunctionConfig {
     sweepWindowMs: c[ENV.sweepWindowMs],
     retentionDays: c[ENV.retentionDays],
     producers: producersOf(c[ENV.producers]),
+    tenantLimits: tenantLimitsOf(c[ENV.tenantLimits]),
     tracing: c[ENV.tracing],
     serviceName: c[SERVICE_NAME_ENV],
     region: c.AWS_REGION,
@@ -93,4 +98,10 @@ function producersOf(json: string | undefined): ProducerMap | undefined {
   } catch (error) {
     throw new Error(`Baton function configuration is invalid: ${ENV.producers}: ${(error as Error).message}`);
   }
+}
+
+function tenantLimitsOf(json: string | undefined): TenantLimits | undefined {
+  return json === undefined
+    ? undefined
+    : parseTenantLimits(json, `Baton function configuration is invalid: ${ENV.tenantLimits}`);
 }

@@ -1,6 +1,7 @@
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { createDocumentClient, createSqsClient } from '../adapters/aws-clients.ts';
+import { DynamoDbFairShare } from '../adapters/dynamodb/dynamodb-fair-share.ts';
 import { DynamoDbLiveText } from '../adapters/dynamodb/dynamodb-live-text.ts';
 import { DynamoDbSessionStore } from '../adapters/dynamodb/dynamodb-session-store.ts';
 import { S3BlobStore } from '../adapters/s3/s3-blob-store.ts';
@@ -89,6 +90,8 @@ export function createRuntimeDeps(config: FunctionConfig, overrides: RuntimeDeps
     blobs,
     // Written to only by agents whose model streams: for the others it costs nothing.
     live: new DynamoDbLiveText({ client: documents, table: config.table }),
+    // Read and written only for tenants with limits: the others pay nothing for it.
+    fairShare: new DynamoDbFairShare({ client: documents, table: config.table }),
     clock: overrides.clock ?? systemClock,
     agents,
     telemetry,
@@ -100,6 +103,7 @@ export function createRuntimeDeps(config: FunctionConfig, overrides: RuntimeDeps
       sweepGraceMs: config.leaseTtlMs,
       producers: config.producers,
       ...(overrides.journalFormat === undefined ? {} : { journalFormat: overrides.journalFormat }),
+      tenantLimits: config.tenantLimits,
     },
     random: overrides.random ?? Math.random,
     ids: overrides.ids ?? randomIds,

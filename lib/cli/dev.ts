@@ -6,6 +6,8 @@ import { enabledFaultKinds, FAULTS_ENV, parseFaultSpec } from '../adapters/fault
 import { SqsTicketQueue } from '../adapters/sqs/sqs-queues.ts';
 import { CallerMap } from '../api/caller.ts';
 import { describeIssues } from '../core/messages.ts';
+import { ENV } from '../core/resources.ts';
+import { parseTenantLimits } from '../core/tenant-limits.ts';
 import { agentsModuleFor, loadSchedules } from '../local/agents-module.ts';
 import { LOCAL_CREDENTIALS } from '../local/aws-clients.ts';
 import { waitForOutcome } from '../local/local-baton.ts';
@@ -33,10 +35,11 @@ const positiveNumber = (flag: string, value: string | undefined): number | undef
 const SAMPLE_TIMEOUT_MS = 120_000;
 
 /**
- * `baton dev [--agents FILE] [--callers FILE] [--submit TICKET.json] [--workers N] [--timeout-s S] [--visibility-s S] [--data DIR] [--port P] [--prefix P]`:
+ * `baton dev [--agents FILE] [--callers FILE] [--tenant-limits FILE|JSON] [--submit TICKET.json] [--workers N] [--timeout-s S] [--visibility-s S] [--data DIR] [--port P] [--prefix P]`:
  * starts DynamoDB Local, fauxqs, the resources, the worker processes hosting the agents of FILE
  * (the repository's examples without it), and the web console with the HTTP API (to the
  * developer with every role, or to the callers of `--callers`, each with a token of its own);
+ * `--tenant-limits` gives the workers each tenant's concurrency and model-call rate (fair sharing);
  * submits the sample ticket of `--submit` and prints its outcome; runs until Ctrl-C, then stops all it started.
  */
 export async function dev(args: string[], io: CommandIo): Promise<number> {
@@ -52,8 +55,10 @@ export async function dev(args: string[], io: CommandIo): Promise<number> {
       port: { type: 'string' },
       submit: { type: 'string' },
       prefix: { type: 'string' },
+      'tenant-limits': { type: 'string' },
     },
   });
+  const tenantLimits = values['tenant-limits'] === undefined ? undefined : readTenantLimits(values['tenant-limits']);
   const sample = values.submit === undefined ? undefined : readSample(values.submit);
   const callers = values.callers === undefined ? undefined : readCallers(values.callers);
   const agentsModule = agentsModuleFor(values.agents);
@@ -82,7 +87,10 @@ export async function dev(args: string[], io: CommandIo): Promise<number> {
     stateDir,
     prefix: values.prefix,
     signal: io.signal,
-    ...(agentsModule === undefined ? {} : { handlerEnv: { [AGENTS_MODULE_ENV]: agentsModule } }),
+    handlerEnv: {
+      ...(agentsModule === undefined ? {} : { [AGENTS_MODULE_ENV]: agentsModule }),
+      ...(tenantLimits === undefined ? {} : { [ENV.tenantLimits]: tenantLimits }),
+    },
     console: { port: positiveNumber('--port', values.port), callers },
   }).catch((error: unknown) => {
     if (io.signal?.aborted) return undefined;
@@ -113,6 +121,7 @@ export async function dev(args: string[], io: CommandIo): Promise<number> {
       `  functions  ${functions.length > 0 ? functions.join(', ') : 'none'} (timeout ${config.functionTimeoutS} s)`,
     );
     io.out(`  workers    ${config.workers.map((worker) => `pid ${worker.pid}`).join(', ')}`);
+    if (tenantLimits !== undefined) io.out(`  tenant limits ${tenantLimits}`);
     if (faults.length > 0) io.out(`  faults     ${faults.join(', ')} (${FAULTS_ENV}, injected in the workers)`);
     if (failpointsFile !== undefined)
       io.out(
@@ -135,6 +144,15 @@ export async function dev(args: string[], io: CommandIo): Promise<number> {
   await stack.stop();
   if (!io.json) io.out('baton dev: stopped');
   return 0;
+}
+
+/**
+ * `--tenant-limits`: inline JSON (starting with `{`) or a JSON file, checked before the stack
+ * boots (a bad value would stop every worker at its start); the workers get it as JSON text.
+ */
+function readTenantLimits(value: string): string {
+  const text = value.trimStart().startsWith('{') ? value : readFileSync(resolve(value), 'utf8');
+  return JSON.stringify(parseTenantLimits(text, '--tenant-limits'));
 }
 
 /** The agents module's schedules, fired on the local tickets queue as Scheduler fires them on AWS. */

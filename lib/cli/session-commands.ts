@@ -134,6 +134,7 @@ export async function status(args: string[], io: CommandIo): Promise<number> {
       io.out(
         `  parked: call ${found.parked.callId} ${found.parked.tool} (baton resolve … ${pinOptions(found.parked)})`,
       );
+    if (found.limited) io.out(`  ${found.limited.reason}`);
     if (found.wakeAt) io.out(`  wakes at ${found.wakeAt}`);
     if (found.parent) io.out(`  task of session ${found.parent}`);
     if (found.forkedFrom) io.out(`  forked from session ${found.forkedFrom.session} at ${found.forkedFrom.cursor}`);

@@ -134,6 +134,11 @@ export interface SessionStatus {
   readonly parked?: ParkedCallView | undefined;
   /** When a waiting session wakes by itself (a durable timer, an approval timeout, a retry), ISO 8601. */
   readonly wakeAt?: string | undefined;
+  /**
+   * A tenant limit the waiting session is held back by (fair sharing): a tenant slot (with its
+   * place in line when it last looked) or a model call's rate.
+   */
+  readonly limited?: LimitedView | undefined;
   /** A background task's session: the session that started it. */
   readonly parent?: string | undefined;
   /** A fork: the session whose history up to `cursor` is this one's. */
@@ -142,6 +147,13 @@ export interface SessionStatus {
   readonly tasks?: Partial<Record<TaskStatus, number>> | undefined;
   /** A release was asked for (`requested`) or carried out (`released`). */
   readonly release?: 'requested' | 'released' | undefined;
+}
+
+/** What a session waiting on a tenant limit shows: which limit, the sentence that says so, its place in line. */
+export interface LimitedView {
+  readonly limit: 'tenant-concurrency' | 'model-rate';
+  readonly reason: string;
+  readonly place?: number | undefined;
 }
 
 /** Tokens, model calls and US dollars (of the models the agent's price table names). */
@@ -1000,16 +1012,27 @@ export class BatonClient implements BatonTransport {
   }
 
   /** What a waiting session waits for: approvals (their identity and parsed input) or a parked call. */
-  #waits(view: SessionView): Pick<SessionStatus, 'pendingApprovals' | 'parked' | 'wakeAt'> {
+  #waits(view: SessionView): Pick<SessionStatus, 'pendingApprovals' | 'parked' | 'wakeAt' | 'limited'> {
     const pendingApprovals = view.awaitingApproval.map((a) => ({
       ...identityOf(a),
       input: a.input,
       ...(a.ranBefore === undefined ? {} : { ranBefore: a.ranBefore }),
     }));
     const { parked } = view;
-    const wakeAt = nextWakeAt(view);
+    const { limited } = view;
+    // A rate wait wakes by itself when its token is due; a slot wait when a slot is handed over.
+    const wakeAt = nextWakeAt(view) ?? (limited?.limit === 'model-rate' ? limited.until : undefined);
     return {
       ...(wakeAt === undefined ? {} : { wakeAt: new Date(wakeAt).toISOString() }),
+      ...(limited
+        ? {
+            limited: {
+              limit: limited.limit,
+              reason: limited.reason,
+              ...(limited.place === undefined ? {} : { place: limited.place }),
+            },
+          }
+        : {}),
       ...(pendingApprovals.length > 0 ? { pendingApprovals } : {}),
       ...(parked ? { parked: { ...identityOf(parked), parkSeq: parked.seq } } : {}),
     };

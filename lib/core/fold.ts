@@ -120,6 +120,8 @@ export interface SessionView {
   readonly agentVersion?: number | undefined;
   /** A fork's effects and which of the original's once-only calls it answered (from its latest `forked` entry). */
   readonly fork?: ForkState | undefined;
+  /** The tenant limit the session waits on: its latest `limited` entry, until anything but a leg marker follows it. */
+  readonly limited?: EntryDataOf<'limited'> | undefined;
 }
 
 export const EMPTY_VIEW: SessionView = {
@@ -154,10 +156,13 @@ export function applyEntry(view: SessionView, entry: JournalEntry): SessionView 
       `journal seq ${entry.seq} was written by epoch ${entry.epoch} after the leg marker of epoch ${view.legEpoch}`,
     );
   }
-  const next = { ...view, lastSeq: entry.seq };
+  // A limit is waited on until the session does anything else: a leg's marker is not that.
+  const next = { ...view, lastSeq: entry.seq, limited: undefined };
   switch (entry.kind) {
     case 'leg':
-      return { ...next, legEpoch: entry.epoch, legs: view.legs + 1 };
+      return { ...next, legEpoch: entry.epoch, legs: view.legs + 1, limited: view.limited };
+    case 'limited':
+      return { ...next, limited: entry.data };
     case 'input':
       // A new turn: per-turn state starts over; the transcript keeps everything before it. An
       // input that carries its leg's marker fences like one.

@@ -179,6 +179,19 @@ export const EntryData = {
     ledger: z.array(OriginalEffect),
     version: agentVersion.optional(),
   }),
+  /**
+   * A tenant limit held the session back (fair sharing, lib/core/tenant-limits.ts): it waits,
+   * holding no lease, for one of its tenant's slots (`tenant-concurrency`, with its place in line
+   * when it has one) or for a model call's rate (`model-rate`, until `until`). Not a step and no
+   * failure: the turn goes on when the limit lets it.
+   */
+  limited: z.object({
+    limit: z.enum(['tenant-concurrency', 'model-rate']),
+    reason: z.string(),
+    max: z.number().positive().optional(),
+    place: z.number().int().positive().optional(),
+    until: z.number().int().optional(),
+  }),
 } satisfies Record<EntryKind, z.ZodType>;
 
 export type EntryDataOf<K extends EntryKind> = z.infer<(typeof EntryData)[K]>;

@@ -151,4 +151,6 @@ export const ENV = {
   apiStreamsPerCaller: 'BATON_API_STREAMS_PER_CALLER',
   /** `xray` (default) or `otel`: which tracer the functions use. */
   tracing: 'BATON_TRACING',
+  /** JSON: tenant (or `*`) → { maxRunning, modelCallsPerMinute, modelCallsPerMinuteByModel, burst } (lib/core/tenant-limits.ts). */
+  tenantLimits: 'BATON_TENANT_LIMITS',
 } as const;

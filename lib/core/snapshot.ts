@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { foldJournal, type SessionView } from './fold.ts';
-import { type JournalEntry, OriginalEffect, ToolCall } from './journal.ts';
+import { EntryData, type JournalEntry, OriginalEffect, ToolCall } from './journal.ts';
 import { SpendLimitsSchema } from './spend.ts';
 import { EMPTY_LEDGER, type TaskLedger, taskLedger } from './tasks.ts';
 import { ForkEffects, OutcomeStatus } from './vocabulary.ts';
@@ -14,7 +14,7 @@ import { ForkEffects, OutcomeStatus } from './vocabulary.ts';
  */
 
 /** Bump whenever applyEntry changes what it derives. */
-export const FOLD_VERSION = 6;
+export const FOLD_VERSION = 7;
 
 export interface SessionSnapshot {
   readonly seq: number;
@@ -118,6 +118,7 @@ const SessionViewSchema = z
         used: z.record(z.string(), z.string()),
       })
       .optional(),
+    limited: EntryData.limited.optional(),
   })
   .strict();
 

@@ -75,6 +75,8 @@ export const EntryKind = {
   published: 'published',
   /** The first entry of a fork: its history before this seq is another session's (lib/core/fork.ts). */
   forked: 'forked',
+  /** A tenant limit held the session back: it waits for a tenant slot or a model call's rate (lib/core/tenant-limits.ts). */
+  limited: 'limited',
 } as const;
 export type EntryKind = (typeof EntryKind)[keyof typeof EntryKind];
 

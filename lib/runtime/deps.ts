@@ -4,8 +4,10 @@ import type { IdSource } from '../core/ids.ts';
 import { JOURNAL_FORMAT_VERSION } from '../core/journal.ts';
 import { RUNTIME_DEFAULTS } from '../core/resources.ts';
 import type { ProducerMap } from '../core/tenancy.ts';
+import type { TenantLimits } from '../core/tenant-limits.ts';
 import type { BlobStore } from '../ports/blob-store.ts';
 import type { Clock } from '../ports/clock.ts';
+import type { FairShareStore } from '../ports/fair-share.ts';
 import type { LiveTextStore } from '../ports/live-text.ts';
 import type { ResultPublisher, TicketQueue, WorkQueue } from '../ports/queues.ts';
 import type { SessionStore } from '../ports/session-store.ts';
@@ -42,6 +44,12 @@ export interface RuntimeConfig {
    * runs an older worker beside a newer one this way.
    */
   readonly journalFormat?: number | undefined;
+  /**
+   * Fair sharing between tenants (lib/core/tenant-limits.ts): per tenant (or `*`), how many of its
+   * sessions run at once and how fast its model calls go. Absent, or a tenant without an entry:
+   * no limit. Applied only with a `fairShare` store.
+   */
+  readonly tenantLimits?: TenantLimits | undefined;
 }
 
 /** The journal format a worker writes and reads up to. */
@@ -61,6 +69,8 @@ export interface RuntimeDeps {
   readonly results: ResultPublisher;
   readonly tickets?: TicketQueue | undefined;
   readonly blobs?: BlobStore | undefined;
+  /** Where tenant slots and model-call buckets live (every worker shares them); none: tenant limits are off. */
+  readonly fairShare?: FairShareStore | undefined;
   /** Where a streaming model's partial text goes for live followers (never journaled); none: no live text. */
   readonly live?: LiveTextStore | undefined;
   readonly clock: Clock;

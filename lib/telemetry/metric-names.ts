@@ -48,6 +48,10 @@ export const METRIC = {
   resultsUndelivered: 'ResultsUndelivered',
   /** Kicks left to a newer worker: the journal holds an entry in a format newer than this build reads (a rolling deploy). */
   newerJournalFormat: 'NewerJournalFormat',
+  /** Legs that found their tenant at its concurrency limit and put their session in its line (fair sharing). */
+  tenantSlotWaits: 'TenantSlotWaits',
+  /** Model calls held back by their tenant's rate limit (each wait for a token counts once). */
+  modelCallsThrottled: 'ModelCallsThrottled',
 } as const;
 export type MetricName = (typeof METRIC)[keyof typeof METRIC];
 

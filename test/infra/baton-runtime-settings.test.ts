@@ -200,3 +200,37 @@ describe('BatonRuntime producers', { timeout: 180_000 }, () => {
     expect(intakeEnvironment({}).intake.BATON_PRODUCERS).toBeUndefined();
   });
 });
+
+describe('BatonRuntime tenantLimits', () => {
+  const stepEnvironment = (props: BatonRuntimeProps) => {
+    const stack = new Stack(new App({ context: NO_BUNDLING }), 'Limits');
+    const baton = new BatonRuntime(stack, 'Baton', withAgents(props));
+    const template = Template.fromStack(stack).toJSON().Resources as Record<
+      string,
+      { Properties: { Environment: { Variables: Record<string, unknown> } } }
+    >;
+    const of = (fn: { function: { node: { defaultChild?: unknown } } }) =>
+      template[stack.getLogicalId(fn.function.node.defaultChild as CfnFunction)]!.Properties.Environment.Variables;
+    return { step: of(baton.stepFunction), intake: of(baton.intakeFunction) };
+  };
+
+  it('passes the limits to the step function, which runs the legs, and to no other', () => {
+    const tenantLimits = { acme: { maxRunning: 10, modelCallsPerMinute: 120 }, '*': { maxRunning: 50 } };
+    const env = stepEnvironment({ tenantLimits });
+    expect(JSON.parse(String(env.step.BATON_TENANT_LIMITS))).toEqual(tenantLimits);
+    expect(env.intake.BATON_TENANT_LIMITS).toBeUndefined();
+    expect(stepEnvironment({}).step.BATON_TENANT_LIMITS).toBeUndefined();
+  });
+
+  it('refuses a limit that is not a positive number, or a tenant that is not one, naming it', () => {
+    expect(build({ tenantLimits: { acme: { maxRunning: 0 } } })).toThrow(
+      /tenantLimits: acme\.maxRunning must be a positive integer, got 0/,
+    );
+    expect(build({ tenantLimits: { acme: { modelCallsPerMinuteByModel: { m: -1 } } } })).toThrow(
+      /tenantLimits: acme\.modelCallsPerMinuteByModel\.m must be a positive number, got -1/,
+    );
+    expect(build({ tenantLimits: { 'acme#x': { maxRunning: 1 } } })).toThrow(
+      /tenantLimits: tenant "acme#x" must match/,
+    );
+  });
+});

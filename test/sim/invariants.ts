@@ -282,6 +282,13 @@ export async function finalCheck(world: World): Promise<void> {
           'settles',
           `${id}: ${r.state} with unseen events (pendingVersion ${r.pendingVersion} > ${r.seenVersion}) and nothing due`,
         );
+      // Fair sharing: every session that waited on a tenant limit ran or was cancelled, and no
+      // turn failed because of one.
+      if (!s.terminal && s.view?.limited)
+        facts.violate('limit-wait-ends', `${id}: still waiting after the drain: ${s.view.limited.reason}`);
+      for (const turn of s.turns)
+        if (turn.outcome?.error && /tenant slot|rate limit/.test(turn.outcome.error))
+          facts.violate('limits-never-fail-turns', `${id}/${turn.turnId} failed: ${turn.outcome.error.slice(0, 160)}`);
       if (r.cancelRequested && !s.terminal)
         facts.violate('cancel-carried-out', `${id}: cancelRequested, yet ${r.state} with nothing due`);
       // A session that ended (a cancel cascades to its tasks as a release would) has no holder left

@@ -1,10 +1,12 @@
 import { MemoryBlobStore } from '../../lib/adapters/memory/memory-blob-store.ts';
+import { MemoryFairShare } from '../../lib/adapters/memory/memory-fair-share.ts';
 import { MemorySessionStore } from '../../lib/adapters/memory/memory-session-store.ts';
 import { agentRegistry } from '../../lib/agent/define-agent.ts';
 import { BatonClient } from '../../lib/client/baton-client.ts';
 import { errorMessage, InvalidInputError } from '../../lib/core/errors.ts';
 import { type SessionKey, sequentialIds } from '../../lib/core/ids.ts';
 import type { Kick, Ticket } from '../../lib/core/messages.ts';
+import type { TenantLimits } from '../../lib/core/tenant-limits.ts';
 import { SWEEP_SHARDS } from '../../lib/ports/session-store.ts';
 import type { RuntimeConfig, RuntimeDeps } from '../../lib/runtime/deps.ts';
 import { noFailpoints } from '../../lib/runtime/failpoints.ts';
@@ -17,6 +19,7 @@ import { simAgents } from './agents.ts';
 import { SIM_START_MS, SimClock } from './clock.ts';
 import { type ClientContext, runCommand } from './commands.ts';
 import { Facts } from './facts.ts';
+import { drawTenantLimits, gatedFairShare, watchSteps } from './fair-share.ts';
 import { drawProfile, type FaultProfile, gateVerdict, isInjected } from './faults.ts';
 import { checkpoint, retireExpired } from './invariants.ts';
 import { type Command, drawTheme, makePlan, type Plan } from './plan.ts';
@@ -74,6 +77,10 @@ export class World {
   readonly trace: Trace;
   readonly memory: MemorySessionStore;
   readonly store: ReturnType<typeof gatedStore>;
+  /** Tenant slots and model-call buckets (fair sharing), read without gates by the invariants. */
+  readonly fairMemory = new MemoryFairShare();
+  /** The seed's tenant limits; undefined: none, as before fair sharing. */
+  readonly tenantLimits: TenantLimits | undefined;
   readonly work: SimWorkQueue;
   readonly tickets: SimTicketQueue;
   readonly results: SimResults;
@@ -109,12 +116,15 @@ export class World {
     const theme = drawTheme(root.fork());
     this.chaosProfile = drawProfile(root.fork(), theme);
     this.profile = this.chaosProfile;
+    // Drawn after every older draw, so seeds without limits replay as they did.
+    this.tenantLimits = drawTenantLimits(root.fork());
     let clock: SimClock | undefined;
     this.trace = new Trace(() => clock?.now() ?? SIM_START_MS, SIM_START_MS, { everything: options.traceAll === true });
     this.sim = new Scheduler(this.rng, this.trace);
     clock = new SimClock(this.sim);
     this.clock = clock;
     this.memory = new MemorySessionStore({ blobs: new MemoryBlobStore(), offloadThresholdBytes: 350_000, clock });
+    watchSteps(this.memory, this.fairMemory, this.tenantLimits, this.facts);
     this.store = gatedStore(this.memory, this.sim);
     this.work = new SimWorkQueue(this.sim, clock, this.#faultRng.fork());
     this.tickets = new SimTicketQueue(this.sim, clock, this.#faultRng.fork());
@@ -130,7 +140,8 @@ export class World {
       // Log lines only when someone will read them (--verbose): kept for every seed, they cost GC time.
       telemetry: options.traceAll ? createMemoryTelemetry() : noopTelemetry,
       failpoint: noFailpoints,
-      config: SIM_CONFIG,
+      fairShare: gatedFairShare(this.fairMemory, this.sim),
+      config: this.tenantLimits ? { ...SIM_CONFIG, tenantLimits: this.tenantLimits } : SIM_CONFIG,
       random: () => this.rng.float(),
       ids,
     };

@@ -19,7 +19,9 @@ export type LegExit =
   /** Background tasks: wait for a child's outcome, or the wait's deadline. */
   | { readonly kind: 'wait-tasks'; readonly until: number }
   /** A human: an approval (with its timeout, if any) or a verdict on a parked call. */
-  | { readonly kind: 'wait-human'; readonly what: 'approval' | 'parked call'; readonly until?: number | undefined };
+  | { readonly kind: 'wait-human'; readonly what: 'approval' | 'parked call'; readonly until?: number | undefined }
+  /** A tenant slot (fair sharing): the leg that frees one kicks the session; it rechecks at `until` regardless. */
+  | { readonly kind: 'wait-slot'; readonly until: number };
 
 export const yieldLeg = (why: string): LegExit => ({ kind: 'yield', why });
 export const WAIT_RETRY: LegExit = { kind: 'wait-retry' };

@@ -16,6 +16,7 @@ import {
   finishNow,
   waitForHuman,
   waitForRetry,
+  waitForSlot,
   waitForTasks,
   waitUntil,
   yieldForBudget,
@@ -34,10 +35,21 @@ import { modelStep } from './model-step.ts';
 import { cancelTasks, releasePending, releaseStep } from './release-step.ts';
 import { refuseOrphanTask } from './task-start-check.ts';
 import { isTaskCall, taskStep } from './task-step.ts';
+import { claimSlotStep, freeSlot, slotLimitOf } from './tenant-slot-step.ts';
 import { wakeTimer } from './timer-step.ts';
 import { parkInterrupted, reconcileStep, toolStep } from './tool-step.ts';
 import { finalOutcome, startTurn } from './turn-step.ts';
 import { agentForLeg, keepsVersions } from './version-step.ts';
+
+/**
+ * The actions that are a session's work and need its tenant's slot (fair sharing). A cancel, a
+ * release, a finish or a publish of what is done, and the waits, need none: a session waiting in
+ * line can always be cancelled.
+ */
+const SLOT_ACTIONS: ReadonlySet<string> = new Set(['start-turn', 'model', 'tools', 'reconcile', 'wake']);
+
+/** How a leg ends that leaves its session not running: its tenant slot is freed. */
+const LEAVES_RUNNING: ReadonlySet<KickOutcome> = new Set(['finished', 'waiting', 'parked']);
 
 /**
  * One invocation's stretch of work on a session, from acquire to yield, wait, finish or death:
@@ -56,6 +68,10 @@ export class Leg implements LegContext {
   #passedBoundary = false;
   /** The version of the agent the session runs on, once chosen (version-step.ts); until then the newest. */
   #agent: AgentDefinition | undefined;
+  /** The session's tenant slot is confirmed for this leg (tenant-slot-step.ts); claimed once per leg. */
+  #holdsSlot = false;
+  /** The leg leaves the session in its tenant's line: its slot is not to be freed (it has none). */
+  #waitsForSlot = false;
 
   constructor(
     readonly key: SessionKey,
@@ -87,6 +103,8 @@ export class Leg implements LegContext {
     this.signals.start(this.invocation, this.deps.config.reserveMs);
     try {
       const outcome = await this.#runLoaded();
+      // A session that no longer runs (idle, waiting, ended) gives its tenant slot to the next in line.
+      if (LEAVES_RUNNING.has(outcome) && !this.#waitsForSlot) await freeSlot(this);
       this.span.end(outcome);
       return outcome;
     } catch (error) {
@@ -206,6 +224,11 @@ export class Leg implements LegContext {
         return waitForTasks(this, exit.until);
       case 'wait-human':
         return waitForHuman(this, exit.what, exit.until);
+      case 'wait-slot':
+        return waitForSlot(this, exit.until).then((left) => {
+          this.#waitsForSlot = left !== undefined;
+          return left;
+        });
     }
   }
 
@@ -224,6 +247,11 @@ export class Leg implements LegContext {
     }
     if (releasePending(this)) return releaseStep(this);
     const action = this.#decide(agent);
+    if (!this.#holdsSlot && SLOT_ACTIONS.has(action.kind) && slotLimitOf(this) !== undefined) {
+      const wait = await claimSlotStep(this);
+      if (wait) return wait;
+      this.#holdsSlot = true;
+    }
     if (action.kind !== 'start-turn') await this.journal.markLeg();
     switch (action.kind) {
       case 'cancel':

@@ -13,6 +13,7 @@ import { untilAbandoned } from './abandon.ts';
 import { compactionDue, compactionStep } from './compaction-step.ts';
 import type { LegContext } from './leg-context.ts';
 import { fitsInBudget, type LegExit, WAIT_RETRY, yieldLeg } from './leg-exit.ts';
+import { modelRateStep } from './model-rate-step.ts';
 import { runStep } from './retry.ts';
 
 /**
@@ -25,6 +26,9 @@ export async function modelStep(leg: LegContext, agent: AgentDefinition): Promis
   const compaction = await compactionDue(leg, agent, request);
   if (compaction) return compactionStep(leg, agent, compaction);
   if (!fitsInBudget(leg, agent.model.maxDurationMs)) return yieldLeg(`model ${agent.model.id}`);
+  // The tenant's rate, last: a token is spent only on a call that goes out now.
+  const throttled = await modelRateStep(leg, agent);
+  if (throttled) return throttled;
   const outcome = await runStep(leg, 'model', agent, () => callModel(leg, agent, request));
   return outcome === 'waiting' ? WAIT_RETRY : undefined;
 }

@@ -257,6 +257,18 @@ export async function waitUntil(
 }
 
 /**
+ * Waits in the tenant's line for a slot (fair sharing, leg/tenant-slot-step.ts) holding no lease
+ * and no compute: the leg that frees a slot posts to the session (a bump and a kick); `sweepAt` =
+ * the recheck, so the sweeper runs it should that kick be lost. No kick of its own: a waiting
+ * session costs nothing while it waits.
+ */
+export async function waitForSlot(leg: LegContext, recheckAt: number): Promise<KickOutcome | undefined> {
+  if (!(await releaseToWait(leg, recheckAt))) return undefined;
+  leg.log.info('waiting for a tenant slot', { recheckAt });
+  return 'waiting';
+}
+
+/**
  * Waits for a human (an approval, or a verdict on a parked call) holding no lease and no compute:
  * the release is refused when something arrived since the record was read, and the leg goes on.
  * With `wakeAt` (an approval timeout) the wait is a durable timer as well.

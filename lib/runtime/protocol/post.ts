@@ -22,7 +22,9 @@ export type SessionEvent =
   | { readonly kind: 'release'; readonly timeoutMs: number }
   | { readonly kind: 'inbox'; readonly item: InboxItem; readonly maxPending: number }
   /** A child's outcome: its parent, when it waits for its tasks, looks again at once. */
-  | { readonly kind: 'child-outcome' };
+  | { readonly kind: 'child-outcome' }
+  /** A tenant slot was handed to the session, which waits for one (fair sharing): it goes on at once. */
+  | { readonly kind: 'slot-granted' };
 
 export interface PostDeps {
   readonly store: Pick<SessionStore, 'bump' | 'postInbox'>;
@@ -48,6 +50,7 @@ const KICK_REASON: Record<SessionEvent['kind'], KickReason> = {
   release: 'wake',
   inbox: 'wake',
   'child-outcome': 'wake',
+  'slot-granted': 'wake',
 };
 
 /** Posts an event to a session: stored and bumped in one write, then a kick on the session's trace. */
@@ -72,8 +75,9 @@ async function store(deps: PostDeps, key: SessionKey, event: SessionEvent): Prom
     case 'release':
       return bumped(await deps.store.bump(key, { now, sweepAt, release: { timeoutMs: event.timeoutMs } }));
     case 'child-outcome':
-      // A parent waiting on its tasks has its wait's deadline as sweepAt: bring it forward, so a
-      // lost wake-up kick costs a sweep, not the rest of the wait.
+    case 'slot-granted':
+      // A parent waiting on its tasks (a session waiting for a slot) has its wait's deadline (its
+      // recheck) as sweepAt: bring it forward, so a lost wake-up kick costs a sweep, not the rest of the wait.
       return bumped(await deps.store.bump(key, { now, sweepAt, sweepSoon: true }));
   }
 }

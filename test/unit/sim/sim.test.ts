@@ -56,6 +56,8 @@ describe('deterministic simulator', () => {
     [2229, 'a release a crash-looping turn saw is carried out, and asked again at rest answers released'],
     [9707, 'a once-only refund of a child task runs once per run of its session'],
     [1271, 'a ticket sent again once its session record expired is refused, not resumed over what is left'],
+    [15, 'with a tenant limit, a stale owner whose step collides did no work without a slot'],
+    [262, "with a tenant limit, an operator's verdict reaches a parked session without taking a slot"],
   ] as const) {
     it(`seed ${seed}: ${why}`, async () => {
       expect((await runSeed(seed)).violations).toEqual([]);
