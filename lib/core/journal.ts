@@ -12,10 +12,11 @@ import { type EntryKind, ForkEffects, KickReason, OutcomeStatus } from './vocabu
 /**
  * The journal format this build writes and the newest it reads. Format 1 entries carry no `v`
  * (everything written before formats were numbered); format 2 adds `v`, the `upgraded` kind,
- * `agentVersion` on `input` and the `forked` kind (with its `version`). A change an older reader would refuse (a new kind, a new field)
- * bumps it, so an older worker meeting such an entry leaves the session to a newer one.
+ * `agentVersion` on `input` and the `forked` kind (with its `version`); format 3 the `limited`
+ * kind (a session waiting on a tenant limit). A change an older reader would refuse (a new kind,
+ * a new field) bumps it, so an older worker meeting such an entry leaves the session to a newer one.
  */
-export const JOURNAL_FORMAT_VERSION = 2;
+export const JOURNAL_FORMAT_VERSION = 3;
 
 const agentVersion = z.number().int().positive();
 

@@ -5,6 +5,7 @@ import { defineTool } from '../../../lib/agent/define-tool.ts';
 import { scriptedModel, transcriptStats } from '../../../lib/agent/scripted-model.ts';
 import { BatonError } from '../../../lib/core/errors.ts';
 import { deriveSessionId, type SessionKey } from '../../../lib/core/ids.ts';
+import { JOURNAL_FORMAT_VERSION } from '../../../lib/core/journal.ts';
 import type { UpgradePolicy } from '../../../lib/core/vocabulary.ts';
 import type { ChatMessage } from '../../../lib/ports/model-client.ts';
 import { acceptTicket } from '../../../lib/runtime/intake.ts';
@@ -87,7 +88,7 @@ describe('agent versions across a deploy', () => {
     const { store } = await sessionOnVersion1('at-turn');
 
     // Assert
-    expect(await store.getSession(key)).toMatchObject({ agentVersion: 1, journalFormat: 2 });
+    expect(await store.getSession(key)).toMatchObject({ agentVersion: 1, journalFormat: JOURNAL_FORMAT_VERSION });
     const input = (await store.readJournal(key)).find((e) => e.kind === 'input');
     expect(input?.data).toMatchObject({ input: 'hello', agentVersion: 1 });
     expect(await store.getTurn(key, 'T1')).toMatchObject({ outcome: { output: 'v1: hello' } });

@@ -9,6 +9,7 @@ import { type AgentDefinition, defineAgent } from '../../../lib/agent/define-age
 import { BatonClient } from '../../../lib/client/baton-client.ts';
 import { InvalidInputError, RoleRequiredError } from '../../../lib/core/errors.ts';
 import { deriveSessionId, type SessionKey } from '../../../lib/core/ids.ts';
+import { JOURNAL_FORMAT_VERSION } from '../../../lib/core/journal.ts';
 import type { ForkEffects, UpgradePolicy } from '../../../lib/core/vocabulary.ts';
 import { acceptTicket } from '../../../lib/runtime/intake.ts';
 import { memoryApi } from '../../fixtures/memory-api.ts';
@@ -161,7 +162,7 @@ describe('forks of a session that issued a refund', () => {
     expect(wrote).toBe(3);
     expect(history.slice(0, forked.forkedFrom.cursor)).toEqual(original.slice(0, forked.forkedFrom.cursor));
     // Stamped with today's format: a worker of format 1 leaves a fork to a newer one.
-    expect(history[forked.forkedFrom.cursor]).toMatchObject({ kind: 'forked', v: 2 });
+    expect(history[forked.forkedFrom.cursor]).toMatchObject({ kind: 'forked', v: JOURNAL_FORMAT_VERSION });
     expect(await t.client.status(forked.sessionId)).toMatchObject({ forkedFrom: { cursor: forked.forkedFrom.cursor } });
   });
 

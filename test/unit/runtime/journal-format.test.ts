@@ -3,6 +3,7 @@ import { journalSk } from '../../../lib/adapters/session-item-codec.ts';
 import { defineAgent } from '../../../lib/agent/define-agent.ts';
 import { scriptedModel } from '../../../lib/agent/scripted-model.ts';
 import { deriveSessionId, type SessionKey } from '../../../lib/core/ids.ts';
+import { JOURNAL_FORMAT_VERSION } from '../../../lib/core/journal.ts';
 import { acceptTicket } from '../../../lib/runtime/intake.ts';
 import { NEWER_FORMAT_DELAY_MS } from '../../../lib/runtime/protocol/newer-format.ts';
 import { runKick } from '../../../lib/runtime/step-runner.ts';
@@ -38,8 +39,8 @@ describe('journal formats', () => {
 
     // Assert
     expect(entries.length).toBeGreaterThan(0);
-    expect(entries.every((e) => e.v === 2)).toBe(true);
-    expect(store.rawItem(key, journalSk(1))).toMatchObject({ v: 2 });
+    expect(entries.every((e) => e.v === JOURNAL_FORMAT_VERSION)).toBe(true);
+    expect(store.rawItem(key, journalSk(1))).toMatchObject({ v: JOURNAL_FORMAT_VERSION });
   });
 
   it('writes format 1 entries exactly as before when configured as an older build', async () => {
@@ -111,6 +112,6 @@ describe('journal formats', () => {
     expect(await test.store.getTurn(key, 'T2')).toMatchObject({ outcome: { status: 'completed', output: 'ok' } });
     const entries = await test.store.readJournal(key);
     expect(entries.filter((e) => e.kind === 'input').map((e) => e.turnId)).toEqual(['T1', 'T2']);
-    expect(entries.every((e) => e.v === 2)).toBe(true);
+    expect(entries.every((e) => e.v === JOURNAL_FORMAT_VERSION)).toBe(true);
   });
 });
