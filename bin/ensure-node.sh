@@ -5,7 +5,13 @@
 # that version, pinned below: a changed or substituted package is refused, never run.
 NODE_MAJOR=24
 
-node_major() { "$1" -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0; }
+# `node -v` answers without starting a JavaScript engine (a few ms, where `node -p` takes a
+# hundred or more), and every `baton` and bin/run call asks.
+node_major() {
+  version=$("$1" -v 2>/dev/null) || { echo 0; return; }
+  version=${version#v}
+  echo "${version%%.*}"
+}
 
 # sha512 (hex) of the file named by $1, with whichever tool the system has.
 sha512_of() {

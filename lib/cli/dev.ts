@@ -17,9 +17,10 @@ import {
   DEFAULT_WORKERS,
   startLocalStack,
 } from '../local/local-stack.ts';
+import { clientFor } from '../local/store-target.ts';
 import { AGENTS_MODULE_ENV } from '../local/worker-protocol.ts';
 import { checkFailpointsFile, FAILPOINTS_FILE_ENV } from '../runtime/failpoints.ts';
-import { clientFor, isAlive } from './connect.ts';
+import { isAlive } from './connect.ts';
 import type { CommandIo } from './session-commands.ts';
 
 const positiveNumber = (flag: string, value: string | undefined): number | undefined => {
@@ -195,7 +196,6 @@ async function submitSample(config: LocalStackConfig, sample: SampleTicket, io: 
     bucket: resources.bucket,
     ticketsQueueUrl: resources.queues.tickets.url,
     workQueueUrl: resources.queues.work.url,
-    resultsQueueUrl: resources.queues.results.url,
   });
   try {
     const submitted = await client.submit(sample);
