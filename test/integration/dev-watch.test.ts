@@ -7,6 +7,9 @@ import { batonOk, cliEnv } from '../fixtures/cli.ts';
 import { waitFor } from '../fixtures/wait-for.ts';
 
 const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
+/** The shortest that fits a model call in the runtime's reserve. */
+const FUNCTION_TIMEOUT_S = 15;
+const VISIBILITY_TIMEOUT_S = 20;
 /** Starting the stack's workers through tsx on a busy machine; a reload starts them again. */
 const START_TIMEOUT_MS = 120_000;
 
@@ -53,6 +56,12 @@ describe('baton dev --watch', () => {
       '--watch',
       '--workers',
       '1',
+      // A short visibility timeout: a message a retired worker's last long poll took (fauxqs
+      // answers a poll whose client has gone) is back well within --wait's minute.
+      '--timeout-s',
+      String(FUNCTION_TIMEOUT_S),
+      '--visibility-s',
+      String(VISIBILITY_TIMEOUT_S),
       '--prefix',
       `watch${process.pid}`,
     ],
@@ -65,9 +74,11 @@ describe('baton dev --watch', () => {
     output += chunk.toString();
   });
   afterAll(async () => {
-    const exited = new Promise((resolve) => dev.once('exit', resolve));
-    dev.kill('SIGINT');
-    await exited;
+    if (dev.exitCode === null && dev.signalCode === null) {
+      const exited = new Promise((resolve) => dev.once('exit', resolve));
+      dev.kill('SIGINT');
+      await exited;
+    }
     rmSync(project.dir, { recursive: true, force: true });
   });
 
