@@ -11,7 +11,7 @@
  * packed tarball). Each command runs `--runs` times after one unmeasured warm-up run (which
  * builds a checkout's bundle when it is stale); the median and the fastest run are printed.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -36,18 +36,31 @@ const median = (values: number[]): number => {
   return sorted[Math.floor(sorted.length / 2)] as number;
 };
 
-/** Wall milliseconds of one run; throws with its stderr when it fails. */
-function timeRun(command: string, args: readonly string[]): number {
-  const started = performance.now();
-  const run = spawnSync(command, args, { cwd: ROOT, encoding: 'utf8' });
-  const ms = performance.now() - started;
-  if (run.status !== 0) throw new Error(`${command} ${args.join(' ')} exited ${run.status}: ${run.stderr}`);
-  return ms;
+/**
+ * Wall milliseconds of one run; throws with its stderr when it fails. Not spawnSync: the local
+ * stack's API, which the commands call, is served by this process.
+ */
+function timeRun(command: string, args: readonly string[]): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const child = spawn(command, args, { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    child.on('error', reject);
+    child.on('close', (code) => {
+      const ms = performance.now() - started;
+      if (code === 0) resolve(ms);
+      else reject(new Error(`${command} ${args.join(' ')} exited ${code}: ${stderr}`));
+    });
+  });
 }
 
-function measure(command: string, args: readonly string[], runs: number): { medianMs: number; minMs: number } {
-  timeRun(command, args);
-  const samples = Array.from({ length: runs }, () => timeRun(command, args));
+async function measure(command: string, args: readonly string[], runs: number) {
+  await timeRun(command, args);
+  const samples: number[] = [];
+  for (let run = 0; run < runs; run++) samples.push(await timeRun(command, args));
   return { medianMs: median(samples), minMs: Math.min(...samples) };
 }
 
@@ -71,7 +84,13 @@ async function main(): Promise<void> {
   ];
 
   const stateDir = mkdtempSync(join(tmpdir(), 'baton-cli-bench-'));
-  const stack = await startLocalStack({ workers: 1, stateDir, prefix: `clibench${process.pid}`, console: {} });
+  const stack = await startLocalStack({
+    workers: 1,
+    stateDir,
+    prefix: `clibench${process.pid}`,
+    console: { port: 0 },
+    workerOutput: 'ignore',
+  });
   try {
     const { config } = stack;
     const client = clientFor({
@@ -93,7 +112,7 @@ async function main(): Promise<void> {
 
     const [load1] = loadavg();
     console.log(`baton CLI latency, wall ms (median / fastest of ${runs}); load average ${load1?.toFixed(1)}`);
-    const node = measure(process.execPath, ['-e', '0'], runs);
+    const node = await measure(process.execPath, ['-e', '0'], runs);
     console.log(`  ${'node -e 0 (the floor)'.padEnd(48)} ${fmt(node)}`);
     for (const copy of copies) {
       console.log(copy.label);
@@ -103,7 +122,7 @@ async function main(): Promise<void> {
         ['status SESSION', [...state, 'status', sessionId]],
         ['send SESSION --text …', [...state, 'send', sessionId, '--text', 'again']],
       ] as const)
-        console.log(`  ${name.padEnd(48)} ${fmt(measure('sh', [copy.bin, ...args], runs))}`);
+        console.log(`  ${name.padEnd(48)} ${fmt(await measure('sh', [copy.bin, ...args], runs))}`);
     }
   } finally {
     await stack.stop();

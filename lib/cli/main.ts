@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 /**
  * The `baton` command. Each command is a function `(args, io) => exit code` in a module of
- * lib/cli, imported only when that command runs: `baton status` loads the client and its SDK
- * clients, not the local stack, the runtime or the CDK. Adding one is a line in COMMANDS.
+ * lib/cli, imported only when that command runs: `baton status` loads a client, not the local
+ * stack, the runtime or the CDK. Adding one is a line in COMMANDS.
  */
 import { existsSync } from 'node:fs';
 import { extname } from 'node:path';
