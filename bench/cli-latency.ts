@@ -114,15 +114,22 @@ async function main(): Promise<void> {
     console.log(`baton CLI latency, wall ms (median / fastest of ${runs}); load average ${load1?.toFixed(1)}`);
     const node = await measure(process.execPath, ['-e', '0'], runs);
     console.log(`  ${'node -e 0 (the floor)'.padEnd(48)} ${fmt(node)}`);
-    for (const copy of copies) {
-      console.log(copy.label);
-      const state = ['--state-dir', stateDir];
-      for (const [name, args] of [
-        ['--help', ['--help']],
-        ['status SESSION', [...state, 'status', sessionId]],
-        ['send SESSION --text …', [...state, 'send', sessionId, '--text', 'again']],
-      ] as const)
-        console.log(`  ${name.padEnd(48)} ${fmt(await measure('sh', [copy.bin, ...args], runs))}`);
+    // Command by command, each copy in turn: on a shared machine the load drifts, and the copies
+    // of one command should see the same.
+    const state = ['--state-dir', stateDir];
+    for (const [name, args] of [
+      ['--help', ['--help']],
+      ['status SESSION', [...state, 'status', sessionId]],
+      ['send SESSION --text …', [...state, 'send', sessionId, '--text', 'again']],
+    ] as const) {
+      console.log(name);
+      for (const copy of copies) {
+        const figures = await measure('sh', [copy.bin, ...args], runs).then(fmt, (error: Error) => {
+          const [reason] = error.message.split('\n');
+          return `fails: ${reason?.slice(-120)}`;
+        });
+        console.log(`  ${copy.label.padEnd(48)} ${figures}`);
+      }
     }
   } finally {
     await stack.stop();
