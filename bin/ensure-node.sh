@@ -8,7 +8,12 @@
 # Node 24 with import.meta.main, which the CLI's entry point needs to run at all.
 NODE_MIN=24.2.0
 
-node_version() { "$1" -p 'process.versions.node' 2>/dev/null || echo 0; }
+# `node -v` answers without starting a JavaScript engine (a few ms, where `node -p` takes a
+# hundred or more), and every `baton` and bin/run call asks.
+node_version() {
+  version=$("$1" -v 2>/dev/null) || { echo 0; return; }
+  echo "${version#v}"
+}
 
 # Succeeds when version $1 (major.minor.patch, missing parts 0) is at least $2.
 version_at_least() {

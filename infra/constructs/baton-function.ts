@@ -11,7 +11,14 @@ import {
 import { NodejsFunction, OutputFormat, SourceMapMode } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
-import { AGENTS_SPECIFIER, builtinAliases, ESM_REQUIRE_BANNER, MAIN_FIELDS, SOURCE_CONDITION } from './bundling.ts';
+import {
+  AGENTS_SPECIFIER,
+  absentOptInPackages,
+  builtinAliases,
+  ESM_REQUIRE_BANNER,
+  MAIN_FIELDS,
+  SOURCE_CONDITION,
+} from './bundling.ts';
 
 /** AWS's policy for writing traces: X-Ray's write actions support no resource-level permissions. */
 const XRAY_WRITE_POLICY = 'AWSXRayDaemonWriteAccess';
@@ -95,7 +102,8 @@ export class BatonFunction extends Construct {
         sourceMapMode: SourceMapMode.DEFAULT,
         // The deployed code runs the SDK versions it was tested with, not the runtime's copy.
         bundleAwsSDK: true,
-        externalModules: [],
+        // Only opt-in packages the project has not installed: the function cannot opt in to them.
+        externalModules: absentOptInPackages(props.projectRoot),
         forceDockerBundling: false,
         esbuildArgs: {
           ...Object.fromEntries(Object.entries(builtinAliases()).map(([name, shim]) => [`--alias:${name}`, shim])),

@@ -1,3 +1,5 @@
+import { existsSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /**
@@ -42,4 +44,29 @@ export function builtinAliases(): Record<string, string> {
       ];
     }),
   );
+}
+
+/**
+ * Packages the runtime imports only when a deployment opts in (the OpenTelemetry tracer, with
+ * BATON_TRACING=otel): optional peers of the package, which a project may not have installed.
+ */
+export const OPT_IN_PACKAGES = [
+  '@opentelemetry/api',
+  '@opentelemetry/sdk-trace',
+  '@opentelemetry/exporter-trace-otlp-http',
+] as const;
+
+/**
+ * The opt-in packages not installed for `projectRoot` (in its node_modules or one above it):
+ * left out of the bundles, where esbuild would otherwise fail to resolve their on-demand imports.
+ * One installed is bundled, and loads only when the deployment opts in.
+ */
+export function absentOptInPackages(projectRoot: string): string[] {
+  const installed = (name: string): boolean => {
+    for (let dir = resolve(projectRoot); ; dir = dirname(dir)) {
+      if (existsSync(join(dir, 'node_modules', name, 'package.json'))) return true;
+      if (dirname(dir) === dir) return false;
+    }
+  };
+  return OPT_IN_PACKAGES.filter((name) => !installed(name));
 }

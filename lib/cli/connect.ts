@@ -1,14 +1,13 @@
-import { CloudFormationClient, DescribeStacksCommand } from '@aws-sdk/client-cloudformation';
-import type { AgentRegistry } from '../agent/define-agent.ts';
-import type { BatonClient } from '../client/baton-client.ts';
 import { readLocalStackConfig } from '../local/local-config.ts';
-import { clientForTarget, type StoreTarget } from '../local/store-target.ts';
+import type { StoreTarget } from '../local/store-target.ts';
 
 /** Where the resources live: the local stack's local.json or a deployed stack's outputs. */
 export interface Target extends StoreTarget {
   readonly resultsQueueUrl: string;
   /** The local stack's agents module (absent: the repository's examples); a deployed stack's are not at hand. */
   readonly agentsModule?: string | undefined;
+  /** The local stack's HTTP API with the developer's token, when `baton dev` serves one to every caller. */
+  readonly localApi?: { readonly url: string; readonly token: string } | undefined;
 }
 
 export interface ConnectOptions {
@@ -41,6 +40,9 @@ export async function resolveTarget(options: ConnectOptions): Promise<Target> {
     workQueueUrl: local.resources.queues.work.url,
     resultsQueueUrl: local.resources.queues.results.url,
     agentsModule: local.agents,
+    ...(local.api === undefined || local.token === undefined
+      ? {}
+      : { localApi: { url: local.api, token: local.token } }),
   };
 }
 
@@ -73,6 +75,8 @@ export function isAlive(pid: number): boolean {
 }
 
 async function stackTarget(stackName: string, region: string): Promise<Target> {
+  // Loaded here: a command on the local stack does not pay for the CloudFormation client.
+  const { CloudFormationClient, DescribeStacksCommand } = await import('@aws-sdk/client-cloudformation');
   const cloudFormation = new CloudFormationClient({ region });
   const { Stacks } = await cloudFormation.send(new DescribeStacksCommand({ StackName: stackName }));
   const outputs = new Map((Stacks?.[0]?.Outputs ?? []).map((o) => [o.OutputKey, o.OutputValue]));
@@ -90,9 +94,4 @@ async function stackTarget(stackName: string, region: string): Promise<Target> {
     workQueueUrl: need('WorkQueueUrl'),
     resultsQueueUrl: need('ResultsQueueUrl'),
   };
-}
-
-/** A client over the real adapters for the target, admitting inputs against `agents` when given. */
-export function clientFor(target: Target, agents?: AgentRegistry): BatonClient {
-  return clientForTarget(target, agents).client;
 }

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createSqsClient } from '../adapters/aws-clients.ts';
 import { enabledFaultKinds, FAULTS_ENV, parseFaultSpec } from '../adapters/faults/fault-config.ts';
@@ -8,7 +9,7 @@ import { CallerMap } from '../api/caller.ts';
 import { describeIssues } from '../core/messages.ts';
 import { ENV } from '../core/resources.ts';
 import { parseTenantLimits } from '../core/tenant-limits.ts';
-import { agentsModuleFor, loadSchedules } from '../local/agents-module.ts';
+import { agentsModuleFor, EXAMPLE_AGENTS_URL, loadSchedules } from '../local/agents-module.ts';
 import { LOCAL_CREDENTIALS } from '../local/aws-clients.ts';
 import { waitForOutcome } from '../local/local-baton.ts';
 import { consoleLoginUrl, type LocalStackConfig, readLocalStackConfig } from '../local/local-config.ts';
@@ -19,9 +20,13 @@ import {
   DEFAULT_WORKERS,
   startLocalStack,
 } from '../local/local-stack.ts';
+import { formatLogLine, LOG_FORMATS, type LogFormat, useColor } from '../local/log-format.ts';
+import { watchModuleGraph } from '../local/module-watch.ts';
+import { clientFor } from '../local/store-target.ts';
+import type { WorkerOutput } from '../local/supervisor.ts';
 import { AGENTS_MODULE_ENV } from '../local/worker-protocol.ts';
 import { checkFailpointsFile, FAILPOINTS_FILE_ENV } from '../runtime/failpoints.ts';
-import { clientFor, isAlive } from './connect.ts';
+import { isAlive } from './connect.ts';
 import type { CommandIo } from './session-commands.ts';
 
 const positiveNumber = (flag: string, value: string | undefined): number | undefined => {
@@ -35,12 +40,14 @@ const positiveNumber = (flag: string, value: string | undefined): number | undef
 const SAMPLE_TIMEOUT_MS = 120_000;
 
 /**
- * `baton dev [--agents FILE] [--callers FILE] [--tenant-limits FILE|JSON] [--submit TICKET.json] [--workers N] [--timeout-s S] [--visibility-s S] [--data DIR] [--port P] [--prefix P]`:
+ * `baton dev [--agents FILE] [--callers FILE] [--tenant-limits FILE|JSON] [--submit TICKET.json] [--workers N] [--timeout-s S] [--visibility-s S] [--data DIR] [--port P] [--prefix P] [--log-format pretty|json] [--watch]`:
  * starts DynamoDB Local, fauxqs, the resources, the worker processes hosting the agents of FILE
  * (the repository's examples without it), and the web console with the HTTP API (to the
  * developer with every role, or to the callers of `--callers`, each with a token of its own);
  * `--tenant-limits` gives the workers each tenant's concurrency and model-call rate (fair sharing);
  * submits the sample ticket of `--submit` and prints its outcome; runs until Ctrl-C, then stops all it started.
+ * The functions' logs are one readable line each (JSON lines as on AWS with `--log-format json`);
+ * `--watch` replaces the workers when the agents module or a file it imports changes.
  */
 export async function dev(args: string[], io: CommandIo): Promise<number> {
   const { values } = parseArgs({
@@ -56,9 +63,14 @@ export async function dev(args: string[], io: CommandIo): Promise<number> {
       submit: { type: 'string' },
       prefix: { type: 'string' },
       'tenant-limits': { type: 'string' },
+      'log-format': { type: 'string' },
+      watch: { type: 'boolean' },
     },
   });
   const tenantLimits = values['tenant-limits'] === undefined ? undefined : readTenantLimits(values['tenant-limits']);
+  const logFormat = values['log-format'] ?? (io.json ? 'json' : 'pretty');
+  if (!(LOG_FORMATS as readonly string[]).includes(logFormat))
+    throw new Error(`--log-format must be one of ${LOG_FORMATS.join(', ')}, got '${logFormat}'`);
   const sample = values.submit === undefined ? undefined : readSample(values.submit);
   const callers = values.callers === undefined ? undefined : readCallers(values.callers);
   const agentsModule = agentsModuleFor(values.agents);
@@ -92,6 +104,7 @@ export async function dev(args: string[], io: CommandIo): Promise<number> {
       ...(tenantLimits === undefined ? {} : { [ENV.tenantLimits]: tenantLimits }),
     },
     console: { port: positiveNumber('--port', values.port), callers },
+    workerOutput: workerOutput(logFormat as LogFormat, io),
   }).catch((error: unknown) => {
     if (io.signal?.aborted) return undefined;
     throw error;
@@ -131,6 +144,13 @@ export async function dev(args: string[], io: CommandIo): Promise<number> {
     io.out(`  state      ${stateDir}/local.json — other baton commands find the stack there`);
     io.out('Ctrl-C stops everything this command started.');
   }
+  const watching = values.watch
+    ? watchModuleGraph(agentsModule ?? fileURLToPath(EXAMPLE_AGENTS_URL), (changed) => {
+        if (!io.json) io.out(`baton dev: ${changed} changed; reloading the workers`);
+        stack.supervisor.reload();
+      })
+    : undefined;
+  if (watching !== undefined && !io.json) io.out(`  watching   ${watching.files().length} files of the agents module`);
   const fired = await fireSchedules(config, agentsModule, io);
   if (sample !== undefined) await submitSample(config, sample, io);
 
@@ -140,6 +160,7 @@ export async function dev(args: string[], io: CommandIo): Promise<number> {
     else io.signal.addEventListener('abort', () => resolve(), { once: true });
   });
   if (!io.json) io.out('baton dev: stopping');
+  watching?.close();
   fired.stop();
   await stack.stop();
   if (!io.json) io.out('baton dev: stopped');
@@ -153,6 +174,19 @@ export async function dev(args: string[], io: CommandIo): Promise<number> {
 function readTenantLimits(value: string): string {
   const text = value.trimStart().startsWith('{') ? value : readFileSync(resolve(value), 'utf8');
   return JSON.stringify(parseTenantLimits(text, '--tenant-limits'));
+}
+
+/**
+ * Where the workers' output goes: each line made readable (`pretty`, coloured on a terminal
+ * unless NO_COLOR is set), or the functions' JSON lines unchanged on this process's own output.
+ */
+function workerOutput(format: LogFormat, io: CommandIo): WorkerOutput {
+  if (format === 'json') return 'inherit';
+  const color = useColor(process.stdout.isTTY);
+  return (line) => {
+    const shown = formatLogLine(line, { color });
+    if (shown !== undefined) io.out(shown);
+  };
 }
 
 /** The agents module's schedules, fired on the local tickets queue as Scheduler fires them on AWS. */
@@ -213,7 +247,6 @@ async function submitSample(config: LocalStackConfig, sample: SampleTicket, io: 
     bucket: resources.bucket,
     ticketsQueueUrl: resources.queues.tickets.url,
     workQueueUrl: resources.queues.work.url,
-    resultsQueueUrl: resources.queues.results.url,
   });
   try {
     const submitted = await client.submit(sample);

@@ -1,37 +1,28 @@
 #!/usr/bin/env node
 /**
  * The `baton` command. Each command is a function `(args, io) => exit code` in a module of
- * lib/cli; adding one is an import and a line in COMMANDS.
+ * lib/cli, imported only when that command runs: `baton status` loads a client, not the local
+ * stack, the runtime or the CDK. Adding one is a line in COMMANDS.
  */
 import { existsSync } from 'node:fs';
 import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CHAOS_USAGE } from '../chaos/chaos-options.ts';
-import { init } from './init.ts';
 import { missingLocalStackPackages } from './local-stack-packages.ts';
-import { schedules } from './schedules.ts';
-import { schemas } from './schemas.ts';
-import {
-  approve,
-  type CommandIo,
-  cancel,
-  events,
-  fork,
-  list,
-  release,
-  rerun,
-  resolve,
-  send,
-  status,
-  submit,
-  tasks,
-} from './session-commands.ts';
-import { checkUpgrade, versions } from './versions.ts';
+import type { CommandIo } from './session-commands.ts';
 
 /** A signal repeated within this window is one Ctrl-C delivered twice (terminal and parent), not an insistence. */
 const REPEATED_SIGNAL_WINDOW_MS = 1_000;
 
 export type Command = (args: string[], io: CommandIo) => Promise<number>;
+
+/** A command imported on first use: `load` picks it out of its module. */
+const lazy =
+  (load: () => Promise<Command>): Command =>
+  async (args, io) =>
+    (await load())(args, io);
+
+const sessionCommand = (name: keyof typeof import('./session-commands.ts')): Command =>
+  lazy(async () => (await import('./session-commands.ts'))[name] as Command);
 
 /** Where a checkout-only command's module is, beside this one (absent from the published package). */
 const checkoutModule = (name: string): URL => new URL(`./${name}${extname(import.meta.url)}`, import.meta.url);
@@ -69,8 +60,8 @@ interface CommandEntry {
   readonly checkoutOnly?: boolean;
   /** One line for `baton --help`. */
   readonly summary: string;
-  /** Shown by `baton COMMAND --help`. */
-  readonly usage: string;
+  /** Shown by `baton COMMAND --help`; a function when the text lives in a module not worth loading for the rest. */
+  readonly usage: string | (() => Promise<string>);
 }
 
 const COMMANDS: Record<string, CommandEntry> = {
@@ -78,10 +69,10 @@ const COMMANDS: Record<string, CommandEntry> = {
     run: dev,
     summary: 'start the embedded local AWS stack, the functions, the web console and the HTTP API',
     usage:
-      'baton dev [--agents FILE] [--callers FILE] [--submit TICKET.json] [--workers N] [--timeout-s S] [--visibility-s S] [--data DIR] [--port P] [--prefix P]',
+      'baton dev [--agents FILE] [--callers FILE] [--submit TICKET.json] [--workers N] [--timeout-s S] [--visibility-s S] [--data DIR] [--port P] [--prefix P] [--log-format pretty|json] [--watch]',
   },
   init: {
-    run: init,
+    run: lazy(async () => (await import('./init.ts')).init),
     summary: 'write a new project: agents, handlers, a CDK app, a local test and a README',
     usage: 'baton init DIR',
   },
@@ -99,68 +90,72 @@ const COMMANDS: Record<string, CommandEntry> = {
     usage: 'baton bench [--json] [--only SECTION,...]',
   },
   submit: {
-    run: submit,
+    run: sessionCommand('submit'),
     summary: 'drop a ticket on the tickets queue (--wait: print the answer; exit 0 completed, 1 failed, 2 cancelled)',
     usage:
       'baton submit --agent NAME [--id TICKET_ID] [--tenant T] (--text TEXT | --input JSON | --file F | --file -) [--wait [--follow]]',
   },
-  status: { run: status, summary: "show a session's state and outcome", usage: 'baton status SESSION' },
+  status: {
+    run: sessionCommand('status'),
+    summary: "show a session's state and outcome",
+    usage: 'baton status SESSION',
+  },
   list: {
-    run: list,
+    run: sessionCommand('list'),
     summary: "list a tenant's sessions, newest first, one page at a time",
     usage: 'baton list [--tenant T] [--agent A] [--status S] [--from ISO] [--to ISO] [--limit N] [--cursor C]',
   },
   events: {
-    run: events,
+    run: sessionCommand('events'),
     summary: "print a session's journal as JSON lines (following: with streaming model text)",
     usage: 'baton events SESSION [--turn TURN_ID] [--after CURSOR] [--follow]',
   },
   send: {
-    run: send,
+    run: sessionCommand('send'),
     summary: 'send a further turn (or a message into the running turn) to a conversation (--wait: as submit)',
     usage:
       'baton send SESSION (--text TEXT | --input JSON | --file F) [--id TURN_ID] [--mode queue|inject|steer] [--if-last-turn TURN_ID] [--wait [--follow]]',
   },
   fork: {
-    run: fork,
+    run: sessionCommand('fork'),
     summary:
       'fork a session at a journal cursor: its history up to there, a new input or the rest of the turn, and no once-only call repeated unasked',
     usage:
       'baton fork SESSION --at CURSOR [--text TEXT | --input JSON | --file F] [--id NEW] [--effects ask|reuse|deny|rerun] [--version V]',
   },
   rerun: {
-    run: rerun,
+    run: sessionCommand('rerun'),
     summary: 'run a turn again in a fork that starts where it started, with its input',
     usage: 'baton rerun SESSION --turn TURN_ID [--id NEW] [--effects ask|reuse|deny|rerun] [--version V]',
   },
   approve: {
-    run: approve,
+    run: sessionCommand('approve'),
     summary: 'approve (or deny) a call waiting for a human',
     usage: 'baton approve SESSION CALL_ID [--model-seq N] [--digest SHA256] [--deny] [--reason TEXT]',
   },
   resolve: {
-    run: resolve,
+    run: sessionCommand('resolve'),
     summary: 'record whether a parked once-only call happened, and resume the turn',
     usage: 'baton resolve SESSION CALL_ID [--model-seq N] [--digest SHA256] (--done [--output JSON] | --not-done)',
   },
-  cancel: { run: cancel, summary: 'ask a running session to stop', usage: 'baton cancel SESSION' },
+  cancel: { run: sessionCommand('cancel'), summary: 'ask a running session to stop', usage: 'baton cancel SESSION' },
   tasks: {
-    run: tasks,
+    run: sessionCommand('tasks'),
     summary: "list a session's background tasks with their status, result or error",
     usage: 'baton tasks SESSION',
   },
   release: {
-    run: release,
+    run: sessionCommand('release'),
     summary: 'release a session: cancel its running tasks, wait for them, refuse new work',
     usage: 'baton release SESSION [--no-cancel] [--timeout-s 30]',
   },
   versions: {
-    run: versions,
+    run: lazy(async () => (await import('./versions.ts')).versions),
     summary: 'list each agent version and the live sessions on it (counts, oldest)',
     usage: 'baton versions [AGENT]',
   },
   'check-upgrade': {
-    run: checkUpgrade,
+    run: lazy(async () => (await import('./versions.ts')).checkUpgrade),
     summary: 'fold live or exported sessions with new agents, no model or tool called; exit 1 if any would break',
     usage: 'baton check-upgrade --agents NEW_MODULE [--sessions N | --from DIR] [--export DIR]',
   },
@@ -168,15 +163,15 @@ const COMMANDS: Record<string, CommandEntry> = {
     run: fromCheckout('chaos'),
     checkoutOnly: true,
     summary: 'kill, pause and fault a local stack, then check the invariants',
-    usage: CHAOS_USAGE,
+    usage: async () => (await import('../chaos/chaos-options.ts')).CHAOS_USAGE,
   },
   schedules: {
-    run: schedules,
+    run: lazy(async () => (await import('./schedules.ts')).schedules),
     summary: "list the agents module's schedules with their next fire times",
     usage: 'baton schedules [--agents FILE] [--count N]',
   },
   schemas: {
-    run: schemas,
+    run: lazy(async () => (await import('./schemas.ts')).schemas),
     summary: 'print or write the JSON Schemas of the queue messages',
     usage: 'baton schemas [--write DIR]',
   },
@@ -247,7 +242,7 @@ export async function main(argv: readonly string[], out = printLine): Promise<nu
     return 2;
   }
   if (globals.help) {
-    out(`usage: ${command.usage}`);
+    out(`usage: ${typeof command.usage === 'string' ? command.usage : await command.usage()}`);
     return 0;
   }
   // First Ctrl-C asks the command to stop cleanly; another one, later, exits at once.

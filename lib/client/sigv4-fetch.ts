@@ -1,6 +1,5 @@
 import { createHash, createHmac } from 'node:crypto';
-import { defaultProvider } from '@aws-sdk/credential-provider-node';
-import { SignatureV4 } from '@smithy/signature-v4';
+import type { SignatureV4 } from '@smithy/signature-v4';
 
 type Bytes = string | ArrayBuffer | ArrayBufferView;
 const toBuffer = (data: Bytes): string | Buffer =>
@@ -34,14 +33,24 @@ export function functionUrlRegion(url: string): string | undefined {
  * auth), with the credentials of the default provider chain (environment, profile, role).
  */
 export function sigv4Fetch(region: string): typeof fetch {
-  const signer = new SignatureV4({ service: 'lambda', region, credentials: defaultProvider(), sha256: Sha256 });
+  // The signer and the credential chain load with the first request: a CLI that imports the HTTP
+  // client and then talks to the local stack never loads them.
+  let signer: Promise<SignatureV4> | undefined;
+  const loadSigner = async () => {
+    const [{ defaultProvider }, signature] = await Promise.all([
+      import('@aws-sdk/credential-provider-node'),
+      import('@smithy/signature-v4'),
+    ]);
+    return new signature.SignatureV4({ service: 'lambda', region, credentials: defaultProvider(), sha256: Sha256 });
+  };
   return async (input, init = {}) => {
     const url = new URL(typeof input === 'string' || input instanceof URL ? input : input.url);
     const headers: Record<string, string> = { host: url.host };
     new Headers(init.headers).forEach((value, name) => {
       headers[name] = value;
     });
-    const signed = await signer.sign({
+    signer ??= loadSigner();
+    const signed = await (await signer).sign({
       method: init.method ?? 'GET',
       protocol: url.protocol,
       hostname: url.hostname,

@@ -4,7 +4,7 @@ import { DynamoDbLiveText } from '../adapters/dynamodb/dynamodb-live-text.ts';
 import { DynamoDbSessionStore } from '../adapters/dynamodb/dynamodb-session-store.ts';
 import { DynamoDbStreamSlots } from '../adapters/dynamodb/dynamodb-stream-slots.ts';
 import { S3BlobStore } from '../adapters/s3/s3-blob-store.ts';
-import { createS3Client } from '../adapters/s3/s3-client.ts';
+import { loadS3Client } from '../adapters/s3/s3-sdk.ts';
 import { SqsTicketQueue, SqsWorkQueue } from '../adapters/sqs/sqs-queues.ts';
 import type { AgentRegistry } from '../agent/define-agent.ts';
 import { systemClock } from '../ports/clock.ts';
@@ -41,7 +41,8 @@ export function storeBackedClient(options: StoreBackedClientOptions): {
   const { aws, resources } = options;
   const sqs = createSqsClient(aws);
   options.configureSqs?.(sqs);
-  const blobs = new S3BlobStore({ client: createS3Client(aws), bucket: resources.bucket });
+  // The S3 SDK loads at the first blob read or write, as in the functions: most calls touch none.
+  const blobs = new S3BlobStore({ client: () => loadS3Client(aws), bucket: resources.bucket });
   const documents = createDocumentClient(aws);
   const store = new DynamoDbSessionStore({ client: documents, table: resources.table, blobs });
   const client = new BatonClient({

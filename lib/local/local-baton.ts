@@ -1,9 +1,9 @@
 import { fileURLToPath } from 'node:url';
-import { clientFor } from '../cli/connect.ts';
 import type { BatonClient, SessionStatus } from '../client/baton-client.ts';
 import { TERMINAL_SESSION_STATES } from '../core/vocabulary.ts';
 import type { LocalStackConfig } from './local-config.ts';
 import { startLocalStack } from './local-stack.ts';
+import { clientFor } from './store-target.ts';
 import { AGENTS_MODULE_ENV } from './worker-protocol.ts';
 
 /** How long `finished` waits for a session by default: a scripted agent is done in a second or two. */
@@ -60,7 +60,6 @@ export async function startLocalBaton(options: LocalBatonOptions): Promise<Local
     bucket: config.resources.bucket,
     ticketsQueueUrl: config.resources.queues.tickets.url,
     workQueueUrl: config.resources.queues.work.url,
-    resultsQueueUrl: config.resources.queues.results.url,
   });
   return {
     client,

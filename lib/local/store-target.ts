@@ -1,4 +1,5 @@
 import type { AgentRegistry } from '../agent/define-agent.ts';
+import type { BatonClient } from '../client/baton-client.ts';
 import { type StoreResources, storeBackedClient } from '../client/store-backed-client.ts';
 import { LOCAL_CREDENTIALS } from './aws-clients.ts';
 import { addAwsTraceHeaderShim } from './aws-trace-header-shim.ts';
@@ -26,4 +27,9 @@ export function clientForTarget(target: StoreTarget, agents?: AgentRegistry): Re
     configureSqs: target.local ? addAwsTraceHeaderShim : undefined,
     agents,
   });
+}
+
+/** A client over the real adapters for the target, admitting inputs against `agents` when given. */
+export function clientFor(target: StoreTarget, agents?: AgentRegistry): BatonClient {
+  return clientForTarget(target, agents).client;
 }

@@ -79,6 +79,13 @@ export interface Supervisor {
   workers(): WorkerInfo[];
   /** Resolves when every slot's process has loaded its handlers; rejects after `timeoutMs` or repeated failed starts. */
   ready(timeoutMs?: number): Promise<void>;
+  /**
+   * Replaces every worker with a fresh process, which loads the handlers and the agents module
+   * again (`baton dev --watch`): each is stopped as Lambda retires an old version's sandbox (SIGTERM,
+   * in-flight invocations given their grace) and started again at once. The sessions are durable,
+   * so nothing is lost: work in flight comes back after its visibility timeout.
+   */
+  reload(): void;
   /** Stops every worker this supervisor started (SIGTERM, then SIGKILL) and restarts none. */
   stop(): Promise<void>;
 }
@@ -95,6 +102,8 @@ interface Slot {
   crashes: number;
   /** Consecutive exits before the worker said it was ready (its handlers failed to load). */
   failedStarts: number;
+  /** Stopped by reload(): its exit is a replacement, not a crash. */
+  reloading: boolean;
   readonly deadlines: Map<string, NodeJS.Timeout>;
   readyWaiters: Array<{ resolve: () => void; reject: (error: Error) => void }>;
 }
@@ -153,6 +162,14 @@ export function startSupervisor(options: SupervisorOptions): Supervisor {
       slot.readyAtMs = undefined;
       emit({ type: 'worker-exited', slot: slot.index, pid, code, signal });
       if (stopping) return;
+      if (slot.reloading) {
+        slot.reloading = false;
+        slot.crashes = 0;
+        slot.failedStarts = 0;
+        restart(slot);
+        log(`worker ${slot.index} reloaded (pid ${pid} → ${slot.pid})`);
+        return;
+      }
       slot.failedStarts = wasReady ? 0 : slot.failedStarts + 1;
       if (slot.failedStarts === MAX_FAILED_STARTS) {
         const error = new Error(
@@ -240,6 +257,7 @@ export function startSupervisor(options: SupervisorOptions): Supervisor {
       served: 0,
       crashes: 0,
       failedStarts: 0,
+      reloading: false,
       deadlines: new Map(),
       readyWaiters: [],
     };
@@ -285,6 +303,14 @@ export function startSupervisor(options: SupervisorOptions): Supervisor {
         await Promise.race([allReady, timeout]);
       } finally {
         clearTimeout(timer);
+      }
+    },
+    reload() {
+      if (stopping) return;
+      for (const slot of slots) {
+        if (slot.reloading || slot.child.exitCode !== null || slot.child.signalCode !== null) continue;
+        slot.reloading = true;
+        void stopChild(slot.child);
       }
     },
     async stop() {

@@ -6,6 +6,9 @@ import type { Telemetry } from './telemetry.ts';
 export const TRACING = { xray: 'xray', otel: 'otel' } as const;
 export type Tracing = (typeof TRACING)[keyof typeof TRACING];
 
+/** What the OpenTelemetry tracer needs: optional peers, installed by a project that traces with it. */
+const OTEL_PACKAGES = ['@opentelemetry/api', '@opentelemetry/sdk-trace', '@opentelemetry/exporter-trace-otlp-http'];
+
 /** Telemetry whose tracer is OpenTelemetry; logs and metrics stay whatever they were. */
 export type OtelTelemetry<T extends Telemetry> = T & { readonly otel: OtelTracer };
 
@@ -20,7 +23,12 @@ export async function withOtelTracing<T extends Telemetry>(telemetry: T): Promis
     import('./otel-tracer.ts'),
     import('@opentelemetry/sdk-trace'),
     import('@opentelemetry/exporter-trace-otlp-http'),
-  ]);
+  ]).catch((error: unknown) => {
+    throw new Error(
+      `OpenTelemetry tracing needs ${OTEL_PACKAGES.join(', ')}, optional peer dependencies of Baton: add them with \`npm install ${OTEL_PACKAGES.join(' ')}\` (the versions Baton's package.json names under peerDependencies), or leave BATON_TRACING unset for X-Ray`,
+      { cause: error },
+    );
+  });
   const otel = createOtelTracer({ spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter() })] });
   return { ...telemetry, tracer: otel, otel };
 }

@@ -252,6 +252,9 @@ function runUntilSampleFinished(command: string, args: string[], cwd: string, en
   });
 }
 
+/** What a Bedrock-only project does not install (top-level names in node_modules): the adapters' and the tracer's optional peers. */
+const OPTIONAL_PEERS_LEFT_OUT = ['ai', '@ai-sdk', '@modelcontextprotocol', '@opentelemetry'];
+
 /** A local stack boots DynamoDB Local's JVM unless it finds the suite's; a busy machine is slow at both. */
 const DEV_DEADLINE_MS = 180_000;
 
@@ -309,8 +312,11 @@ describe('the published package, installed into a project outside the repository
     mkdirSync(installed, { recursive: true });
     // What `npm install` of the tarball puts in node_modules/NAME; its dependencies are the repo's, linked.
     execFileSync('tar', ['-xzf', join(dir, tarball), '-C', installed, '--strip-components=1']);
+    // A Bedrock-only team: none of the optional peers the AI SDK and MCP adapters or the
+    // OpenTelemetry tracer need, so every test below also shows the package works without them.
     for (const name of readdirSync(join(ROOT, 'node_modules')))
-      if (!name.startsWith('.')) symlinkSync(join(ROOT, 'node_modules', name), join(project, 'node_modules', name));
+      if (!name.startsWith('.') && !OPTIONAL_PEERS_LEFT_OUT.includes(name))
+        symlinkSync(join(ROOT, 'node_modules', name), join(project, 'node_modules', name));
     // npm links each package's bins into node_modules/.bin: baton's own, and the tools a project runs.
     const bin = join(project, 'node_modules', '.bin');
     mkdirSync(bin);
@@ -345,6 +351,19 @@ describe('the published package, installed into a project outside the repository
     expect(existsSync(join(installed, 'dist', 'console', 'index.html')), 'dist/console is published').toBe(true);
     for (const absent of ['lib/demo', 'bench', 'examples', 'functions', 'test'])
       expect(existsSync(join(installed, 'dist', absent)), `dist/${absent} is published`).toBe(false);
+  });
+
+  it('depends on neither the AI SDK nor OpenTelemetry: they are optional peers, so a project’s own copy is the one used', () => {
+    const manifest = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as {
+      dependencies: Record<string, string>;
+      peerDependencies: Record<string, string>;
+      peerDependenciesMeta: Record<string, { optional?: boolean }>;
+    };
+    const optIn = ['ai', '@opentelemetry/api', '@opentelemetry/sdk-trace', '@opentelemetry/exporter-trace-otlp-http'];
+
+    expect(optIn.filter((name) => name in manifest.dependencies)).toEqual([]);
+    expect(optIn.filter((name) => manifest.peerDependenciesMeta[name]?.optional !== true)).toEqual([]);
+    expect(existsSync(join(project, 'node_modules', 'ai')), 'the test project has no ai').toBe(false);
   });
 
   it('keeps the local stack, chaos and fault hooks out of what a Lambda bundle of baton or baton/aws can import', () => {

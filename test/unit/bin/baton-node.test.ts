@@ -9,7 +9,7 @@ const dir = mkdtempSync(join(tmpdir(), 'baton-node-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /**
- * A machine whose `node` is 20: a shim on PATH that answers the version probe with 20 and runs
+ * A machine whose `node` is 20: a shim on PATH that answers the version probes (`-v`, `-p`) with 20 and runs
  * everything else with this Node. The pinned Node 24 is already in the cache (a link to this Node),
  * so nothing is fetched: what is tested is that the package's commands put it first on PATH.
  */
@@ -19,7 +19,7 @@ function oldNodeMachine() {
   const shim = join(bin, 'node');
   writeFileSync(
     shim,
-    `#!/bin/sh\ncase "$*" in *process.versions.node*) echo 20 ;; *) exec "${process.execPath}" "$@" ;; esac\n`,
+    `#!/bin/sh\ncase "$*" in -v) echo v20.19.0 ;; *process.versions.node*) echo 20 ;; *) exec "${process.execPath}" "$@" ;; esac\n`,
   );
   chmodSync(shim, 0o755);
   const cache = join(dir, 'cache');
