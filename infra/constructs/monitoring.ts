@@ -17,7 +17,7 @@ import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { METRIC, METRICS_NAMESPACE, OUTCOME_STATUSES } from '../../lib/telemetry/metric-names.ts';
+import { METRIC, METRICS_NAMESPACE, OUTCOME_STATUSES, TENANT_METRICS } from '../../lib/telemetry/metric-names.ts';
 
 const PERIOD = Duration.minutes(1);
 
@@ -276,6 +276,21 @@ export class BatonMonitoring extends Construct {
       graph('Left to a newer build (rolling deploys)', [batonMetric(METRIC.newerJournalFormat)]),
       graph('Live model text writes', [batonMetric(METRIC.liveTextWrites), batonMetric(METRIC.liveTextWriteFailures)]),
       graph('Needs an operator (alarms above 0)', [resultsUndelivered, forgedKicksRefused]),
+    );
+    // Per tenant: a search finds each tenant's series, however many tenants there are.
+    const byTenant = (metricName: string) =>
+      new MathExpression({
+        expression: `SEARCH('{${METRICS_NAMESPACE},service,tenant} MetricName="${metricName}" service="${props.serviceName}"', 'Sum', ${PERIOD.toSeconds()})`,
+        usingMetrics: {},
+        label: '',
+        period: PERIOD,
+      });
+    this.dashboard.addWidgets(
+      graph('Fair sharing: waits for a tenant slot, throttled model calls', [
+        batonMetric(METRIC.tenantSlotWaits),
+        batonMetric(METRIC.modelCallsThrottled),
+      ]),
+      ...TENANT_METRICS.map((name) => graph(`${name} by tenant`, [byTenant(name)])),
     );
   }
 }

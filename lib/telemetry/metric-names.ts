@@ -52,7 +52,21 @@ export const METRIC = {
   tenantSlotWaits: 'TenantSlotWaits',
   /** Model calls held back by their tenant's rate limit (each wait for a token counts once). */
   modelCallsThrottled: 'ModelCallsThrottled',
+  /**
+   * A tenant's model usage, with the dimension `tenant` (beside `service`): tokens and, where the
+   * agent's price table names the model, US dollars. The dashboard charts them by tenant.
+   */
+  tenantInputTokens: 'TenantInputTokens',
+  tenantOutputTokens: 'TenantOutputTokens',
+  tenantCostUsd: 'TenantCostUsd',
 } as const;
+
+/** The metrics published per tenant (dimension `tenant`), which the dashboard finds by search. */
+export const TENANT_METRICS: readonly MetricName[] = [
+  METRIC.tenantInputTokens,
+  METRIC.tenantOutputTokens,
+  METRIC.tenantCostUsd,
+];
 export type MetricName = (typeof METRIC)[keyof typeof METRIC];
 
 /** Values of the `status` dimension on `Outcomes`. */

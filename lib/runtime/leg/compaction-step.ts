@@ -16,6 +16,7 @@ import { untilAbandoned } from './abandon.ts';
 import type { LegContext } from './leg-context.ts';
 import { fitsInBudget, type LegExit, WAIT_RETRY, yieldLeg } from './leg-exit.ts';
 import { runStep } from './retry.ts';
+import { countUsage } from './usage-metrics.ts';
 
 /** A compaction the next model call needs first: the range to condense and the window it must fit. */
 export interface DueCompaction {
@@ -102,8 +103,7 @@ export async function compactionStep(
     if (text === '') throw new StepError(`summarizer ${summarizer.id} returned no summary`, { retryable: true });
     const costUsd = costOf(response.usage, agent.prices?.[summarizer.id]);
     leg.deps.telemetry.metrics.count('Compactions');
-    leg.deps.telemetry.metrics.count('InputTokens', response.usage.inputTokens);
-    leg.deps.telemetry.metrics.count('OutputTokens', response.usage.outputTokens);
+    countUsage(leg.deps.telemetry.metrics, leg.key.tenant, response.usage, costUsd);
     await leg.journal.append('compaction', {
       summary: boundedSummary(text, due.window.maxSummaryChars),
       ...due.range,

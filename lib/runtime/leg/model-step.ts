@@ -15,6 +15,7 @@ import type { LegContext } from './leg-context.ts';
 import { fitsInBudget, type LegExit, WAIT_RETRY, yieldLeg } from './leg-exit.ts';
 import { modelRateStep } from './model-rate-step.ts';
 import { runStep } from './retry.ts';
+import { countUsage } from './usage-metrics.ts';
 
 /**
  * The model step: one call with the transcript (from the latest compaction on), journaled as a
@@ -62,9 +63,8 @@ async function callModel(leg: LegContext, agent: AgentDefinition, request: Model
   }
   leg.signals.throwIfAborted();
   deps.telemetry.metrics.duration('StepDuration', deps.clock.now() - started);
-  deps.telemetry.metrics.count('InputTokens', response.usage.inputTokens);
-  deps.telemetry.metrics.count('OutputTokens', response.usage.outputTokens);
   const costUsd = costOf(response.usage, agent.prices?.[agent.model.id]);
+  countUsage(deps.telemetry.metrics, leg.key.tenant, response.usage, costUsd);
   await leg.journal.append('model', {
     text: response.text,
     toolCalls: [...response.toolCalls],

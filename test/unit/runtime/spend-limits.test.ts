@@ -264,3 +264,33 @@ describe('spend limits on a later turn of a conversation', () => {
     expect(results.bodies.map((r) => r.status)).toEqual(['completed', 'budget-exceeded']);
   });
 });
+
+describe('usage per tenant in the metrics', () => {
+  it("counts each tenant's tokens and cost under its own tenant dimension", async () => {
+    // Arrange: two tenants run the same priced agent.
+    const prices = { scripted: { inputPerMillionTokens: 1_000, outputPerMillionTokens: 0 } };
+    const { deps, metrics, store } = makeTestDeps([agentWith({}, prices)]);
+    const ticket = (tenant: string, ticketId: string) =>
+      JSON.stringify({ ticketId, agent: 'lookup-agent', tenant, input: FIVE_IDS });
+
+    // Act
+    await acceptTicket(ticket('acme', 'U1'), undefined, deps);
+    await acceptTicket(ticket('globex', 'U2'), undefined, deps);
+    await drain(deps);
+
+    // Assert: each tenant's sum is its own journal's usage and cost.
+    for (const [tenant, ticketId] of [
+      ['acme', 'U1'],
+      ['globex', 'U2'],
+    ] as const) {
+      const key = { tenant, agent: 'lookup-agent', id: deriveSessionId(tenant, 'lookup-agent', ticketId) };
+      const view = foldJournal(await store.readJournal(key));
+      const sum = (name: string) =>
+        metrics.filter((p) => p.name === name && p.dimensions?.tenant === tenant).reduce((n, p) => n + p.value, 0);
+      expect(sum('TenantInputTokens')).toBe(view.usage.inputTokens);
+      expect(sum('TenantOutputTokens')).toBe(view.usage.outputTokens);
+      expect(sum('TenantCostUsd')).toBeCloseTo(view.costUsd, 8);
+    }
+    expect(metrics.filter((p) => p.name === 'TenantInputTokens' && p.dimensions?.tenant === undefined)).toEqual([]);
+  });
+});
