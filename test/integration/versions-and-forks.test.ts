@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readLedger } from '../../examples/simulated/ledger.ts';
 import type { Forked } from '../../lib/client/baton-client.ts';
 import { deriveSessionId, type SessionKey } from '../../lib/core/ids.ts';
-import { entryFormat, type JournalEntry } from '../../lib/core/journal.ts';
+import { entryFormat, JOURNAL_FORMAT_VERSION, type JournalEntry } from '../../lib/core/journal.ts';
 import type { Result } from '../../lib/core/messages.ts';
 import type { UpgradePolicy } from '../../lib/core/vocabulary.ts';
 import { DESK_UPGRADE_ENV, DESK_VERSIONS_MODULE } from '../fixtures/agents/desk-versions.ts';
@@ -145,7 +145,7 @@ describe.each(['pin', 'at-turn'] as const)('a deploy that adds support-desk vers
       expect(turnsNotOnce(entries), `session ${s.ticketId}`).toEqual([]);
       // Once a new worker wrote, the old one wrote nothing more: it left the session to a new one.
       expect(
-        entries.slice(firstNew).every((e) => entryFormat(e) === 2),
+        entries.slice(firstNew).every((e) => entryFormat(e) === JOURNAL_FORMAT_VERSION),
         `session ${s.ticketId}`,
       ).toBe(true);
       if (upgrade === 'pin') {
