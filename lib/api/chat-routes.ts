@@ -1,19 +1,18 @@
-import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { type LivePosition, toModelText } from '../client/baton-client.ts';
 import { NotFoundError, TicketConflictError, TurnRefusedError } from '../core/errors.ts';
 import { DEFAULT_TENANT, deriveSessionId, NAME_PATTERN } from '../core/ids.ts';
 import { TicketId } from '../core/messages.ts';
 import { OPERATION_ROLES, type Role, roleRefusal } from '../core/roles.ts';
-import { streamRefusal } from '../core/stream-slots.ts';
 import { TERMINAL_SESSION_STATES } from '../core/vocabulary.ts';
 import type { SessionRecord } from '../ports/session-store.ts';
 import { ApiError, type ApiErrorCode } from './api-errors.ts';
 import { ErrorBody } from './api-schemas.ts';
-import { type Caller, canSee, granteeOf } from './caller.ts';
+import { type Caller, canSee } from './caller.ts';
 import { conversationMessages } from './chat-history.ts';
 import { defineRoute, type Route, type RouteContext, type RouteResult } from './route.ts';
 import { SSE_CONTENT_TYPE } from './sse.ts';
+import { openStreamSlot } from './stream-slot.ts';
 import {
   TurnStreamMapper,
   UI_MESSAGE_STREAM_HEADERS,
@@ -32,8 +31,6 @@ import {
 
 /** How long one streamed answer may run where the server streams; then it pauses, and a reconnect continues it. */
 const CHAT_STREAM_MS = 10 * 60_000;
-/** A stream's slot lapses this long after its bound, whether or not it was closed. */
-const CHAT_SLOT_MARGIN_MS = 10_000;
 /** Entries per journal read while a turn streams. */
 const ENTRIES_PER_READ = 200;
 /** Entries read at most to rebuild a conversation's messages. */
@@ -171,28 +168,6 @@ interface TurnStreamRequest {
 }
 
 /**
- * Holds one of the caller's stream slots for as long as the answer streams: taken before the
- * answer starts (a refusal is a plain 429), freed when the stream ends or the client leaves.
- */
-async function openSlot(
-  context: RouteContext<unknown, unknown, unknown>,
-  boundMs: number,
-): Promise<() => Promise<void>> {
-  const { services } = context;
-  const holder = granteeOf(context.caller);
-  const now = services.clock.now();
-  const id = randomUUID();
-  const admission = await services.streams.open(holder, {
-    id,
-    until: now + boundMs + CHAT_SLOT_MARGIN_MS,
-    now,
-    limit: services.streamsPerCaller,
-  });
-  if (!admission.admitted) throw new ApiError('too_many_streams', streamRefusal(holder, admission, now));
-  return () => services.streams.close(holder, id);
-}
-
-/**
  * One turn's answer as UI message stream lines: the turn's entries and live text from `from`,
  * polled until its outcome, the bound, or the client leaving. Ended by the bound, it closes what
  * is open and says in the answer's metadata where a reconnect continues (`cursor`).
@@ -300,7 +275,7 @@ async function streamTurn(
 ): Promise<RouteResult> {
   // A function URL sends its answer whole: it must end within one request, as an events poll does.
   const boundMs = context.streaming ? CHAT_STREAM_MS : context.services.eventsWaitMs;
-  const release = await openSlot(context, boundMs);
+  const release = await openStreamSlot(context, boundMs);
   return {
     status: 200,
     contentType: SSE_CONTENT_TYPE,

@@ -1,10 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { type LivePosition, toModelText } from '../client/baton-client.ts';
 import { NotFoundError, TurnRefusedError } from '../core/errors.ts';
 import { DEFAULT_TENANT } from '../core/ids.ts';
 import { OPERATION_ROLES, roleRefusal } from '../core/roles.ts';
-import { streamRefusal } from '../core/stream-slots.ts';
 import { TERMINAL_SESSION_STATES } from '../core/vocabulary.ts';
 import type { SessionRecord } from '../ports/session-store.ts';
 import { ApiError, type ApiErrorCode } from './api-errors.ts';
@@ -32,9 +30,10 @@ import {
   Submitted,
   TasksView,
 } from './api-schemas.ts';
-import { type Caller, canSee, granteeOf } from './caller.ts';
+import { type Caller, canSee } from './caller.ts';
 import { defineRoute, type Route, type RouteContext, type RouteResult } from './route.ts';
 import { SSE_CONTENT_TYPE, sseEvent, sseRetry } from './sse.ts';
+import { openStreamSlot } from './stream-slot.ts';
 
 /** Entries per events response; a longer journal streams over several rounds. */
 const EVENTS_PER_RESPONSE = 200;
@@ -42,12 +41,6 @@ const EVENTS_PER_RESPONSE = 200;
 const RELEASE_WAIT_MS = 20_000;
 /** How soon an EventSource reconnects for the next round. */
 const EVENTS_RETRY_MS = 250;
-/**
- * A waiting events request's slot lapses this long after its wait ends, whether or not it was
- * closed: room for the reads after the wait; 20 s of wait plus this is the API's 30 s timeout,
- * so no invocation outlives its slot.
- */
-const EVENTS_SLOT_MARGIN_MS = 10_000;
 
 const errors = {
   400: { description: 'invalid request', schema: ErrorBody },
@@ -67,21 +60,11 @@ async function withStreamSlot<T>(
   answer: () => Promise<T>,
 ): Promise<T> {
   if (waitMs === 0) return answer();
-  const { services } = context;
-  const holder = granteeOf(context.caller);
-  const now = services.clock.now();
-  const id = randomUUID();
-  const admission = await services.streams.open(holder, {
-    id,
-    until: now + waitMs + EVENTS_SLOT_MARGIN_MS,
-    now,
-    limit: services.streamsPerCaller,
-  });
-  if (!admission.admitted) throw new ApiError('too_many_streams', streamRefusal(holder, admission, now));
+  const close = await openStreamSlot(context, waitMs);
   try {
     return await answer();
   } finally {
-    await services.streams.close(holder, id);
+    await close();
   }
 }
 
