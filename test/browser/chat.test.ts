@@ -1,11 +1,11 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chatAnswer } from '../../examples/chat-web/agent.ts';
 import { type ChatWebServer, startChatWebServer } from '../../examples/chat-web/server.ts';
 import { startTestStack, type TestStack } from '../fixtures/stack.ts';
-import { ensureChromium } from './chromium.ts';
+import { ensureChromium, launchChromium } from './chromium.ts';
 
 /** Screenshots are kept as test artifacts (git-ignored). */
 const ARTIFACTS = join(process.cwd(), 'test-artifacts', 'screenshots');
@@ -31,8 +31,7 @@ describe('browser chat: the useChat example against a conversation on the local 
         visibilityTimeoutS: 90,
         handlerEnv: { BATON_AGENTS_MODULE: CHAT_AGENTS_MODULE },
       }),
-      // --no-sandbox: CI runs as root, where Chromium's sandbox refuses to start.
-      chromium.launch({ executablePath, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage'] }),
+      launchChromium(executablePath),
     ]);
     web = await startChatWebServer({ apiUrl: t.stack.config.api as string, token: t.stack.config.token });
   });

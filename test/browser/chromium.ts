@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { type Browser, chromium } from 'playwright-core';
 
 /** Where Debian's chromium package puts the browser. */
 export const CHROMIUM_PATH = process.env.BATON_CHROMIUM ?? '/usr/bin/chromium';
@@ -32,4 +33,13 @@ export function ensureChromium(): string {
   }
   if (!existsSync(CHROMIUM_PATH)) throw new Error(`apt-get installed chromium, but not at ${CHROMIUM_PATH}`);
   return CHROMIUM_PATH;
+}
+
+/**
+ * Headless Chromium through playwright-core. `executablePath` is ensureChromium()'s, taken by the
+ * caller before it starts anything else (the install may take minutes). --no-sandbox: CI runs as
+ * root, where Chromium's sandbox refuses to start.
+ */
+export function launchChromium(executablePath: string): Promise<Browser> {
+  return chromium.launch({ executablePath, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
 }

@@ -1,14 +1,14 @@
 import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { SessionStatus } from '../../lib/client/baton-client.ts';
 import { consoleLoginUrl } from '../../lib/local/local-config.ts';
 import { readProbes } from '../fixtures/agents/probe-log.ts';
 import { TEST_AGENTS_MODULE } from '../fixtures/agents/registry.ts';
 import { startTestStack, type TestStack } from '../fixtures/stack.ts';
-import { CHROMIUM_INSTALL_TIMEOUT_MS, ensureChromium } from './chromium.ts';
+import { CHROMIUM_INSTALL_TIMEOUT_MS, ensureChromium, launchChromium } from './chromium.ts';
 
 /** Screenshots are kept as test artifacts (git-ignored). */
 const ARTIFACTS = join(process.cwd(), 'test-artifacts', 'screenshots');
@@ -46,8 +46,7 @@ describe('the web console in Chromium against the local stack', { timeout: 420_0
         visibilityTimeoutS: 60,
         handlerEnv: { BATON_AGENTS_MODULE: TEST_AGENTS_MODULE },
       }),
-      // --no-sandbox: CI runs as root, where Chromium's sandbox refuses to start.
-      chromium.launch({ executablePath, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage'] }),
+      launchChromium(executablePath),
     ]);
   }, SETUP_TIMEOUT_MS);
   afterEach(async () => {
