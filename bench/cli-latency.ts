@@ -18,7 +18,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { startLocalStack } from '../lib/local/local-stack.ts';
-import { clientFor } from '../lib/local/store-target.ts';
+import { clientFor, localTarget } from '../lib/local/store-target.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const DEFAULT_RUNS = 7;
@@ -93,15 +93,7 @@ async function main(): Promise<void> {
   });
   try {
     const { config } = stack;
-    const client = clientFor({
-      region: config.region,
-      endpoints: config.endpoints,
-      local: true,
-      table: config.resources.table,
-      bucket: config.resources.bucket,
-      ticketsQueueUrl: config.resources.queues.tickets.url,
-      workQueueUrl: config.resources.queues.work.url,
-    });
+    const client = clientFor(localTarget(config));
     const ticketId = `cli-bench-${process.pid}`;
     const { sessionId } = await client.submit({ agent: AGENT, ticketId, input: { text: 'hello' } });
     const deadline = Date.now() + FIRST_TURN_TIMEOUT_MS;

@@ -22,7 +22,7 @@ import {
 } from '../local/local-stack.ts';
 import { formatLogLine, LOG_FORMATS, type LogFormat, useColor } from '../local/log-format.ts';
 import { watchModuleGraph } from '../local/module-watch.ts';
-import { clientFor } from '../local/store-target.ts';
+import { clientFor, localTarget } from '../local/store-target.ts';
 import type { WorkerOutput } from '../local/supervisor.ts';
 import { AGENTS_MODULE_ENV } from '../local/worker-protocol.ts';
 import { checkFailpointsFile, FAILPOINTS_FILE_ENV } from '../runtime/failpoints.ts';
@@ -238,16 +238,7 @@ function readSample(file: string): SampleTicket {
 
 /** Submits the sample ticket and prints its outcome; a failure is reported, and the stack keeps running. */
 async function submitSample(config: LocalStackConfig, sample: SampleTicket, io: CommandIo): Promise<void> {
-  const { resources } = config;
-  const client = clientFor({
-    region: config.region,
-    endpoints: config.endpoints,
-    local: true,
-    table: resources.table,
-    bucket: resources.bucket,
-    ticketsQueueUrl: resources.queues.tickets.url,
-    workQueueUrl: resources.queues.work.url,
-  });
+  const client = clientFor(localTarget(config));
   try {
     const submitted = await client.submit(sample);
     io.out(`sample ticket ${submitted.ticketId} → ${sample.agent}, session ${submitted.sessionId}`);

@@ -3,7 +3,7 @@ import type { BatonClient, SessionStatus } from '../client/baton-client.ts';
 import { TERMINAL_SESSION_STATES } from '../core/vocabulary.ts';
 import type { LocalStackConfig } from './local-config.ts';
 import { startLocalStack } from './local-stack.ts';
-import { clientFor } from './store-target.ts';
+import { clientFor, localTarget } from './store-target.ts';
 import { AGENTS_MODULE_ENV } from './worker-protocol.ts';
 
 /** How long `finished` waits for a session by default: a scripted agent is done in a second or two. */
@@ -52,15 +52,7 @@ export async function startLocalBaton(options: LocalBatonOptions): Promise<Local
     workerOutput: options.functionLogs ? 'inherit' : 'ignore',
   });
   const { config } = stack;
-  const client = clientFor({
-    region: config.region,
-    endpoints: config.endpoints,
-    local: true,
-    table: config.resources.table,
-    bucket: config.resources.bucket,
-    ticketsQueueUrl: config.resources.queues.tickets.url,
-    workQueueUrl: config.resources.queues.work.url,
-  });
+  const client = clientFor(localTarget(config));
   return {
     client,
     config,

@@ -3,6 +3,7 @@ import type { BatonClient } from '../client/baton-client.ts';
 import { type StoreResources, storeBackedClient } from '../client/store-backed-client.ts';
 import { LOCAL_CREDENTIALS } from './aws-clients.ts';
 import { addAwsTraceHeaderShim } from './aws-trace-header-shim.ts';
+import type { LocalStackConfig } from './local-config.ts';
 
 /** Where a store-backed client connects: a deployed stack (default credentials) or the local stack's emulators. */
 export interface StoreTarget extends StoreResources {
@@ -10,6 +11,20 @@ export interface StoreTarget extends StoreResources {
   readonly endpoints?: { dynamodb?: string; sqs?: string; s3?: string } | undefined;
   /** Emulators: local credentials and the AWSTraceHeader shim. */
   readonly local: boolean;
+}
+
+/** The local stack as a target: its emulators' endpoints and the resources it provisioned. */
+export function localTarget(config: LocalStackConfig): StoreTarget {
+  const { resources } = config;
+  return {
+    region: config.region,
+    endpoints: config.endpoints,
+    local: true,
+    table: resources.table,
+    bucket: resources.bucket,
+    ticketsQueueUrl: resources.queues.tickets.url,
+    workQueueUrl: resources.queues.work.url,
+  };
 }
 
 /**
