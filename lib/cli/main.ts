@@ -69,7 +69,7 @@ const COMMANDS: Record<string, CommandEntry> = {
     run: dev,
     summary: 'start the embedded local AWS stack, the functions, the web console and the HTTP API',
     usage:
-      'baton dev [--agents FILE] [--callers FILE] [--submit TICKET.json] [--workers N] [--timeout-s S] [--visibility-s S] [--data DIR] [--port P] [--prefix P] [--log-format pretty|json] [--watch]',
+      'baton dev [--agents FILE] [--callers FILE] [--tenant-limits FILE|JSON] [--submit TICKET.json] [--workers N] [--timeout-s S] [--visibility-s S] [--data DIR] [--port P] [--prefix P] [--log-format pretty|json] [--watch]',
   },
   init: {
     run: lazy(async () => (await import('./init.ts')).init),
