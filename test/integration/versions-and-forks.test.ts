@@ -67,7 +67,7 @@ function turnsNotOnce(entries: readonly JournalEntry[]): string[] {
   return [...counts].filter(([, c]) => c.inputs !== 1 || c.outcomes !== 1).map(([turn]) => turn);
 }
 
-// Four stack starts of worker processes on a busy 2-core machine, and a 30 s wait for a newer worker: minutes.
+// Four stack starts of worker processes on a busy 2-core machine, and waits of a lease TTL for a newer worker: minutes.
 describe.each(['pin', 'at-turn'] as const)('a deploy that adds support-desk version 2 (%s)', (upgrade) => {
   const prefix = `vers${process.pid}${upgrade.replace('-', '')}`;
   const ledger = join(mkdtempSync(join(tmpdir(), 'baton-versions-')), 'ledger.jsonl');

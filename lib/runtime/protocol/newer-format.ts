@@ -3,11 +3,14 @@ import { ttlSeconds } from '../deps.ts';
 import type { KickOutcome, LegContext } from '../leg/leg-context.ts';
 
 /**
- * How long a session whose journal is newer than this build waits before it is kicked again.
+ * How long a session whose journal is newer than this build waits before it is kicked again: one
+ * lease TTL (30 s by default), the runtime's measure of "another worker should have it by now".
  * During a rolling deploy the newer workers take over within about this long; an older worker
  * that takes the kick again leaves it again, so the wait repeats until a newer one answers.
+ * Tied to the TTL rather than fixed so a stack with short leases (the local stack's tests) does
+ * not wait 30 s per unlucky hop.
  */
-export const NEWER_FORMAT_DELAY_MS = 30_000;
+export const newerFormatDelayMs = (config: { readonly leaseTtlMs: number }) => config.leaseTtlMs;
 
 /**
  * Leaves a session whose journal holds an entry newer than this build reads: nothing is
@@ -24,7 +27,7 @@ export async function leaveForNewerWorker(leg: LegContext, error: NewerJournalFo
   });
   await leg.signals.stopHeartbeat();
   const now = leg.deps.clock.now();
-  const retryAt = now + NEWER_FORMAT_DELAY_MS;
+  const retryAt = now + newerFormatDelayMs(leg.deps.config);
   await leg.deps.workQueue.sendKick(
     { v: 1, session: leg.key, reason: 'retry' },
     { trace: leg.trace, notBefore: retryAt },

@@ -5,7 +5,7 @@ import { scriptedModel } from '../../../lib/agent/scripted-model.ts';
 import { deriveSessionId, type SessionKey } from '../../../lib/core/ids.ts';
 import { JOURNAL_FORMAT_VERSION } from '../../../lib/core/journal.ts';
 import { acceptTicket } from '../../../lib/runtime/intake.ts';
-import { NEWER_FORMAT_DELAY_MS } from '../../../lib/runtime/protocol/newer-format.ts';
+import { newerFormatDelayMs } from '../../../lib/runtime/protocol/newer-format.ts';
 import { runKick } from '../../../lib/runtime/step-runner.ts';
 import { acceptTurn } from '../../../lib/runtime/turn-intake.ts';
 import { drain, invocation, makeTestDeps, ticketBody } from '../../fixtures/runtime.ts';
@@ -85,7 +85,7 @@ describe('journal formats', () => {
     expect(record?.owner).toBeUndefined();
     expect((await store.getTurn(key, 'T2'))?.outcome).toBeUndefined();
     expect(workQueue.pendingCount).toBe(1);
-    expect(workQueue.nextVisibleAt).toBeGreaterThanOrEqual(clock.now() + NEWER_FORMAT_DELAY_MS - 1_000);
+    expect(workQueue.nextVisibleAt).toBeGreaterThanOrEqual(clock.now() + newerFormatDelayMs(test.deps.config) - 1_000);
     expect(test.total('NewerJournalFormat')).toBe(1);
     expect(test.lines.some((l) => l.level === 'error')).toBe(false);
   });
