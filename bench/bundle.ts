@@ -1,15 +1,9 @@
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdirSync, rmSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
-import {
-  AGENTS_SPECIFIER,
-  builtinAliases,
-  ESM_REQUIRE_BANNER,
-  MAIN_FIELDS,
-  SOURCE_CONDITION,
-} from '../infra/constructs/bundling.ts';
+import { BUNDLE_ENTRY_FILE, functionBuildOptions } from '../infra/constructs/bundling.ts';
 
 const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
 /** Inside node_modules so that an external `@aws-sdk/*` import resolves as it would in Lambda's runtime. */
@@ -21,7 +15,10 @@ export interface BundleFigures {
   /** Which function: the repo's four, and the step function of one Bedrock-only agent. */
   readonly function: string;
   readonly variant: BundleVariant;
+  /** Every file of the bundle (the entry and its chunks, source maps aside). */
   readonly bytes: number;
+  /** What a cold start reads: the entry and the chunks it imports statically, not those loaded on demand. */
+  readonly initBytes: number;
   /** Median of fresh `node` processes importing the bundle (module scope included: config, clients). */
   readonly coldImportMs: number;
   /** The same processes' median CPU time (user + system) for the import: steadier on a busy machine. */
@@ -84,17 +81,13 @@ export async function measureBundles(runs: number): Promise<BundleReport> {
   const files = new Map<string, string>();
   for (const fn of FUNCTIONS) {
     for (const variant of ['aws-sdk-external', 'all-bundled'] as const) {
-      const outfile = join(OUT_DIR, `${fn.name.replace(/\W+/g, '-')}-${variant}.mjs`);
-      await bundle(fn, variant, outfile);
-      files.set(`${fn.name}/${variant}`, outfile);
-      const { wallMs, cpuMs } = medianImport(outfile, runs);
-      functions.push({
-        function: fn.name,
-        variant,
-        bytes: statSync(outfile).size,
-        coldImportMs: wallMs,
-        coldImportCpuMs: cpuMs,
-      });
+      const outdir = join(OUT_DIR, `${fn.name.replace(/\W+/g, '-')}-${variant}`);
+      rmSync(outdir, { recursive: true, force: true });
+      const sizes = await bundle(fn, variant, outdir);
+      const entry = join(outdir, BUNDLE_ENTRY_FILE);
+      files.set(`${fn.name}/${variant}`, entry);
+      const { wallMs, cpuMs } = medianImport(entry, runs);
+      functions.push({ function: fn.name, variant, ...sizes, coldImportMs: wallMs, coldImportCpuMs: cpuMs });
     }
   }
   const step = files.get('step/aws-sdk-external')!;
@@ -107,23 +100,37 @@ export async function measureBundles(runs: number): Promise<BundleReport> {
   };
 }
 
-async function bundle(fn: FunctionEntry, variant: BundleVariant, outfile: string): Promise<void> {
-  await build({
-    entryPoints: [join(REPO_ROOT, 'functions', `${fn.entry}.ts`)],
-    outfile,
-    bundle: true,
-    minify: true,
-    platform: 'node',
-    target: 'node24',
-    format: 'esm',
+/** Builds one function as the construct does into `outdir`; its bytes in all and those read at init. */
+async function bundle(fn: FunctionEntry, variant: BundleVariant, outdir: string) {
+  const result = await build({
+    ...functionBuildOptions(
+      {
+        entry: join(REPO_ROOT, 'functions', `${fn.entry}.ts`),
+        // The examples import `baton` by name: in a checkout that is the sources (package.json exports).
+        fromSource: true,
+        agentsEntry: fn.agents,
+        external: variant === 'aws-sdk-external' ? ['@aws-sdk/*'] : [],
+        sourcemap: false,
+      },
+      outdir,
+    ),
     logLevel: 'error',
-    mainFields: MAIN_FIELDS,
-    external: variant === 'aws-sdk-external' ? ['@aws-sdk/*'] : [],
-    // The examples import `baton` by name: in a checkout that is the sources (package.json exports).
-    conditions: [SOURCE_CONDITION],
-    alias: { ...builtinAliases(), ...(fn.agents ? { [AGENTS_SPECIFIER]: fn.agents } : {}) },
-    banner: { js: ESM_REQUIRE_BANNER },
+    metafile: true,
   });
+  const outputs = result.metafile.outputs;
+  const byPath = new Map(Object.entries(outputs).map(([path, output]) => [resolve(path), output]));
+  const initFiles = new Set<string>();
+  const visit = (path: string) => {
+    if (initFiles.has(path)) return;
+    initFiles.add(path);
+    for (const imported of byPath.get(path)?.imports ?? []) {
+      if (imported.kind === 'import-statement' && !imported.external) visit(resolve(imported.path));
+    }
+  };
+  visit(resolve(outdir, BUNDLE_ENTRY_FILE));
+  const sum = (paths: Iterable<string>) =>
+    [...paths].reduce((total, path) => total + (byPath.get(path)?.bytes ?? 0), 0);
+  return { bytes: sum(byPath.keys()), initBytes: sum(initFiles) };
 }
 
 /** After the import: what BedrockModelClient does at its first call (import the SDK, build the client). */

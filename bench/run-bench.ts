@@ -674,14 +674,14 @@ export function formatBenchReport(report: BenchReport): string[] {
   }
   if (bundle) {
     section(
-      `function bundles (esbuild, minified ESM, as the construct builds them); cold import, median of ${report.workload.coldImportRuns}`,
+      `function bundles (esbuild, minified ESM split into chunks, as the construct builds them); KiB read at init of all; cold import, median of ${report.workload.coldImportRuns}`,
     );
     if ('unavailable' in bundle) rows.push(['bundle', 'unavailable', bundle.unavailable]);
     else {
       for (const b of bundle.functions)
         rows.push([
           `${b.function}, ${b.variant === 'aws-sdk-external' ? 'SDK external' : 'all bundled'}`,
-          `${int(b.bytes / 1024)} KiB`,
+          `${int(b.initBytes / 1024)} of ${int(b.bytes / 1024)} KiB`,
           `cold import ${int(b.coldImportMs)} ms (CPU ${int(b.coldImportCpuMs)} ms)`,
         ]);
       rows.push([

@@ -1,24 +1,21 @@
-import { type Duration, type RemovalPolicy, Validations } from 'aws-cdk-lib';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { AssetHashType, DockerImage, type Duration, type RemovalPolicy, Validations } from 'aws-cdk-lib';
 import { type IRole, ManagedPolicy, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import {
   ApplicationLogLevel,
   Architecture,
   type CfnFunction,
+  Code,
+  Function as LambdaFunction,
   LoggingFormat,
   Runtime,
   SystemLogLevel,
 } from 'aws-cdk-lib/aws-lambda';
-import { NodejsFunction, OutputFormat, SourceMapMode } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
-import {
-  AGENTS_SPECIFIER,
-  absentOptInPackages,
-  builtinAliases,
-  ESM_REQUIRE_BANNER,
-  MAIN_FIELDS,
-  SOURCE_CONDITION,
-} from './bundling.ts';
+import type * as Esbuild from 'esbuild';
+import { absentOptInPackages, BUNDLE_ENTRY_FILE, type FunctionBundleInput, functionBuildOptions } from './bundling.ts';
 
 /** AWS's policy for writing traces: X-Ray's write actions support no resource-level permissions. */
 const XRAY_WRITE_POLICY = 'AWSXRayDaemonWriteAccess';
@@ -47,11 +44,11 @@ export interface BatonFunctionProps {
 
 /**
  * A Baton function with the house defaults: Node.js 24 on ARM64, X-Ray active, JSON logs into
- * its own log group, an ESM bundle with source maps built by the local esbuild (no Docker),
+ * its own log group, an ESM bundle split into chunks, with source maps, built by the local esbuild (no Docker),
  * and its own role that starts with nothing but writing its own logs.
  */
 export class BatonFunction extends Construct {
-  readonly function: NodejsFunction;
+  readonly function: LambdaFunction;
   readonly role: IRole;
   readonly logGroup: LogGroup;
 
@@ -73,11 +70,17 @@ export class BatonFunction extends Construct {
     role.addManagedPolicy(ManagedPolicy.fromAwsManagedPolicyName(XRAY_WRITE_POLICY));
     this.role = role;
 
-    this.function = new NodejsFunction(this, 'Function', {
-      entry: props.entry,
-      handler: 'handler',
-      projectRoot: props.projectRoot,
-      depsLockFilePath: `${props.projectRoot}/package-lock.json`,
+    this.function = new LambdaFunction(this, 'Function', {
+      code: bundledCode(props.projectRoot, {
+        entry: props.entry,
+        agentsEntry: props.agentsEntry,
+        fromSource: props.fromSource,
+        // Only opt-in packages the project has not installed: the function cannot opt in to them.
+        // The AWS SDK is bundled: the deployed code runs the versions it was tested with.
+        external: absentOptInPackages(props.projectRoot),
+        sourcemap: true,
+      }),
+      handler: `${BUNDLE_ENTRY_FILE.replace(/\.mjs$/, '')}.handler`,
       description: props.description,
       runtime: Runtime.NODEJS_24_X,
       architecture: Architecture.ARM_64,
@@ -92,25 +95,6 @@ export class BatonFunction extends Construct {
       applicationLogLevelV2: ApplicationLogLevel.INFO,
       systemLogLevelV2: SystemLogLevel.WARN,
       environment: { ...props.environment, NODE_OPTIONS: '--enable-source-maps' },
-      bundling: {
-        format: OutputFormat.ESM,
-        target: 'node24',
-        mainFields: MAIN_FIELDS,
-        banner: ESM_REQUIRE_BANNER,
-        minify: true,
-        sourceMap: true,
-        sourceMapMode: SourceMapMode.DEFAULT,
-        // The deployed code runs the SDK versions it was tested with, not the runtime's copy.
-        bundleAwsSDK: true,
-        // Only opt-in packages the project has not installed: the function cannot opt in to them.
-        externalModules: absentOptInPackages(props.projectRoot),
-        forceDockerBundling: false,
-        esbuildArgs: {
-          ...Object.fromEntries(Object.entries(builtinAliases()).map(([name, shim]) => [`--alias:${name}`, shim])),
-          ...(props.agentsEntry === undefined ? {} : { [`--alias:${AGENTS_SPECIFIER}`]: props.agentsEntry }),
-          ...(props.fromSource ? { '--conditions': SOURCE_CONDITION } : {}),
-        },
-      },
     });
 
     // Active tracing set on the resource: the `tracing` prop would add an inline `Resource: *` X-Ray statement.
@@ -126,5 +110,39 @@ export class BatonFunction extends Construct {
       reason:
         'Active tracing needs X-Ray PutTraceSegments and PutTelemetryRecords, which support no resource-level permissions; the AWS-managed write policy grants only those and the sampling reads.',
     });
+  }
+}
+
+/**
+ * The function's code: bundled at synth time by the project's own esbuild (no Docker), with the
+ * options `baton bench` measures (bundling.ts). CDK's NodejsFunction is not used because it
+ * writes one file, and a function split into chunks parses only what it runs at a cold start.
+ * The asset's hash is the bundle's, so a change that does not change the output deploys nothing.
+ */
+function bundledCode(projectRoot: string, input: FunctionBundleInput): Code {
+  return Code.fromAsset(projectRoot, {
+    assetHashType: AssetHashType.OUTPUT,
+    bundling: {
+      // Never pulled: local bundling always answers (or throws saying what is missing).
+      image: DockerImage.fromRegistry('baton-bundles-locally'),
+      local: {
+        tryBundle(outputDir) {
+          const result = loadEsbuild(projectRoot).buildSync(functionBuildOptions(input, outputDir));
+          if (result.errors.length > 0) throw new Error(`esbuild failed to bundle ${input.entry}`);
+          return true;
+        },
+      },
+    },
+  });
+}
+
+/** The project's esbuild (a dev dependency, as the README says), with an error that says so. */
+function loadEsbuild(projectRoot: string): typeof Esbuild {
+  try {
+    return createRequire(join(projectRoot, 'package.json'))('esbuild') as typeof Esbuild;
+  } catch (error) {
+    throw new Error(
+      `Baton bundles its functions with esbuild, which ${projectRoot} does not have: run \`npm install -D esbuild\` there (${String(error)})`,
+    );
   }
 }

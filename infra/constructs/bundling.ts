@@ -1,10 +1,12 @@
 import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { BuildOptions } from 'esbuild';
 
 /**
- * How a Baton function is bundled (esbuild, through CDK's NodejsFunction), in one place so that
- * `baton bench` measures the bundles the construct deploys. No CDK import here: the bench loads it.
+ * How a Baton function is bundled (esbuild, run by the construct's local bundling), in one place
+ * so that `baton bench` measures the bundles the construct deploys. No CDK import here: the bench
+ * loads it.
  */
 
 /** The export condition under which `baton` resolves to its TypeScript sources in a checkout (package.json). */
@@ -69,4 +71,53 @@ export function absentOptInPackages(projectRoot: string): string[] {
     }
   };
   return OPT_IN_PACKAGES.filter((name) => !installed(name));
+}
+
+/** What one function's bundle is built from. */
+export interface FunctionBundleInput {
+  /** Absolute path of the handler file (it exports `handler`). */
+  readonly entry: string;
+  /** Absolute path of the module `#agents` maps to; undefined for a handler that imports its agents itself. */
+  readonly agentsEntry?: string | undefined;
+  /** Bundling Baton's own TypeScript sources (a checkout): resolve `baton` through its source condition. */
+  readonly fromSource: boolean;
+  /** Packages left out of the bundle. */
+  readonly external: readonly string[];
+  readonly sourcemap: boolean;
+}
+
+/** The handler file of a bundle, in its output folder: Lambda's handler is `index.handler`. */
+export const BUNDLE_ENTRY_FILE = 'index.mjs';
+
+/**
+ * esbuild's options for one function: a minified ESM bundle written to `outdir` as `index.mjs`
+ * plus chunks. Split into chunks, so what the function imports only on demand (the S3 and
+ * Bedrock SDKs, the X-Ray SDK, OpenTelemetry, the MCP and AI SDK adapters) is not even parsed at
+ * a cold start: in one file V8 still has to read every byte of it, which measured ~45 % of the
+ * Bedrock-only step function's cold import (`baton bench --only bundle`).
+ */
+export function functionBuildOptions(input: FunctionBundleInput, outdir: string): BuildOptions {
+  return {
+    entryPoints: { index: input.entry },
+    outdir,
+    bundle: true,
+    splitting: true,
+    format: 'esm',
+    outExtension: { '.js': '.mjs' },
+    chunkNames: 'chunks/[name]-[hash]',
+    platform: 'node',
+    target: 'node24',
+    minify: true,
+    sourcemap: input.sourcemap,
+    mainFields: MAIN_FIELDS,
+    conditions: input.fromSource ? [SOURCE_CONDITION] : [],
+    external: [...input.external],
+    alias: {
+      ...builtinAliases(),
+      ...(input.agentsEntry === undefined ? {} : { [AGENTS_SPECIFIER]: input.agentsEntry }),
+    },
+    // Each chunk is a module of its own and gets its own `require`.
+    banner: { js: ESM_REQUIRE_BANNER },
+    logLevel: 'warning',
+  };
 }

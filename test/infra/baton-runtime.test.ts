@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Duration, Stack, Validations } from 'aws-cdk-lib';
 import { Match, type Template } from 'aws-cdk-lib/assertions';
@@ -528,24 +528,26 @@ describe("BatonRuntime with a team's props", () => {
     }
   });
 
-  it("bundles the team's agents as #agents in place of the demo agents, into an ESM bundle that loads", () => {
+  it("bundles the team's agents as #agents in place of the demo agents, into an ESM bundle split into chunks that load", () => {
     const stepId = logicalId(custom, 'AWS::Lambda::Function', 'TeamStepFunction');
     const dir = synthesized.assetDir(team, stepId);
-    const bundle = readFileSync(join(dir, 'index.mjs'), 'utf8');
+    const bundle = bundleText(dir);
 
     expect(bundle).toContain(FIXTURE_AGENT_NAME);
     expect(bundle).not.toContain('order-investigator');
     // The API admits inputs against the same agents (their schemas), so it bundles them too.
-    const api = readFileSync(
-      join(synthesized.assetDir(team, logicalId(custom, 'AWS::Lambda::Function', 'TeamApiFunction')), 'index.mjs'),
-      'utf8',
-    );
+    const api = bundleText(synthesized.assetDir(team, logicalId(custom, 'AWS::Lambda::Function', 'TeamApiFunction')));
     expect(api).toContain(FIXTURE_AGENT_NAME);
     // node:http and node:https come through CommonJS: their ESM facades load undici at cold start.
     expect(bundle).not.toMatch(/from\s*"(node:)?https?"/);
     const loaded = spawnSync(
       process.execPath,
-      ['--input-type=module', '-e', "const m = await import('./index.mjs'); console.log(typeof m.handler);"],
+      [
+        '--input-type=module',
+        '-e',
+        // The handler, then every chunk it may load on demand (the S3 and Bedrock SDKs, tracers): each resolves its imports.
+        `const m = await import('./index.mjs'); for (const c of ${JSON.stringify(chunksOf(dir))}) await import('./' + c); console.log(typeof m.handler);`,
+      ],
       {
         cwd: dir,
         encoding: 'utf8',
@@ -564,3 +566,13 @@ describe("BatonRuntime with a team's props", () => {
     expect(loaded.stdout.trim()).toBe('function');
   });
 });
+
+/** The chunks of a function's bundle, relative to its folder. */
+const chunksOf = (dir: string): string[] =>
+  readdirSync(join(dir, 'chunks'))
+    .filter((name) => name.endsWith('.mjs'))
+    .map((name) => `chunks/${name}`);
+
+/** Every file of a function's bundle (the handler and its chunks), as one text. */
+const bundleText = (dir: string): string =>
+  ['index.mjs', ...chunksOf(dir)].map((file) => readFileSync(join(dir, file), 'utf8')).join('\n');

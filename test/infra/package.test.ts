@@ -210,10 +210,20 @@ async function synthBundles(cwd: string, outdir: string, bundle = true): Promise
       expect({ [plugin.pluginName]: plugin.violations.map((v) => v.ruleName) }).toEqual({ [plugin.pluginName]: [] });
   }
   const assets = (await readdir(outdir)).filter((name) => name.startsWith('asset.'));
+  // A function's bundle is its handler and the chunks it loads (on demand or not).
   return assets
-    .map((asset) => join(outdir, asset, 'index.mjs'))
-    .filter((file) => existsSync(file))
-    .map((file) => readFileSync(file, 'utf8'));
+    .filter((asset) => existsSync(join(outdir, asset, 'index.mjs')))
+    .map((asset) =>
+      [
+        join(outdir, asset, 'index.mjs'),
+        ...(existsSync(join(outdir, asset, 'chunks'))
+          ? readdirSync(join(outdir, asset, 'chunks')).map((name) => join(outdir, asset, 'chunks', name))
+          : []),
+      ]
+        .filter((file) => file.endsWith('.mjs'))
+        .map((file) => readFileSync(file, 'utf8'))
+        .join('\n'),
+    );
 }
 
 /** The hooks found in a bundle, by what they are. */
