@@ -1,5 +1,5 @@
 import { agentRegistry, type ChatMessage, defineAgent, scriptedModel } from '@baton-run/baton';
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** A chat turn's input: what the user typed (the chat routes send `{ text }`). */
 export const ChatTurn = z.object({ text: z.string().min(1).max(4_000) });

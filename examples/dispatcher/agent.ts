@@ -7,7 +7,7 @@ import {
   type ToolCall,
   toolResults,
 } from '@baton-run/baton';
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** One piece of work to hand to another agent. */
 export const DispatchTask = z.object({

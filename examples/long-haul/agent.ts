@@ -1,5 +1,5 @@
 import { defineAgent, defineTool, scriptedModel, systemClock, transcriptStats } from '@baton-run/baton';
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** `steps` tool calls returning about `payloadBytes` each, then done: the benchmark workload. */
 export const LongHaulInput = z.object({

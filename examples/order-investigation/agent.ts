@@ -8,7 +8,7 @@ import {
   scriptedModel,
   toolResults,
 } from '@baton-run/baton';
-import { z } from 'zod';
+import * as z from 'zod';
 import { ledgerPath } from '../simulated/ledger.ts';
 import { issueRefund, lookupOrder, reconcileRefund, scoreFraud, trackShipment } from '../simulated/services.ts';
 

@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { defineAgent, type ModelClient } from '@baton-run/baton';
 import { type McpServer, mcpTools } from '@baton-run/baton/mcp';
-import { z } from 'zod';
+import * as z from 'zod';
 import { researcherModel } from './model.ts';
 import { RESEARCH_TOOLS } from './tool-catalog.ts';
 

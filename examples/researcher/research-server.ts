@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { z } from 'zod';
+import * as z from 'zod';
 
 const LATENCY_MS = Number(process.env.RESEARCH_LATENCY_MS ?? 300);
 const NOTES_FILE = process.env.RESEARCH_NOTES_FILE ?? join(tmpdir(), 'baton-research-notes.json');

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { z } from 'zod';
+import * as z from 'zod';
 import { CorruptStateError, InvalidInputError } from '../core/errors.ts';
 import { canonicalJson, formatSessionKey, type SessionKey } from '../core/ids.ts';
 import { InboxItem } from '../core/inbox.ts';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { InvalidInputError } from '../core/errors.ts';
 import type { ToolEffect } from '../core/vocabulary.ts';
 import type { RetryPolicy } from './retry-policy.ts';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { TaskTool } from '../core/tasks.ts';
 import type { ToolSpec } from '../ports/model-client.ts';
 

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { SendMode } from '../client/baton-client.ts';
 import { NAME_PATTERN } from '../core/ids.ts';
 import { Ticket } from '../core/messages.ts';

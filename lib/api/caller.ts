@@ -1,5 +1,5 @@
 import type { LambdaFunctionURLEvent } from 'aws-lambda';
-import { z } from 'zod';
+import * as z from 'zod';
 import { NAME_PATTERN } from '../core/ids.ts';
 import { API_ROLES } from '../core/resources.ts';
 import { ALL_ROLES, type Role } from '../core/roles.ts';

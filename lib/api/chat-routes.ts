@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { type LivePosition, toModelText } from '../client/baton-client.ts';
 import { NotFoundError, TicketConflictError, TurnRefusedError } from '../core/errors.ts';
 import { DEFAULT_TENANT, deriveSessionId, NAME_PATTERN } from '../core/ids.ts';

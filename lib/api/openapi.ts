@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import type { Route } from './route.ts';
 
 type Components = Record<string, unknown>;

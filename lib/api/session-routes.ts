@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { type LivePosition, toModelText } from '../client/baton-client.ts';
 import { NotFoundError, TurnRefusedError } from '../core/errors.ts';
 import { DEFAULT_TENANT } from '../core/ids.ts';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { RUNTIME_DEFAULTS as D, ENV, NAME_PATTERN } from '../core/resources.ts';
 import { type ProducerMap, parseProducers } from '../core/tenancy.ts';
 import { parseTenantLimits, type TenantLimits } from '../core/tenant-limits.ts';

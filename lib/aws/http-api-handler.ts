@@ -1,5 +1,5 @@
 import type { LambdaFunctionURLEvent } from 'aws-lambda';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { AgentRegistry } from '../agent/define-agent.ts';
 import { createApiHandler } from '../api/api-handler.ts';
 import { CallerMap, iamCallerResolver } from '../api/caller.ts';

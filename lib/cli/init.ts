@@ -141,7 +141,7 @@ export function projectFiles(
     '.gitignore': 'node_modules/\ncdk.out/\n.baton/\n',
     'sample-ticket.json': json({ agent: 'greeter', input: { who: 'Ada' } }),
     'src/agents.ts': `import { agentRegistry, defineAgent, defineTool, scriptedModel, toolResults } from '@baton-run/baton';
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** A tool: typed input, a declared effect (pure: safe to run again after a crash). */
 const greet = defineTool({

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /**
  * What a human's decision or an operator's verdict names: one call in the journal and the input

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { callIdentityFields, identityOf, sameCall } from './call-identity.ts';
 import type { AwaitedApproval, ParkedCall, SessionView } from './fold.ts';
 import { interruptedOnceOnly } from './next-action.ts';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { callIdentityFields } from './call-identity.ts';
 import { NewerJournalFormatError } from './errors.ts';
 import { SpendLimitsSchema } from './spend.ts';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { HANDOFF_PATTERN, NAME_PATTERN, SESSION_ID_PATTERN } from './ids.ts';
 import { isCleanText } from './json-depth.ts';
 import { TENANT_PATTERN } from './resources.ts';

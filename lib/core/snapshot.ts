@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { z } from 'zod';
+import * as z from 'zod';
 import { foldJournal, type SessionView } from './fold.ts';
 import { EntryData, type JournalEntry, OriginalEffect, ToolCall } from './journal.ts';
 import { SpendLimitsSchema } from './spend.ts';

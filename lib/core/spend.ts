@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { InvalidInputError } from './errors.ts';
 import type { Usage } from './messages.ts';
 

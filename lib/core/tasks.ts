@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import type { SessionKey } from './ids.ts';
 import type { JournalEntry } from './journal.ts';
 import type { OutcomeStatus, SessionState } from './vocabulary.ts';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { describeIssues } from './messages.ts';
 import { ANY_TENANT, NAME_PATTERN } from './resources.ts';
 

@@ -10,7 +10,7 @@ import type {
   ToolSpecification,
   ToolUseBlock,
 } from '@aws-sdk/client-bedrock-runtime';
-import { z } from 'zod';
+import * as z from 'zod';
 import { errorMessage, StepError } from '../../core/errors.ts';
 import type { ToolCall } from '../../core/journal.ts';
 import type {

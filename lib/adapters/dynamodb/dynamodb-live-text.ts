@@ -1,5 +1,5 @@
 import { type DynamoDBDocumentClient, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { SessionKey } from '../../core/ids.ts';
 import type { LiveTextChunk, LiveTextStore } from '../../ports/live-text.ts';
 import { pkOf } from '../session-item-codec.ts';

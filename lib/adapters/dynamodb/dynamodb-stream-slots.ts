@@ -1,6 +1,6 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { z } from 'zod';
+import * as z from 'zod';
 import { admitStream, type StreamAdmission } from '../../core/stream-slots.ts';
 import type { StreamSlotStore } from '../../ports/stream-slots.ts';
 

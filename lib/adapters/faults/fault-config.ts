@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** The environment variable that turns fault injection on for a function process (JSON, see FaultConfig). */
 export const FAULTS_ENV = 'BATON_FAULTS';

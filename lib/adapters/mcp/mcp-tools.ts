@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import {
   type AnyTool,
   DEFAULT_TOOL_MAX_DURATION_MS,
