@@ -129,6 +129,29 @@ describe('check-upgrade', () => {
     expect(() => readExported(dir)).toThrow(/zz\.json: entry 1 is not a journal entry/);
   });
 
+  it('reads many live sessions at once and returns the oldest first, up to the limit, each with its own journal', async () => {
+    // Arrange: 40 conversations accepted one after another (the clock moves between them).
+    const test = makeTestDeps([desk(1, 'at-turn')]);
+    const ids: string[] = [];
+    for (let i = 0; i < 40; i++) {
+      await acceptTicket(ticketBody('desk', `S${i}`, `hello ${i}`), undefined, test.deps);
+      ids.push(deriveSessionId('default', 'desk', `S${i}`));
+      test.clock.advance(10);
+    }
+    await drain(test.deps);
+
+    // Act
+    const sessions = await liveSessionsForCheck(test.store, 30);
+
+    // Assert
+    expect(sessions.map((s) => s.key.id)).toEqual(ids.slice(0, 30));
+    for (const s of sessions) {
+      expect(s.entries.find((e) => e.kind === 'input')?.data).toMatchObject({
+        input: `hello ${ids.indexOf(s.key.id)}`,
+      });
+    }
+  });
+
   it('refuses --sessions with --from, and a --sessions that is not a count', async () => {
     const io = { json: false, out: () => {}, connect: {} };
     await expect(checkUpgradeCommand(['--agents', 'm.ts', '--sessions', '5', '--from', 'd'], io)).rejects.toThrow(
