@@ -64,7 +64,7 @@ export interface ConversationFigures {
   /** Turns 2…N of the conversation above, and of a conversation of longer turns. */
   readonly turnCosts: readonly TurnCost[];
   readonly newTurnReads: NewTurnReads;
-  /** An idle conversation over a measured period with the sweeper polling throughout. */
+  /** An idle conversation while a sweeper run's window passes (a run with nothing to watch polls once). */
   readonly idle: {
     readonly periodMs: number;
     readonly sweeps: number;
@@ -112,7 +112,7 @@ const isStep = (entry: JournalEntry) => entry.kind === 'model' || entry.kind ===
  * A support-desk conversation of `turns` turns through the real runtime on DynamoDB Local:
  * writes per step over all of it and over the last turn's steps, the fixed writes of a turn (for
  * these turns and for longer ones), the reads of a new turn on a session with a long history, what
- * an idle period costs with the sweeper polling, and how long an injected message takes to land.
+ * an idle period costs with the sweeper running, and how long an injected message takes to land.
  */
 export async function measureConversationCost(options: ConversationCostOptions): Promise<ConversationFigures> {
   const agent = supportDesk({ workMs: options.workMs });
@@ -238,7 +238,7 @@ export async function measureConversationCost(options: ConversationCostOptions):
     >,
   };
 
-  // Idle: nothing runs, the sweeper polls the whole period.
+  // Idle: nothing runs; a sweeper run over the period finds nothing to watch and polls once.
   const idleBefore = runtime.meter.snapshot();
   const kicksBefore = runtime.work.sent.length;
   const swept = await sweep(

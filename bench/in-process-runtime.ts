@@ -73,6 +73,8 @@ export interface InProcessRuntimeOptions {
   readonly functionTimeoutMs: number;
   readonly reserveMs?: number | undefined;
   readonly leaseTtlMs?: number | undefined;
+  /** How soon the sweeper looks at a session accepted or handed off (default 1 s; deployed, the lease TTL). */
+  readonly sweepGraceMs?: number | undefined;
   readonly onAppend?: AppendListener | undefined;
   /** Wraps the store the runtime uses (to count what one session writes). */
   readonly wrapStore?: ((store: SessionStore) => SessionStore) | undefined;
@@ -119,7 +121,7 @@ export class InProcessRuntime {
         leaseTtlMs,
         reserveMs: options.reserveMs ?? 500,
         retentionDays: 1,
-        sweepGraceMs: SWEEP_GRACE_MS,
+        sweepGraceMs: options.sweepGraceMs ?? SWEEP_GRACE_MS,
         tenantLimits: options.tenantLimits,
       },
       random: Math.random,

@@ -5,6 +5,9 @@ import { createDocumentClient } from '../lib/adapters/aws-clients.ts';
 import { pkOf } from '../lib/adapters/session-item-codec.ts';
 import type { SessionKey } from '../lib/core/ids.ts';
 import type { JournalEntry } from '../lib/core/journal.ts';
+import { RUNTIME_DEFAULTS } from '../lib/core/resources.ts';
+import { SWEEP_SHARDS } from '../lib/ports/session-store.ts';
+import { sweep } from '../lib/runtime/sweeper.ts';
 import { acceptTurn } from '../lib/runtime/turn-intake.ts';
 import { type BenchDynamoDb, InProcessRuntime, meteredClient } from './in-process-runtime.ts';
 import { diffTotals, type MeterTotals } from './request-meter.ts';
@@ -58,8 +61,14 @@ const DURABLE_CHECKPOINT_BYTES_PER_STEP = 711;
  */
 export const BILLED_REQUEST_MS = { dynamodb: 5, sqs: 10 } as const;
 const FUNCTION_MEMORY_GB = 1;
-/** The sweeper: one run a minute polling for 55 s at 256 MB, 4 sweep shards queried every 5 s (lib/core/resources.ts). */
-const SWEEPER = { runsPerDay: 1_440, secondsPerRun: 55, memoryGb: 0.25, pollsPerRun: 11, shards: 4 } as const;
+/**
+ * The sweeper: one run a minute at 256 MB (infra/constructs/baton-runtime.ts). With nothing leased,
+ * pending or due it polls once (a query per sweep shard) and returns; billed for its queries at
+ * BILLED_REQUEST_MS.dynamodb each plus `overheadMs` for the handler and its metrics flush.
+ */
+const SWEEPER = { runsPerDay: 1_440, memoryGb: 0.25, overheadMs: 10 } as const;
+/** Before: every run polled for its whole 55 s window, every 5 s, whatever the load. */
+const SWEEPER_BEFORE = { secondsPerRun: 55, pollsPerRun: 11 } as const;
 
 /** The requests one workload made, as counted by the bench (DynamoDB at the client, queues in memory). */
 export interface WorkloadCounts {
@@ -82,6 +91,18 @@ export interface PriceFigures {
   readonly idleStoredBytes: number;
   /** Requests while idle: the sweeper polls the sweep index, where an idle session is not. */
   readonly idleRequests: number;
+  /** One scheduled sweeper run on this table once both sessions are idle, with the deployed window and interval. */
+  readonly idleSweep: IdleSweep;
+}
+
+export interface IdleSweep {
+  readonly polls: number;
+  readonly reads: number;
+  readonly rcu: number;
+  /** Wall time of the run, in process on DynamoDB Local. */
+  readonly ms: number;
+  /** False when the table still held a session due within the window (the bench's other sections): the run was cut short. */
+  readonly idle: boolean;
 }
 
 /**
@@ -94,10 +115,13 @@ export async function measurePriceWorkloads(options: {
   functionTimeoutMs: number;
 }): Promise<PriceFigures> {
   // Long-haul: one ticket, its legs and steps.
+  // The sweep grace as deployed (the lease TTL): a hand-off's backstop then keeps the lease's sweepAt.
+  const sweepGraceMs = RUNTIME_DEFAULTS.leaseTtlMs;
   const haul = new InProcessRuntime({
     db: options.db,
     agents: [longHaul],
     functionTimeoutMs: options.functionTimeoutMs,
+    sweepGraceMs,
   });
   const haulBefore = haul.meter.snapshot();
   await haul.submit(longHaul.name, { steps: 500, payloadBytes: 256, stepMs: 0 });
@@ -117,6 +141,7 @@ export async function measurePriceWorkloads(options: {
     db: options.db,
     agents: [agent],
     functionTimeoutMs: options.functionTimeoutMs,
+    sweepGraceMs,
     onAppend: (_key: SessionKey, entry: JournalEntry) => {
       if (entry.kind === 'model' || entry.kind === 'tool') steps++;
     },
@@ -130,7 +155,7 @@ export async function measurePriceWorkloads(options: {
     chat.meter.snapshot(),
   ];
   await acceptTurn(
-    { key, turnId: 'price-turn-2', ticketId: 'price-turn-2', input: { text: 'work 2' }, sweepGraceMs: 30_000 },
+    { key, turnId: 'price-turn-2', ticketId: 'price-turn-2', input: { text: 'work 2' }, sweepGraceMs },
     chat.deps,
   );
   await chat.drain(2);
@@ -141,7 +166,36 @@ export async function measurePriceWorkloads(options: {
     results: chat.results.sent.length - resultsBefore,
   });
 
-  return { longHaul: longHaulCounts, chatTurn, idleStoredBytes: await storedBytes(options.db, key), idleRequests: 0 };
+  return {
+    longHaul: longHaulCounts,
+    chatTurn,
+    idleStoredBytes: await storedBytes(options.db, key),
+    idleRequests: 0,
+    idleSweep: await idleSweep(chat),
+  };
+}
+
+/**
+ * One sweeper run as scheduled (the deployed window and interval) with both sessions idle. It
+ * should poll once and return; a table that still holds work due within the window (the bench's
+ * other sections share it) would keep it polling, so it is cut off after a few seconds and flagged.
+ */
+async function idleSweep(runtime: InProcessRuntime): Promise<IdleSweep> {
+  const before = runtime.meter.snapshot();
+  const started = Date.now();
+  const result = await sweep(
+    {
+      windowMs: RUNTIME_DEFAULTS.sweepWindowMs,
+      intervalMs: RUNTIME_DEFAULTS.sweepIntervalMs,
+      stalledAfterMs: 2 * RUNTIME_DEFAULTS.leaseTtlMs,
+      remainingMs: () => RUNTIME_DEFAULTS.sweepWindowMs + 15_000 - (Date.now() - started),
+      signal: AbortSignal.timeout(3_000),
+    },
+    runtime.deps,
+  );
+  const ms = Date.now() - started;
+  const cost = diffTotals(runtime.meter.snapshot(), before);
+  return { polls: result.polls, reads: cost.reads, rcu: cost.rcu, ms, idle: result.idle };
 }
 
 function counts(
@@ -250,17 +304,33 @@ export function priceIdleDay(storedBytes: number): { baton: number; lambdaDurabl
   return { baton, lambdaDurable, times: lambdaDurable / baton };
 }
 
-/** What a deployment costs per day with nothing to do: the sweeper's minute-long polling runs. */
-export function deploymentFloorPerDay(): { usd: number; gbSeconds: number; reads: number } {
+/**
+ * What a deployment costs per day with nothing to do: the sweeper's scheduled runs. Each polls
+ * once — a query per shard, at least 0.5 read unit each (an empty, eventually consistent page) —
+ * and returns; `measured` (the bench's own idle run) gives the queries when it was idle.
+ */
+export function deploymentFloorPerDay(measured?: IdleSweep): {
+  usd: number;
+  gbSeconds: number;
+  reads: number;
+  before: { usd: number; gbSeconds: number; reads: number };
+} {
   const s = SWEEPER;
-  const gbSeconds = s.runsPerDay * s.secondsPerRun * s.memoryGb;
-  // An empty page of the sweep index: 0.5 read unit (eventually consistent), per shard and poll.
-  const reads = s.runsPerDay * s.pollsPerRun * s.shards * 0.5;
-  const usd =
-    gbSeconds * AWS_PRICES.lambdaGbSecondArm +
-    s.runsPerDay * AWS_PRICES.lambdaRequest +
-    reads * AWS_PRICES.dynamodbReadUnit;
-  return { usd, gbSeconds, reads };
+  const queries = measured?.idle ? measured.reads : SWEEP_SHARDS;
+  const gbSeconds = (s.runsPerDay * (queries * BILLED_REQUEST_MS.dynamodb + s.overheadMs) * s.memoryGb) / 1000;
+  // DynamoDB Local reports no capacity for an empty page; DynamoDB bills a query at least 0.5 unit (eventually consistent).
+  const reads = s.runsPerDay * Math.max(measured?.idle ? measured.rcu : 0, queries * 0.5);
+  const price = (gbs: number, rru: number) =>
+    gbs * AWS_PRICES.lambdaGbSecondArm + s.runsPerDay * AWS_PRICES.lambdaRequest + rru * AWS_PRICES.dynamodbReadUnit;
+  const b = SWEEPER_BEFORE;
+  const beforeGbSeconds = s.runsPerDay * b.secondsPerRun * s.memoryGb;
+  const beforeReads = s.runsPerDay * b.pollsPerRun * SWEEP_SHARDS * 0.5;
+  return {
+    usd: price(gbSeconds, reads),
+    gbSeconds,
+    reads,
+    before: { usd: price(beforeGbSeconds, beforeReads), gbSeconds: beforeGbSeconds, reads: beforeReads },
+  };
 }
 
 const int = (n: number) => Math.round(n).toLocaleString('en-US');
@@ -303,7 +373,7 @@ export function priceReport(counts: PriceFigures): PriceReport {
     longHaul1000Steps: priceWorkload(counts.longHaul, 1_000),
     chatTurn: priceWorkload(counts.chatTurn),
     idleConversationDay: priceIdleDay(counts.idleStoredBytes),
-    idleDeploymentDay: deploymentFloorPerDay(),
+    idleDeploymentDay: deploymentFloorPerDay(counts.idleSweep),
   };
 }
 
@@ -332,10 +402,18 @@ export function priceRows(report: PriceReport): Array<[string, string, string]> 
     `${kb(figures.idleStoredBytes)} stored, ${figures.idleRequests} requests; Lambda durable ${usd(idle.lambdaDurable)} (${dec(idle.times)}×)`,
   ]);
   const floor = report.idleDeploymentDay;
+  const run = figures.idleSweep;
   rows.push([
     'a deployment with nothing to do, per day',
     usd(floor.usd),
-    `the sweeper: ${int(floor.gbSeconds)} GB-s, ${int(floor.reads)} RRU`,
+    `the sweeper: 1,440 runs, ${dec(floor.gbSeconds)} GB-s, ${int(floor.reads)} RRU; polling the whole minute ${usd(floor.before.usd)}`,
+  ]);
+  rows.push([
+    '  an idle sweeper run (deployed window)',
+    `${run.polls} poll${run.polls === 1 ? '' : 's'}`,
+    run.idle
+      ? `${run.reads} queries, ${dec(run.rcu)} RRU, ${int(run.ms)} ms in process`
+      : `cut off after ${int(run.ms)} ms: the table held work due within the window (modelled as one poll)`,
   ]);
   return rows;
 }

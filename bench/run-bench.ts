@@ -493,9 +493,9 @@ export function formatBenchReport(report: BenchReport): string[] {
     ]);
     for (const [target, x] of Object.entries(r.byTarget)) if (x.requests > 0) rows.push([`    ${target}`, read(x), '']);
     rows.push([
-      `idle ${dec(c.idle.periodMs / 1000, 0)} s, sweeper polling (${c.idle.sweeps} polls)`,
+      `idle, a sweeper run of a ${dec(c.idle.periodMs / 1000, 0)} s window (${c.idle.sweeps} poll${c.idle.sweeps === 1 ? '' : 's'})`,
       `${c.idle.writes} writes, ${c.idle.kicks} kicks`,
-      'target 0 and 0',
+      'target 0 and 0; nothing to watch, one poll',
     ]);
     const sorted = [...c.injectLatencyMs].sort((a, b) => a - b);
     rows.push([

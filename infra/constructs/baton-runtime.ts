@@ -50,7 +50,7 @@ const MIN_RENEWAL_INTERVAL = Duration.seconds(1);
 const RENEWALS_PER_TTL = 3;
 /** Lambda's hard limit on a function's timeout. */
 const LAMBDA_MAX_TIMEOUT = Duration.minutes(15);
-/** Schedules fire at most once a minute; the sweeper polls for most of that minute. */
+/** Schedules fire at most once a minute; the sweeper polls for most of that minute while there is something to watch, else once. */
 const SWEEP_SCHEDULE_PERIOD = Duration.minutes(1);
 const SWEEP_WINDOW = Duration.seconds(55);
 /** Room after the sweep window for the last poll and the metrics flush. */
@@ -160,7 +160,8 @@ export interface BatonRuntimeProps {
   readonly budgetReserve?: Duration;
   /**
    * Lease time to live: a crashed leg's session is recovered about this long (plus a sweep
-   * interval) after its last renewal.
+   * interval) after its last renewal, or by the next scheduled sweeper run when the lease was
+   * taken while the sweeper had nothing to watch (within a minute of the acquire).
    * @default 30 seconds (RUNTIME_DEFAULTS.leaseTtlMs)
    */
   readonly leaseTtl?: Duration;

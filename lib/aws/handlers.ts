@@ -125,7 +125,8 @@ export function createStepHandler(options: HandlerOptions) {
 }
 
 /**
- * The sweeper: runs on a schedule and polls every few seconds within its window. It needs no
+ * The sweeper: runs on a schedule and polls every few seconds within its window while anything is
+ * leased, pending or due in it (once, and returns, when nothing is). It needs no
  * agents (it re-kicks stalled sessions; the step function runs them).
  * @example export const handler = createSweeperHandler();
  */

@@ -10,6 +10,30 @@ export const DEFAULT_LEASE_TTL_MS = RUNTIME_DEFAULTS.leaseTtlMs;
 /** Renew three times per TTL, so one lost renewal never loses the lease. */
 export const renewIntervalMs = (ttlMs: number): number => Math.floor(ttlMs / 3);
 
+/** The most a `sweepAt` (or a new lease's expiry) moves off what was asked to meet the one already set: a tenth of the TTL. */
+export const sweepAlignMs = (ttlMs: number): number => Math.floor(ttlMs / 10);
+
+/**
+ * The `sweepAt` to write when `wanted` is asked for and the record holds `held`. Moving
+ * `sweepAt` is a delete and a put of the session's sweep index entry (2 write units on
+ * DynamoDB); writing the value it already holds writes no index at all. A lease's expiry, a
+ * hand-off's backstop and the next turn's grace are all about a TTL ahead and only bound when the
+ * sweeper looks, so a value within a tenth of the TTL of the one asked for stands in for it.
+ */
+export function alignSweepAt(held: number | undefined, wanted: number, ttlMs: number): number {
+  return held !== undefined && Math.abs(held - wanted) <= sweepAlignMs(ttlMs) ? held : wanted;
+}
+
+/**
+ * The expiry of a lease taken now (an acquire sets `sweepAt = until`). A turn's enqueue, or a
+ * leg's hand-off moments before, set `sweepAt` a TTL ahead just before the kick arrives: the new
+ * lease then ends exactly there, at most a tenth of the TTL shorter or longer than `now + TTL`,
+ * and the acquire writes no index. The holder's heartbeat counts from the expiry it got.
+ */
+export function leaseUntil(record: Pick<LeaseState, 'sweepAt'>, now: number, ttlMs: number): number {
+  return alignSweepAt(record.sweepAt, now + ttlMs, ttlMs);
+}
+
 /** What a leg knows of how fresh its session record and its lease are, at a step boundary. */
 export interface RecordInHand {
   readonly now: number;

@@ -94,7 +94,10 @@ export const API_ROLES = ['submit', 'converse', 'approve', 'operate', 'read'] as
  * the functions' configuration parser, the runtime's config and the local stack default to these.
  */
 export const RUNTIME_DEFAULTS = {
-  /** A crashed leg's session is recovered about this long (plus a sweep interval) after its last renewal. */
+  /**
+   * A crashed leg's session is recovered about this long (plus a sweep interval) after its last
+   * renewal; a lease taken while the sweeper had nothing to watch, by its next run at the latest.
+   */
   leaseTtlMs: 30_000,
   /** Kept back at the end of each leg to checkpoint and hand off. */
   reserveMs: 5_000,
@@ -108,7 +111,10 @@ export const RUNTIME_DEFAULTS = {
   retentionDays: 30,
   /** How often the sweeper polls for expired leases within its window. */
   sweepIntervalMs: 5_000,
-  /** How long one scheduled sweeper run polls (the schedule fires every minute). */
+  /**
+   * How long one scheduled sweeper run polls while something is leased, pending or due within it
+   * (the schedule fires every minute); a run that finds nothing returns after one poll.
+   */
   sweepWindowMs: 55_000,
   /** The step function's timeout: the length of one leg. */
   functionTimeoutMs: 300_000,

@@ -34,7 +34,9 @@ export class Heartbeat {
     private readonly options: HeartbeatOptions,
     until: number,
   ) {
-    this.#lastGood = options.clock.now();
+    // As if renewed a TTL before the expiry it starts from: an acquire may align the expiry a
+    // little off now + TTL (lib/core/lease.ts leaseUntil), and the lease is lost by that expiry.
+    this.#lastGood = Math.min(options.clock.now(), until - options.ttlMs);
     this.#until = until;
   }
 

@@ -16,7 +16,7 @@ export interface SweepOptions {
   readonly rekickAfterMs?: number | undefined;
 }
 
-/** Kicks per shard query; a backlog drains over successive polls. */
+/** Index entries per shard query (due first, then those due within the window); a backlog drains over successive polls. */
 const SWEEP_PAGE = 100;
 /** Stop polling this long before the invocation's deadline. */
 const SWEEP_RESERVE_MS = 2_000;
@@ -25,12 +25,26 @@ const MAX_REKICK_BACKOFF = 8;
 
 /**
  * Finds sessions whose lease expired while work is pending (or whose wake-up is due) and kicks
- * them, polling every few seconds for the whole window. Recovery after a crash thus takes about
- * lease TTL + the poll interval; the SQS visibility timeout is only the backstop.
+ * them, polling every few seconds within the window — but only while there is something to
+ * watch: each poll reads every entry of the sweep index that comes due before the window ends
+ * (a live lease, a pending kick, a timer), and a poll that finds none ends the invocation. A
+ * deployment with nothing in flight thus pays one poll a minute, not a minute of polling.
+ *
+ * Recovery after a crash takes about lease TTL + the poll interval while the sweeper is polling,
+ * which it is whenever a lease was live at a poll. A lease taken after a poll found the index
+ * empty is first seen by the next scheduled invocation, within a schedule period of that poll:
+ * its owner's crash is then recovered within max(TTL + interval, period) of the acquire. The SQS
+ * visibility timeout is only the backstop.
  */
-export async function sweep(options: SweepOptions, deps: SweeperDeps): Promise<{ polls: number; kicked: number }> {
+export async function sweep(
+  options: SweepOptions,
+  deps: SweeperDeps,
+): Promise<{ polls: number; kicked: number; idle: boolean }> {
   const started = deps.clock.now();
+  // The last poll of this invocation is at most this late: an entry due after it is the next invocation's.
+  const horizon = started + options.windowMs;
   let polls = 0;
+  let idle = false;
   let kicked = 0;
   // A session stays due until a kick is acquired. When kicks wait in a backed-up queue, kicking
   // every due session on every poll floods the queue with duplicates that starve the real work:
@@ -41,9 +55,12 @@ export async function sweep(options: SweepOptions, deps: SweeperDeps): Promise<{
     const now = deps.clock.now();
     let stalled = 0;
     const seen = new Map<string, { at: number; gapMs: number }>();
+    let watched = 0;
     for (let shard = 0; shard < SWEEP_SHARDS; shard++) {
-      // Oldest first: the stalled sessions are counted from the same page, not a second query.
-      const due = await deps.store.findDue(shard, now, SWEEP_PAGE);
+      // Oldest first: the due sessions head the page, and the stalled ones are counted from it.
+      const page = await deps.store.findDue(shard, Math.max(now, horizon), SWEEP_PAGE);
+      watched += page.length;
+      const due = page.filter((d) => d.sweepAt < now);
       stalled += due.filter((d) => d.sweepAt < now - options.stalledAfterMs).length;
       for (const { key } of due) {
         const id = formatSessionKey(key);
@@ -62,6 +79,11 @@ export async function sweep(options: SweepOptions, deps: SweeperDeps): Promise<{
     polls++;
     deps.telemetry.metrics.count('StalledSessions', stalled);
     if (kicked > 0 || stalled > 0) deps.telemetry.logger.info('sweep', { kicked, stalled });
+    // Nothing leased, pending or due within the window: the next scheduled invocation looks again.
+    if (watched === 0) {
+      idle = true;
+      break;
+    }
     const elapsed = deps.clock.now() - started;
     if (
       elapsed + options.intervalMs >= options.windowMs ||
@@ -70,5 +92,5 @@ export async function sweep(options: SweepOptions, deps: SweeperDeps): Promise<{
       break;
     await deps.clock.sleep(options.intervalMs, options.signal).catch(() => undefined);
   }
-  return { polls, kicked };
+  return { polls, kicked, idle };
 }

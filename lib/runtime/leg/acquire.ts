@@ -1,4 +1,4 @@
-import { planAcquire } from '../../core/lease.ts';
+import { leaseUntil, planAcquire } from '../../core/lease.ts';
 import type { Kick } from '../../core/messages.ts';
 import type { KickReason } from '../../core/vocabulary.ts';
 import type { SessionRecord } from '../../ports/session-store.ts';
@@ -59,7 +59,7 @@ export async function acquireForKick(
     }
     const acquired = await deps.store.acquire(key, {
       owner,
-      until: now + deps.config.leaseTtlMs,
+      until: leaseUntil(record, now, deps.config.leaseTtlMs),
       now,
       expectEpoch: record.epoch,
       expectOwner: plan.expectOwner,

@@ -1,5 +1,6 @@
 import { errorMessage } from '../../core/errors.ts';
 import { type JournalEntry, legMarkerOf } from '../../core/journal.ts';
+import { alignSweepAt } from '../../core/lease.ts';
 import { takeSnapshot } from '../../core/snapshot.ts';
 import { type KickReason, type OutcomeStatus, type SessionState, terminalStateOf } from '../../core/vocabulary.ts';
 import { itemTtlSeconds, ttlSeconds } from '../deps.ts';
@@ -156,7 +157,7 @@ export async function yieldForBudget(leg: LegContext, what: string): Promise<Kic
   // The nonce goes on the record (a renewal, so only the holder can write it) before the
   // continuation carries it: only that continuation can take the lease over while it is live.
   const handoff = leg.deps.ids.handoffNonce();
-  await leg.deps.store.renew(leg.key, {
+  const renewed = await leg.deps.store.renew(leg.key, {
     owner: leg.owner,
     epoch: leg.signals.epoch,
     until: leg.deps.clock.now() + leg.deps.config.leaseTtlMs,
@@ -184,7 +185,13 @@ export async function yieldForBudget(leg: LegContext, what: string): Promise<Kic
       epoch: leg.signals.epoch,
       state: 'queued',
       seenVersion: leg.signals.record.pendingVersion,
-      sweepAt: leg.deps.clock.now() + leg.deps.config.sweepGraceMs,
+      // The renewal's expiry when it is about a grace ahead: the sweep index is not moved again,
+      // and the continuation's acquire keeps it too (lib/core/lease.ts).
+      sweepAt: alignSweepAt(
+        renewed.sweepAt,
+        leg.deps.clock.now() + leg.deps.config.sweepGraceMs,
+        leg.deps.config.leaseTtlMs,
+      ),
       progressed: leg.journal.progressed,
       ttlSeconds: ttlSeconds(leg.deps.config, leg.deps.clock.now()),
       tokens: leg.journal.tokensThisLeg,

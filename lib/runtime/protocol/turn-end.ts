@@ -1,3 +1,4 @@
+import { alignSweepAt } from '../../core/lease.ts';
 import { ttlSeconds } from '../deps.ts';
 import type { LegContext } from '../leg/leg-context.ts';
 import { fitsInBudget } from '../leg/leg-exit.ts';
@@ -37,7 +38,8 @@ async function endTurn(leg: LegContext, next: string | undefined, publishedTurnI
       next,
       expectPendingVersion: seen,
       now,
-      sweepAt: now + deps.config.sweepGraceMs,
+      // The lease's expiry when it is about a grace ahead: the next turn's backstop without moving the sweep index.
+      sweepAt: alignSweepAt(leg.signals.leaseUntil, now + deps.config.sweepGraceMs, deps.config.leaseTtlMs),
       progressed: leg.journal.progressed,
       ttlSeconds: ttlSeconds(deps.config, now),
       publishedTurnId,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { hasWork, mustReadRecord, planAcquire, renewIntervalMs } from '../../../lib/core/lease.ts';
+import { hasWork, leaseUntil, mustReadRecord, planAcquire, renewIntervalMs } from '../../../lib/core/lease.ts';
 
 const NOW = 100_000;
 const free = { state: 'queued' as const, epoch: 3, pendingVersion: 1, seenVersion: 0, cancelRequested: false };
@@ -95,5 +95,17 @@ describe('lease math', () => {
       // On schedule (a renewal every TTL/3) more than half a TTL is always left.
       expect(mustReadRecord({ ...renewedAt(NOW), readAt: NOW + 9_990, now: NOW + 9_999 })).toBe(false);
     });
+  });
+
+  it('ends a new lease at the sweepAt already set when it lies within a tenth of the TTL of now + TTL', () => {
+    const ttl = 30_000;
+    // The enqueue set sweepAt a TTL ahead 200 ms before the kick came: the lease keeps it (no index write).
+    expect(leaseUntil({ sweepAt: NOW - 200 + ttl }, NOW, ttl)).toBe(NOW - 200 + ttl);
+    expect(leaseUntil({ sweepAt: NOW + ttl + 3_000 }, NOW, ttl)).toBe(NOW + ttl + 3_000);
+    // Too far off (a timer, an old expiry, a late kick), or none: a full TTL from now.
+    expect(leaseUntil({ sweepAt: NOW + ttl - 3_001 }, NOW, ttl)).toBe(NOW + ttl);
+    expect(leaseUntil({ sweepAt: NOW - 1 }, NOW, ttl)).toBe(NOW + ttl);
+    expect(leaseUntil({ sweepAt: NOW + 60 * ttl }, NOW, ttl)).toBe(NOW + ttl);
+    expect(leaseUntil({}, NOW, ttl)).toBe(NOW + ttl);
   });
 });

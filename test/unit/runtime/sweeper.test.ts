@@ -43,17 +43,58 @@ describe('the sweeper', () => {
     expect(total('StalledSessions')).toBe(1);
   });
 
-  it('polls every interval within its window and stops before the invocation runs out', async () => {
-    const { deps } = makeTestDeps([lookupAgent()]);
+  it('polls every interval within its window while a session is due, and stops before the invocation runs out', async () => {
+    const { deps, clock } = makeTestDeps([lookupAgent()]);
+    // A ticket whose kick is lost: due once the grace passes, and no leg ever takes it.
+    await acceptTicket(ticketBody('lookup-agent', 'S-3', { ids: [] }), undefined, deps);
+    clock.advance(deps.config.sweepGraceMs + 20);
     const polls = await sweep(
       { windowMs: 250, intervalMs: 50, stalledAfterMs: 1_000, remainingMs: () => 60_000 },
       deps,
     );
+    expect(polls).toMatchObject({ idle: false });
     expect(polls.polls).toBeGreaterThanOrEqual(3);
     const short = await sweep(
       { windowMs: 10_000, intervalMs: 50, stalledAfterMs: 1_000, remainingMs: () => 1_000 },
       deps,
     );
     expect(short.polls).toBe(1);
+  });
+
+  it('polls once and ends when nothing is leased, pending or due within its window', async () => {
+    // Arrange: an empty deployment, then one session due only after the window.
+    const { deps, clock } = makeTestDeps([lookupAgent()]);
+    const options = { windowMs: 55_000, intervalMs: 5_000, stalledAfterMs: 60_000, remainingMs: () => 70_000 };
+    const started = clock.now();
+
+    // Act + Assert: one poll, no time spent.
+    expect(await sweep(options, deps)).toEqual({ polls: 1, kicked: 0, idle: true });
+    expect(clock.now()).toBe(started);
+    await acceptTicket(ticketBody('lookup-agent', 'S-4', { ids: [] }), undefined, deps);
+    expect(await sweep({ ...options, windowMs: deps.config.sweepGraceMs - 1 }, deps)).toEqual({
+      polls: 1,
+      kicked: 0,
+      idle: true,
+    });
+  });
+
+  it('keeps polling for a session that comes due within its window, and kicks it when it does', async () => {
+    // Arrange: a ticket whose kick is lost, due after the grace.
+    const { deps, clock, workQueue } = makeTestDeps([lookupAgent()]);
+    const { key } = await acceptTicket(ticketBody('lookup-agent', 'S-5', { ids: [] }), undefined, deps);
+    workQueue.receive();
+    const started = clock.now();
+
+    // Act: a window longer than the grace, polled every 100 ms.
+    const swept = await sweep(
+      { windowMs: 5_000, intervalMs: 100, stalledAfterMs: 60_000, remainingMs: () => 70_000 },
+      deps,
+    );
+
+    // Assert: kicked on the first poll after its sweepAt, and watched until the window ended.
+    expect(swept).toMatchObject({ kicked: 1, idle: false });
+    expect(swept.polls).toBeGreaterThan(deps.config.sweepGraceMs / 100);
+    expect(clock.now() - started).toBeGreaterThanOrEqual(4_900);
+    expect(workQueue.receive()[0]?.body).toMatchObject({ reason: 'recovery', session: key });
   });
 });
