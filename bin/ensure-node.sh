@@ -15,13 +15,17 @@ node_version() {
   echo "${version#v}"
 }
 
-# Succeeds when version $1 (major.minor.patch, missing parts 0) is at least $2.
+# Succeeds when version $1 (major.minor.patch, missing parts 0, anything after a part's digits
+# ignored) is at least $2. In the shell itself: every `baton` call asks, and on a busy machine
+# each process started costs tens of ms.
 version_at_least() {
-  awk -v have="$1" -v want="$2" 'BEGIN {
-    split(have, h, "."); split(want, w, ".")
-    for (i = 1; i <= 3; i++) if (h[i] + 0 != w[i] + 0) exit !(h[i] + 0 > w[i] + 0)
-    exit 0
-  }'
+  _have=$1. _want=$2.
+  for _part in 1 2 3; do
+    _h=${_have%%.*} _w=${_want%%.*}
+    _have=${_have#*.} _want=${_want#*.}
+    _h=${_h%%[!0-9]*} _w=${_w%%[!0-9]*}
+    [ "${_h:-0}" -eq "${_w:-0}" ] || { [ "${_h:-0}" -gt "${_w:-0}" ]; return; }
+  done
 }
 
 # The pinned Node package for an OS and CPU as `uname -s` and `uname -m` name them, printed as

@@ -308,7 +308,7 @@ async function acceptMessage(
         `chat ${body.id} has no conversation with ${agent}: its first message starts one`,
       );
     // The message's id is the turn's: a retried POST converges on the turn it started.
-    const sent = await services.client.send(record.key.id, input, { id: message.id });
+    const sent = await services.client.sendTo(record, input, { id: message.id });
     return { sessionId: sent.sessionId, turnId: sent.turnId, from: positionOf(undefined) };
   } catch (error) {
     if (error instanceof TurnRefusedError) throw new ApiError(REFUSAL_CODES[error.reason], error.message);

@@ -364,7 +364,7 @@ export const SESSION_ROUTES: readonly Route[] = [
       const record = await visibleSession(context);
       const { input, id, mode, ifLastTurn, limits } = context.body;
       const sent = await refusalsAsErrors(() =>
-        context.services.client.send(record.key.id, input, { id, mode, ifLastTurn, limits }),
+        context.services.client.sendTo(record, input, { id, mode, ifLastTurn, limits }),
       );
       return { status: 202, json: sent };
     },

@@ -1,7 +1,9 @@
 import { parseArgs } from 'node:util';
-import type { BatonTransport, Forked, SpendFigures } from '../client/baton-client.ts';
-import { SendMode } from '../client/baton-client.ts';
 import { HttpBatonClient } from '../client/http-baton-client.ts';
+import { nodeHttpFetch } from '../client/node-http-fetch.ts';
+import { functionUrlRegion } from '../client/sigv4-fetch.ts';
+import type { BatonTransport, Forked, SpendFigures } from '../client/transport.ts';
+import { SendMode } from '../client/transport.ts';
 import { turnAnswering } from '../client/typed-client.ts';
 import type { CallIdentity, CallRef } from '../core/call-identity.ts';
 import { ForkEffects, SessionState } from '../core/vocabulary.ts';
@@ -33,17 +35,27 @@ export interface CommandIo {
  */
 async function client(io: CommandIo, options: { admitting?: boolean } = {}): Promise<BatonTransport> {
   if (io.client) return io.client;
-  if (io.connect.api)
-    return new HttpBatonClient({ baseUrl: io.connect.api, token: apiToken(io.connect.api, io.connect) });
+  if (io.connect.api) return httpClient(io.connect.api, apiToken(io.connect.api, io.connect));
   const target = await resolveTarget(io.connect);
   // Through baton dev's API the command loads neither the agents module nor the AWS SDK: a
   // `status` or a `send` then answers in a fraction of the time (docs/PERFORMANCE.md, the CLI).
-  if (target.localApi) return new HttpBatonClient({ baseUrl: target.localApi.url, token: target.localApi.token });
+  if (target.localApi) return httpClient(target.localApi.url, target.localApi.token);
   const agents = options.admitting && target.local ? await loadAgents(target.agentsModule) : undefined;
   // Loaded here, with the AWS SDK clients it builds, only by a command that talks to the tables.
   const { clientFor } = await import('../local/store-target.ts');
   return clientFor(target, agents);
 }
+
+/**
+ * The HTTP API's client. One call is all most commands make: over node:http it skips the ~100 ms
+ * fetch takes to load on its first call. A function URL keeps fetch, signed with SigV4.
+ */
+const httpClient = (baseUrl: string, token: string | undefined): HttpBatonClient =>
+  new HttpBatonClient({
+    baseUrl,
+    token,
+    ...(functionUrlRegion(baseUrl) === undefined ? { fetch: nodeHttpFetch } : {}),
+  });
 
 /** The one SESSION argument of a command that takes nothing else; anything more is an error, not ignored. */
 function onlySession(args: string[], usage: string): string {

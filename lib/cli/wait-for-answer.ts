@@ -1,4 +1,4 @@
-import type { BatonTransport, FollowEvent } from '../client/baton-client.ts';
+import type { BatonTransport, FollowEvent } from '../client/transport.ts';
 import { awaitTurnOutcome, type TurnEnding } from '../client/turn-outcome.ts';
 import type { EntryDataOf } from '../core/journal.ts';
 import type { CommandIo } from './session-commands.ts';

@@ -1,6 +1,8 @@
 import { parseSse } from '../api/sse.ts';
 import { type CallIdentity, type CallRef, callRef } from '../core/call-identity.ts';
 import { TurnRefusedError } from '../core/errors.ts';
+import type { FetchLike } from './node-http-fetch.ts';
+import { functionUrlRegion, sigv4Fetch } from './sigv4-fetch.ts';
 import {
   type BatonTransport,
   type CancelResult,
@@ -25,8 +27,7 @@ import {
   type SubmitRequest,
   type Submitted,
   type TaskInfo,
-} from './baton-client.ts';
-import { functionUrlRegion, sigv4Fetch } from './sigv4-fetch.ts';
+} from './transport.ts';
 
 /** The call a posted decision or verdict named, from the API's answer (DecisionResponse). */
 function namedCall(answer: unknown): CallIdentity {
@@ -37,8 +38,11 @@ function namedCall(answer: unknown): CallIdentity {
 export interface HttpBatonClientOptions {
   /** The API's base address: a function URL, or `baton dev`'s (…/api). */
   readonly baseUrl: string;
-  /** Defaults to fetch, signed with SigV4 when the address is a Lambda function URL. */
-  readonly fetch?: typeof fetch | undefined;
+  /**
+   * Defaults to fetch, signed with SigV4 when the address is a Lambda function URL. Any function
+   * with fetch's call and answer will do (the CLI passes nodeHttpFetch, which starts faster).
+   */
+  readonly fetch?: FetchLike | undefined;
   /** Extra headers on every request (locally: x-baton-tenants). */
   readonly headers?: Readonly<Record<string, string>> | undefined;
   /** `baton dev`'s token (local.json), sent as a bearer token; a function URL is signed instead. */
@@ -77,7 +81,7 @@ const FOLLOW_WAIT_MS = 20_000;
 /** The typed client over the HTTP API: the same operations as the store-backed one, no table access needed. */
 export class HttpBatonClient implements BatonTransport {
   readonly #base: string;
-  readonly #fetch: typeof fetch;
+  readonly #fetch: FetchLike;
   readonly #headers: Readonly<Record<string, string>>;
 
   constructor(options: HttpBatonClientOptions) {

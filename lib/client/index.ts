@@ -4,6 +4,9 @@
  */
 
 export { InvalidInputError, NotFoundError, TurnRefusedError } from '../core/errors.ts';
+export { ApiCallError, HttpBatonClient, type HttpBatonClientOptions } from './http-baton-client.ts';
+export { type FetchAnswer, type FetchInit, type FetchLike, nodeHttpFetch } from './node-http-fetch.ts';
+export { functionUrlRegion, sigv4Fetch } from './sigv4-fetch.ts';
 export type {
   BatonTransport,
   CancelResult,
@@ -21,9 +24,7 @@ export type {
   SubmitRequest,
   Submitted,
   TaskInfo,
-} from './baton-client.ts';
-export { ApiCallError, HttpBatonClient, type HttpBatonClientOptions } from './http-baton-client.ts';
-export { functionUrlRegion, sigv4Fetch } from './sigv4-fetch.ts';
+} from './transport.ts';
 export { type AwaitTurnOptions, awaitTurnOutcome, DEFAULT_APPEAR_WITHIN_MS, type TurnEnding } from './turn-outcome.ts';
 export {
   type AgentInput,

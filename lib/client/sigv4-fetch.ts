@@ -1,4 +1,3 @@
-import { createHash, createHmac } from 'node:crypto';
 import type { SignatureV4 } from '@smithy/signature-v4';
 
 type Bytes = string | ArrayBuffer | ArrayBufferView;
@@ -9,10 +8,14 @@ const toBuffer = (data: Bytes): string | Buffer =>
       ? Buffer.from(data.buffer, data.byteOffset, data.byteLength)
       : Buffer.from(data);
 
-/** SHA-256 (and HMAC-SHA-256 with a secret) for the signer, from node:crypto. */
+/**
+ * SHA-256 (and HMAC-SHA-256 with a secret) for the signer, from node:crypto: taken when signing,
+ * not imported, so the CLI's commands on the local stack, which import this module, skip it.
+ */
 class Sha256 {
   readonly #hash;
   constructor(secret?: Bytes) {
+    const { createHash, createHmac } = process.getBuiltinModule('node:crypto');
     this.#hash = secret === undefined ? createHash('sha256') : createHmac('sha256', toBuffer(secret));
   }
   update(data: Bytes): void {

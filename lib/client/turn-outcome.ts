@@ -2,8 +2,8 @@ import { NotFoundError } from '../core/errors.ts';
 import type { EntryDataOf } from '../core/journal.ts';
 import type { OutcomeStatus } from '../core/vocabulary.ts';
 import { type Clock, systemClock } from '../ports/clock.ts';
-import type { BatonTransport, FollowEvent } from './baton-client.ts';
 import { ApiCallError } from './http-baton-client.ts';
+import type { BatonTransport, FollowEvent } from './transport.ts';
 
 /** A turn's ending as a waiter sees it: its outcome entry, and where it was. */
 export interface TurnEnding {

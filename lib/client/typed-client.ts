@@ -1,8 +1,8 @@
 import type { AGENT_TYPES, AgentTypes } from '../agent/define-agent.ts';
 import { InvalidInputError } from '../core/errors.ts';
 import type { OutcomeStatus } from '../core/vocabulary.ts';
-import type { BatonTransport, SendOptions, Sent, Submitted } from './baton-client.ts';
 import { HttpBatonClient, type HttpBatonClientOptions } from './http-baton-client.ts';
+import type { BatonTransport, SendOptions, Sent, Submitted } from './transport.ts';
 import { type AwaitTurnOptions, awaitTurnOutcome } from './turn-outcome.ts';
 
 /**

@@ -1,10 +1,11 @@
-import * as z from 'zod';
-
 /**
  * What a human's decision or an operator's verdict names: one call in the journal and the input
  * it runs with. A model chooses call ids (and may reuse one later in the turn), so the id alone
  * names nothing: the model entry's seq places the call, the tool and the digest of its parsed
  * input say what would run (DESIGN.md invariant 12).
+ *
+ * No zod here: the HTTP client and the CLI's session commands use these helpers; the stored
+ * fields' schema is call-identity-fields.ts.
  */
 export interface CallIdentity {
   /** Seq of the model entry that asked for the call. */
@@ -14,13 +15,6 @@ export interface CallIdentity {
   /** `inputDigest` of the parsed input; absent only on entries journaled before digests existed. */
   readonly digest?: string | undefined;
 }
-
-/** The identity fields as stored (entries and inbox items of older versions lack them). */
-export const callIdentityFields = {
-  modelSeq: z.number().int().positive().optional(),
-  tool: z.string().min(1).optional(),
-  digest: z.string().min(1).optional(),
-};
 
 /**
  * How a caller or an item names a call: its id, and any of the other fields. A caller that names

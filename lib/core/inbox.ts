@@ -1,5 +1,6 @@
 import * as z from 'zod';
-import { callIdentityFields, identityOf, sameCall } from './call-identity.ts';
+import { identityOf, sameCall } from './call-identity.ts';
+import { callIdentityFields } from './call-identity-fields.ts';
 import type { AwaitedApproval, ParkedCall, SessionView } from './fold.ts';
 import { interruptedOnceOnly } from './next-action.ts';
 

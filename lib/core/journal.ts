@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { callIdentityFields } from './call-identity.ts';
+import { callIdentityFields } from './call-identity-fields.ts';
 import { NewerJournalFormatError } from './errors.ts';
 import { SpendLimitsSchema } from './spend.ts';
 import { type EntryKind, ForkEffects, KickReason, OutcomeStatus } from './vocabulary.ts';

@@ -30,6 +30,12 @@ export interface NewTurn {
   readonly sweepGraceMs: number;
   /** The turn's spend limits, within the agent's ceiling (checked by the caller, capped again by the leg). */
   readonly limits?: SpendLimits | undefined;
+  /**
+   * The session's record as the caller has just read it (strongly consistently), to save reading
+   * it again: what is taken from it (its kind, its retention) is as good from a read a moment
+   * earlier, and the enqueue is conditional on the record as stored at that time.
+   */
+  readonly session?: SessionRecord | undefined;
 }
 
 export interface AcceptedTurn {
@@ -62,7 +68,7 @@ export function inlineInput(turnId: string, input: unknown): ActiveInput | undef
  */
 export async function acceptTurn(turn: NewTurn, deps: TurnIntakeDeps): Promise<AcceptedTurn> {
   const { key, turnId } = turn;
-  const existing = await deps.store.getSession(key);
+  const existing = turn.session ?? (await deps.store.getSession(key));
   if (!existing) throw refusal('not-found', key, turnId, undefined, undefined);
   if (!existing.conversation && existing.activeTurnId !== turnId)
     throw refusal('one-shot', key, turnId, existing, undefined);
