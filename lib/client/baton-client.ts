@@ -14,7 +14,7 @@ import {
 } from '../core/errors.ts';
 import type { SessionView } from '../core/fold.ts';
 import { DEFAULT_TENANT, deriveSessionId, hashJson } from '../core/ids.ts';
-import { decisionItem, type InboxItem, resolveItem } from '../core/inbox.ts';
+import { decisionItem, type InboxItem, resolveItem, stopItem } from '../core/inbox.ts';
 import type { JournalEntry } from '../core/journal.ts';
 import { describeIssues, INLINE_PAYLOAD_LIMIT_BYTES } from '../core/messages.ts';
 import { nextWakeAt } from '../core/next-action.ts';
@@ -266,6 +266,13 @@ export interface EventsOptions {
 
 export type CancelResult = 'requested' | 'already-finished' | 'not-found';
 
+/**
+ * What a stop of one turn found: `requested` (the turn runs, or waits in the queue, and ends
+ * `cancelled` at its next step boundary or as it comes up, without running), `already-ended` (it
+ * has its outcome, or the session ended: nothing changes), `not-found` (no such session or turn).
+ */
+export type StopTurnResult = 'requested' | 'already-ended' | 'not-found';
+
 /** How a sent input reaches the session: a new turn behind the active one, or a message into it. */
 export const SendMode = { queue: 'queue', inject: 'inject', steer: 'steer' } as const;
 export type SendMode = (typeof SendMode)[keyof typeof SendMode];
@@ -379,6 +386,8 @@ export interface BatonTransport {
   events(sessionId: string, options: EventsOptions & { live: true }): AsyncGenerator<FollowEvent>;
   events(sessionId: string, options?: EventsOptions): AsyncGenerator<SessionEvent>;
   cancel(sessionId: string): Promise<CancelResult>;
+  /** Stops one turn of a session (running or queued); the conversation goes on. */
+  stopTurn(sessionId: string, turnId: string): Promise<StopTurnResult>;
   /** A further turn or a message into the running turn; a refusal throws TurnRefusedError. */
   send(sessionId: string, input: unknown, options?: SendOptions): Promise<Sent>;
   /**
@@ -653,6 +662,35 @@ export class BatonClient implements BatonTransport {
     const posted = await post(this.#postDeps, record.key, { kind: 'cancel' });
     if (!posted.ok) return posted.reason === 'finished' ? 'already-finished' : 'not-found';
     return 'requested';
+  }
+
+  /**
+   * Stops one turn, not the session: one `stop` inbox item (its id from the turn's, so stops of
+   * the same turn are one) plus a kick. The owner ends the named turn `cancelled` (its result says
+   * it was stopped) at its next step boundary when it runs, or as it comes up when it waits in the
+   * queue, and the conversation goes on to its next turn. A turn that has ended, or whose session
+   * has, is `already-ended`: a stop never touches another turn.
+   */
+  async stopTurn(sessionId: string, turnId: string): Promise<StopTurnResult> {
+    this.#may('stopTurn');
+    const record = await this.deps.store.findSession(sessionId);
+    if (!record) return 'not-found';
+    return this.stopTurnOf(record, turnId);
+  }
+
+  /** A stop of a record already read (the API checked its tenant); see stopTurn. */
+  async stopTurnOf(record: SessionRecord, turnId: string): Promise<StopTurnResult> {
+    const turn = await this.deps.store.getTurn(record.key, turnId);
+    if (!turn) return 'not-found';
+    if (turn.outcome !== undefined || TERMINAL_SESSION_STATES.includes(record.state)) return 'already-ended';
+    // Neither active nor queued: it ended (its outcome not yet on the turn), or was never accepted.
+    if (record.activeTurnId !== turnId && !record.turnQueue.includes(turnId)) return 'already-ended';
+    const maxPending = this.deps.maxPendingInputs ?? DEFAULT_MAX_PENDING_INPUTS;
+    const posted = await post(this.#postDeps, record.key, { kind: 'inbox', item: stopItem(turnId), maxPending });
+    if (posted.ok) return 'requested';
+    if (posted.reason === 'finished') return 'already-ended';
+    if (posted.reason === 'not-found') return 'not-found';
+    throw new TurnRefusedError(posted.reason, `stop of turn ${turnId} refused: session ${record.key.id} is full`);
   }
 
   /**

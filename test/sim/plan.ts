@@ -21,6 +21,9 @@ export interface PlannedSession {
 
 export type SendMode = 'queue' | 'steer' | 'inject';
 
+/** Which turn a stop names: the running one, a queued one, or any turn of the session. */
+export type StopPick = 'running' | 'queued' | 'any';
+
 export type Command =
   | { readonly kind: 'submit'; readonly session: PlannedSession }
   /** The same ticket again, as a producer that never heard back sends it. */
@@ -34,6 +37,11 @@ export type Command =
     }
   /** A further turn as a ticket on the tickets queue, through intake. */
   | { readonly kind: 'ticket-turn'; readonly session: PlannedSession; readonly id: string; readonly input: unknown }
+  /**
+   * A stop of one turn (the chat's stop): the session's running turn, one of its queued turns, or
+   * any of its turns (ended ones too), picked when the command runs.
+   */
+  | { readonly kind: 'stop-turn'; readonly session: PlannedSession; readonly pick: StopPick }
   /** With `statusFirst`, the client reads status, then cancels: the two must agree. */
   | { readonly kind: 'cancel'; readonly session: PlannedSession; readonly statusFirst: boolean }
   | { readonly kind: 'release'; readonly session: PlannedSession; readonly timeoutS: number; readonly waitMs: number }
@@ -93,14 +101,35 @@ const AGENT_WEIGHTS: Record<Theme, readonly (readonly [AgentName, number])[]> = 
   ],
 };
 
-/** How likely each kind of command is, by theme (send, ticket-turn, resubmit, cancel, release, approve, resolve, idle-gap). */
+/** How likely each kind of command is, by theme (send, ticket-turn, resubmit, stop-turn, cancel, release, approve, resolve, idle-gap). */
 const COMMAND_WEIGHTS: Record<Theme, Record<Exclude<Command['kind'], 'submit'>, number>> = {
-  mixed: { send: 6, 'ticket-turn': 2, resubmit: 1, cancel: 2, release: 1.5, approve: 2, resolve: 1, 'idle-gap': 1.2 },
-  effects: { send: 3, 'ticket-turn': 1, resubmit: 1, cancel: 2, release: 0.5, approve: 3, resolve: 3, 'idle-gap': 0.3 },
+  mixed: {
+    send: 6,
+    'ticket-turn': 2,
+    resubmit: 1,
+    'stop-turn': 2,
+    cancel: 2,
+    release: 1.5,
+    approve: 2,
+    resolve: 1,
+    'idle-gap': 1.2,
+  },
+  effects: {
+    send: 3,
+    'ticket-turn': 1,
+    resubmit: 1,
+    'stop-turn': 1.5,
+    cancel: 2,
+    release: 0.5,
+    approve: 3,
+    resolve: 3,
+    'idle-gap': 0.3,
+  },
   conversations: {
     send: 5,
     'ticket-turn': 2,
     resubmit: 0.5,
+    'stop-turn': 4,
     cancel: 4,
     release: 3,
     approve: 1,
@@ -143,6 +172,7 @@ export function makePlan(rng: Rng, theme: Theme): Plan {
       ['send', conversations.length ? w.send : 0],
       ['ticket-turn', conversations.length ? w['ticket-turn'] : 0],
       ['resubmit', w.resubmit],
+      ['stop-turn', w['stop-turn']],
       ['cancel', w.cancel],
       ['release', conversations.length ? w.release : 0],
       ['approve', w.approve],
@@ -172,6 +202,26 @@ export function makePlan(rng: Rng, theme: Theme): Plan {
           input: turnInput(rng, conversation.agent),
         });
         break;
+      case 'stop-turn': {
+        // Mostly a conversation's turn; sometimes a one-shot session's only turn.
+        const target = conversations.length && rng.chance(0.85) ? conversation : session;
+        const pick = rng.weighted<StopPick>([
+          ['running', 5],
+          ['queued', 2],
+          ['any', 2],
+        ]);
+        commands.push({ kind, session: target, pick });
+        // As a chat does after its stop: the next message, a new turn.
+        if (target.conversation && rng.chance(0.5))
+          commands.push({
+            kind: 'send',
+            session: target,
+            id: `${target.name}-m${++sent}`,
+            mode: 'queue',
+            input: turnInput(rng, target.agent),
+          });
+        break;
+      }
       case 'cancel':
         commands.push({ kind, session, statusFirst: rng.chance(0.5) });
         break;
@@ -202,6 +252,11 @@ export function makePlan(rng: Rng, theme: Theme): Plan {
     }
   });
   const pounce = commands.map((command, i): Pounce | undefined => {
+    // A stop aims at a turn's end (it races the publish) or at a once-only call in flight.
+    if (command.kind === 'stop-turn') {
+      if (!rng.chance(0.4)) return undefined;
+      return rng.chance(0.6) ? 'turn-end' : 'effect';
+    }
     if (command.kind !== 'cancel' && command.kind !== 'release') return undefined;
     const dispatcher = command.session.agent === 'dispatcher';
     // A cancel right behind a dispatcher's release aims at the release's wait for its tasks.

@@ -5,6 +5,7 @@ import { agentRegistry } from '../../lib/agent/define-agent.ts';
 import { BatonClient } from '../../lib/client/baton-client.ts';
 import { errorMessage, InvalidInputError } from '../../lib/core/errors.ts';
 import { type SessionKey, sequentialIds } from '../../lib/core/ids.ts';
+import { TURN_STOPPED } from '../../lib/core/inbox.ts';
 import type { Kick, Ticket } from '../../lib/core/messages.ts';
 import type { TenantLimits } from '../../lib/core/tenant-limits.ts';
 import { SWEEP_SHARDS } from '../../lib/ports/session-store.ts';
@@ -68,6 +69,9 @@ export interface RunStats {
   readonly sessions: number;
   readonly results: number;
   readonly crashes: number;
+  /** Stops of one turn the clients asked for, and the turns that ended stopped (by their result). */
+  readonly stopsAsked: number;
+  readonly turnsStopped: number;
 }
 
 export class World {
@@ -495,6 +499,9 @@ export class World {
       sessions: this.plan.sessions.length,
       results: this.results.published.length,
       crashes: this.crashes,
+      stopsAsked: [...this.facts.stops.values()].reduce((n, stop) => n + stop.asked, 0),
+      turnsStopped: new Set(this.results.published.filter((r) => r.result.error === TURN_STOPPED).map((r) => r.id))
+        .size,
     };
   }
 }
