@@ -71,6 +71,9 @@ export interface RunStats {
   readonly crashes: number;
   /** Stops of one turn the clients asked for, and the turns that ended stopped (by their result). */
   readonly stopsAsked: number;
+  /** Stops answered `requested` (a turn running or queued) and `already-ended` (a no-op). */
+  readonly stopsRequested: number;
+  readonly stopsAlreadyEnded: number;
   readonly turnsStopped: number;
 }
 
@@ -490,6 +493,10 @@ export class World {
     return at;
   }
 
+  #stopAnswers(answer: string): number {
+    return [...this.facts.stops.values()].reduce((n, stop) => n + stop.answers.filter((a) => a === answer).length, 0);
+  }
+
   stats(): RunStats {
     return {
       steps: this.steps,
@@ -500,6 +507,8 @@ export class World {
       results: this.results.published.length,
       crashes: this.crashes,
       stopsAsked: [...this.facts.stops.values()].reduce((n, stop) => n + stop.asked, 0),
+      stopsRequested: this.#stopAnswers('requested'),
+      stopsAlreadyEnded: this.#stopAnswers('already-ended'),
       turnsStopped: new Set(this.results.published.filter((r) => r.result.error === TURN_STOPPED).map((r) => r.id))
         .size,
     };

@@ -7,10 +7,10 @@ import type { LegContext } from './leg-context.ts';
 /**
  * The inbox step, at every step boundary: look at the session record, journal what the inbox
  * holds for this turn — messages before the next model call, human decisions, operator verdicts,
- * a steer or a stop that ends it — each once, then take them off. The look reads the record (one consistent read, no write when
- * nothing waits) only when the one in hand is older than `inboxLookMs` or the heartbeat is behind
- * (`mustReadRecord`); otherwise it takes the record the acquire, the last renewal (which returns
- * the whole record) or the last read brought. Steps faster than that share one read, instead of a
+ * a steer or a stop that ends it — each once, then take them off. The look reads the record (one
+ * consistent read, no write when nothing waits) only when the one in hand is older than
+ * `inboxLookMs` or the heartbeat is behind (`mustReadRecord`); otherwise it takes the record the
+ * acquire, the last renewal (which returns the whole record) or the last read brought. Steps faster than that share one read, instead of a
  * read per step next to the step's one write. `inHand` always takes the record in hand: the leg's
  * first boundary comes right after its acquire returned it.
  */
