@@ -247,7 +247,7 @@ async function stopTurn(sessionId: string, turnId: string, io: CommandIo): Promi
   if (turnId.trim() === '') throw new Error('--turn needs a turn id');
   const result = await (await client(io)).stopTurn(sessionId, turnId);
   const text = {
-    requested: `stop requested for turn ${turnId} of ${sessionId}; the conversation goes on`,
+    requested: `stop requested for turn ${turnId} of ${sessionId} (that turn alone)`,
     'already-ended': `turn ${turnId} of ${sessionId} has already ended; nothing to stop`,
     'not-found': `session ${sessionId} has no turn ${turnId}`,
   }[result];

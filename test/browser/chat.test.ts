@@ -132,7 +132,7 @@ describe('browser chat: the useChat example against a conversation on the local 
       status = await t.client.status(session?.sessionId as string);
     }
     expect(status?.status).toBe('idle');
-    expect(status?.turns?.map((turn) => turn.status)).toEqual(['cancelled', 'completed']);
+    expect(status?.turns?.map((turn) => turn.outcome)).toEqual(['cancelled', 'completed']);
     await expect(answerText(2).textContent()).resolves.toBe(chatAnswer(2, 'go on'));
   });
 });

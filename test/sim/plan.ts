@@ -101,35 +101,18 @@ const AGENT_WEIGHTS: Record<Theme, readonly (readonly [AgentName, number])[]> = 
   ],
 };
 
-/** How likely each kind of command is, by theme (send, ticket-turn, resubmit, stop-turn, cancel, release, approve, resolve, idle-gap). */
-const COMMAND_WEIGHTS: Record<Theme, Record<Exclude<Command['kind'], 'submit'>, number>> = {
-  mixed: {
-    send: 6,
-    'ticket-turn': 2,
-    resubmit: 1,
-    'stop-turn': 2,
-    cancel: 2,
-    release: 1.5,
-    approve: 2,
-    resolve: 1,
-    'idle-gap': 1.2,
-  },
-  effects: {
-    send: 3,
-    'ticket-turn': 1,
-    resubmit: 1,
-    'stop-turn': 1.5,
-    cancel: 2,
-    release: 0.5,
-    approve: 3,
-    resolve: 3,
-    'idle-gap': 0.3,
-  },
+/**
+ * How likely each kind of command is, by theme (send, ticket-turn, resubmit, cancel, release,
+ * approve, resolve, idle-gap). Stops of one turn are added afterwards from a stream of their own
+ * (addStops), so the plans drawn before they existed stay as they were.
+ */
+const COMMAND_WEIGHTS: Record<Theme, Record<Exclude<Command['kind'], 'submit' | 'stop-turn'>, number>> = {
+  mixed: { send: 6, 'ticket-turn': 2, resubmit: 1, cancel: 2, release: 1.5, approve: 2, resolve: 1, 'idle-gap': 1.2 },
+  effects: { send: 3, 'ticket-turn': 1, resubmit: 1, cancel: 2, release: 0.5, approve: 3, resolve: 3, 'idle-gap': 0.3 },
   conversations: {
     send: 5,
     'ticket-turn': 2,
     resubmit: 0.5,
-    'stop-turn': 4,
     cancel: 4,
     release: 3,
     approve: 1,
@@ -172,7 +155,6 @@ export function makePlan(rng: Rng, theme: Theme): Plan {
       ['send', conversations.length ? w.send : 0],
       ['ticket-turn', conversations.length ? w['ticket-turn'] : 0],
       ['resubmit', w.resubmit],
-      ['stop-turn', w['stop-turn']],
       ['cancel', w.cancel],
       ['release', conversations.length ? w.release : 0],
       ['approve', w.approve],
@@ -202,26 +184,6 @@ export function makePlan(rng: Rng, theme: Theme): Plan {
           input: turnInput(rng, conversation.agent),
         });
         break;
-      case 'stop-turn': {
-        // Mostly a conversation's turn; sometimes a one-shot session's only turn.
-        const target = conversations.length && rng.chance(0.85) ? conversation : session;
-        const pick = rng.weighted<StopPick>([
-          ['running', 5],
-          ['queued', 2],
-          ['any', 2],
-        ]);
-        commands.push({ kind, session: target, pick });
-        // As a chat does after its stop: the next message, a new turn.
-        if (target.conversation && rng.chance(0.5))
-          commands.push({
-            kind: 'send',
-            session: target,
-            id: `${target.name}-m${++sent}`,
-            mode: 'queue',
-            input: turnInput(rng, target.agent),
-          });
-        break;
-      }
       case 'cancel':
         commands.push({ kind, session, statusFirst: rng.chance(0.5) });
         break;
@@ -252,11 +214,6 @@ export function makePlan(rng: Rng, theme: Theme): Plan {
     }
   });
   const pounce = commands.map((command, i): Pounce | undefined => {
-    // A stop aims at a turn's end (it races the publish) or at a once-only call in flight.
-    if (command.kind === 'stop-turn') {
-      if (!rng.chance(0.4)) return undefined;
-      return rng.chance(0.6) ? 'turn-end' : 'effect';
-    }
     if (command.kind !== 'cancel' && command.kind !== 'release') return undefined;
     const dispatcher = command.session.agent === 'dispatcher';
     // A cancel right behind a dispatcher's release aims at the release's wait for its tasks.
@@ -266,6 +223,58 @@ export function makePlan(rng: Rng, theme: Theme): Plan {
     return command.kind === 'cancel' && rng.chance(0.3) ? 'effect' : 'turn-end';
   });
   return { theme, sessions, commands, at, pounce };
+}
+
+/** How likely a run is to have stops of one turn, and their theme's weight of more of them. */
+const STOP_RUNS: Record<Theme, number> = { mixed: 0.5, effects: 0.4, conversations: 0.7 };
+
+/**
+ * Adds stops of one turn (the chat's stop) to a plan, drawn from `rng` alone: half the runs or so
+ * get one to three, each between two of the plan's commands (a moment in between), naming the
+ * running turn, a queued one or any turn when it runs, some aimed at a turn's end or a once-only
+ * call; after about half of them the chat's next message follows. A plan without stops is the
+ * plan as drawn before stops existed, so its seed replays as it did.
+ */
+export function addStops(plan: Plan, rng: Rng): Plan {
+  if (!rng.chance(STOP_RUNS[plan.theme])) return plan;
+  const commands = [...plan.commands];
+  const at = [...plan.at];
+  const pounce = [...plan.pounce];
+  const conversations = plan.sessions.filter((s) => s.conversation);
+  const count = rng.int(1, 3);
+  for (let i = 0; i < count; i++) {
+    // Mostly a conversation's turn; sometimes a one-shot session's only turn.
+    const session = conversations.length && rng.chance(0.85) ? rng.pick(conversations) : rng.pick(plan.sessions);
+    const pick = rng.weighted<StopPick>([
+      ['running', 5],
+      ['queued', 2],
+      ['any', 2],
+    ]);
+    // After the sessions' submits, at a moment between two commands (times never go backwards).
+    const first = plan.sessions.length;
+    const place = rng.int(first, commands.length);
+    const from = at[place - 1] ?? 0;
+    const to = at[place] ?? from + 6_000;
+    const when = from + rng.int(0, Math.max(0, to - from));
+    const added: Command[] = [{ kind: 'stop-turn', session, pick }];
+    // A stop aims at a turn's end (it races the publish) or at a once-only call in flight.
+    const aims: (Pounce | undefined)[] = [rng.chance(0.4) ? (rng.chance(0.6) ? 'turn-end' : 'effect') : undefined];
+    // As a chat does after its stop: the next message, a new turn.
+    if (session.conversation && rng.chance(0.5)) {
+      added.push({
+        kind: 'send',
+        session,
+        id: `${session.name}-x${i + 1}`,
+        mode: 'queue',
+        input: turnInput(rng, session.agent),
+      });
+      aims.push(undefined);
+    }
+    commands.splice(place, 0, ...added);
+    at.splice(place, 0, ...added.map(() => when));
+    pounce.splice(place, 0, ...aims);
+  }
+  return { ...plan, commands, at, pounce };
 }
 
 function firstInput(rng: Rng, agent: AgentName): unknown {

@@ -23,7 +23,7 @@ import { Facts } from './facts.ts';
 import { drawTenantLimits, gatedFairShare, watchSteps } from './fair-share.ts';
 import { drawProfile, type FaultProfile, gateVerdict, isInjected } from './faults.ts';
 import { checkpoint, retireExpired } from './invariants.ts';
-import { type Command, drawTheme, makePlan, type Plan } from './plan.ts';
+import { addStops, type Command, drawTheme, makePlan, type Plan } from './plan.ts';
 import { gatedStore } from './ports.ts';
 import { type Message, SimResults, SimTicketQueue, SimWorkQueue } from './queues.ts';
 import { Rng } from './rng.ts';
@@ -59,6 +59,8 @@ export interface WorldOptions {
   readonly traceAll?: boolean | undefined;
   /** Scheduler steps of the fault phase, at most; the drain has its own bound. */
   readonly chaosSteps?: number;
+  /** Add stops of one turn to the plan (default true; see RunOptions.stops). */
+  readonly stops?: boolean | undefined;
 }
 
 export interface RunStats {
@@ -125,6 +127,8 @@ export class World {
     this.profile = this.chaosProfile;
     // Drawn after every older draw, so seeds without limits replay as they did.
     this.tenantLimits = drawTenantLimits(root.fork());
+    // Likewise stops of one turn: a seed without them replays as before they existed.
+    const stopRng = root.fork();
     let clock: SimClock | undefined;
     this.trace = new Trace(() => clock?.now() ?? SIM_START_MS, SIM_START_MS, { everything: options.traceAll === true });
     this.sim = new Scheduler(this.rng, this.trace);
@@ -160,7 +164,8 @@ export class World {
       maxPendingInputs: SIM_CONFIG.maxPendingInputs,
       sweepGraceMs: SIM_CONFIG.sweepGraceMs,
     });
-    this.plan = makePlan(planRng, theme);
+    const plan = makePlan(planRng, theme);
+    this.plan = options.stops === false ? plan : addStops(plan, stopRng);
   }
 
   get clientContext(): ClientContext {
