@@ -685,7 +685,8 @@ export class BatonClient implements BatonTransport {
     if (turn.outcome !== undefined || TERMINAL_SESSION_STATES.includes(record.state)) return 'already-ended';
     // Neither active nor queued: it ended (its outcome not yet on the turn), or was never accepted.
     if (record.activeTurnId !== turnId && !record.turnQueue.includes(turnId)) return 'already-ended';
-    const maxPending = this.deps.maxPendingInputs ?? DEFAULT_MAX_PENDING_INPUTS;
+    // Never refused as full: stops are bounded by the turns (one item a turn), not by the cap.
+    const maxPending = this.#inboxCap(record) + 1;
     const posted = await post(this.#postDeps, record.key, { kind: 'inbox', item: stopItem(turnId), maxPending });
     if (posted.ok) return 'requested';
     if (posted.reason === 'finished') return 'already-ended';
@@ -932,11 +933,22 @@ export class BatonClient implements BatonTransport {
 
   /** Posts an inbox item (the protocol's `post`); false when one of its id was posted before. */
   async #post(record: SessionRecord, item: InboxItem, what: string = item.kind): Promise<boolean> {
-    const maxPending = this.deps.maxPendingInputs ?? DEFAULT_MAX_PENDING_INPUTS;
+    const maxPending = this.#inboxCap(record);
     const posted = await post(this.#postDeps, record.key, { kind: 'inbox', item, maxPending });
     if (!posted.ok)
       throw new TurnRefusedError(posted.reason, `${what} refused: session ${record.key.id} is ${posted.reason}`);
     return posted.posted;
+  }
+
+  /**
+   * How many items an inbox post may find waiting: the cap on pending inputs, plus the stops the
+   * record holds. A stop of a queued turn waits in the inbox until its turn comes up; counted
+   * against the cap, stops of the queued turns could fill it and refuse the approval the running
+   * turn waits for, and nothing would move. Stops are bounded by the turn queue (one per turn).
+   */
+  #inboxCap(record: SessionRecord): number {
+    const max = this.deps.maxPendingInputs ?? DEFAULT_MAX_PENDING_INPUTS;
+    return max + record.inbox.filter((item) => item.kind === 'stop').length;
   }
 
   get #postDeps(): PostDeps {

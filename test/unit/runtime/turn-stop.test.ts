@@ -217,6 +217,44 @@ describe('stopping one turn (the chat’s stop)', () => {
     expect(test.results.bodies.filter((r) => r.turnId === 'next').map((r) => r.status)).toEqual(['cancelled']);
   });
 
+  it('never lets the stops of queued turns crowd out the approval the running turn waits for (sim seed 2892)', async () => {
+    // Arrange: a cap of 2 pending inputs; the running turn waits for an approval, two turns queue behind it.
+    const test = await idleConversation('P1');
+    const { key, store } = test;
+    const client = new BatonClient({
+      store: test.deps.store,
+      tickets: new MemoryTicketQueue(),
+      workQueue: test.deps.workQueue,
+      clock: test.deps.clock,
+      maxPendingInputs: 2,
+    });
+    await client.send(key.id, { text: 'refund O-7' }, { id: 'refund' });
+    await drain(test.deps);
+    await client.send(key.id, { text: 'first' }, { id: 'q1' });
+    await client.send(key.id, { text: 'second' }, { id: 'q2' });
+
+    // Act: both queued turns stopped (two items waiting for their turns), then the approval.
+    const stops = [await client.stopTurn(key.id, 'q1'), await client.stopTurn(key.id, 'q2')];
+    const waiting = (await store.getSession(key))?.inbox.length;
+    const approved = await client.approve(key.id, 't2-refund', { approved: true });
+    await drain(test.deps);
+
+    // Assert
+    expect(stops).toEqual(['requested', 'requested']);
+    expect(waiting).toBe(2);
+    expect(approved.callId).toBe('t2-refund');
+    // The decision landed and the refund turn went on to its end (the refund service's answer is its own).
+    const entries = await store.readJournal(key);
+    expect(entries.some((e) => e.kind === 'decision' && e.turnId === 'refund' && e.data.approved)).toBe(true);
+    expect(test.results.bodies.map((r) => [r.turnId, r.status === 'cancelled'])).toEqual([
+      ['P1', false],
+      ['refund', false],
+      ['q1', true],
+      ['q2', true],
+    ]);
+    expect(await store.getSession(key)).toMatchObject({ state: 'idle', inbox: [] });
+  });
+
   it('leaves a cancel of the session as it was: the conversation ends', async () => {
     // Arrange
     const test = await idleConversation('C1');

@@ -65,6 +65,10 @@ describe('deterministic simulator', () => {
     });
   }
 
+  it('seed 2892: stops of queued turns wait in the inbox without crowding out the approval the running turn waits for', async () => {
+    expect((await runSeed(2892)).violations).toEqual([]);
+  });
+
   // Seeds whose stops of one turn meet the rest: each stops turns and has a stop find its turn ended.
   for (const [seed, why] of [
     [70, 'stops in a dispatcher, a pay desk and a support desk: two turns stopped, one stop a no-op, the chats go on'],
