@@ -95,6 +95,9 @@ export async function finishNow(
  * accepted meanwhile refuses the release and is settled at the next try.
  */
 async function endSession(leg: LegContext, state: SessionState, publishedTurnId: string): Promise<boolean> {
+  // The queue settled and the release's fence must be one record: a renewal in between would
+  // bring a turn accepted meanwhile into the fence unsettled, and the release would absorb it.
+  await leg.signals.stopHeartbeat();
   await settleQueuedTurns(leg, state);
   return releaseUnlessEvent(leg, state, undefined, publishedTurnId);
 }

@@ -58,6 +58,7 @@ describe('deterministic simulator', () => {
     [1271, 'a ticket sent again once its session record expired is refused, not resumed over what is left'],
     [15, 'with a tenant limit, a stale owner whose step collides did no work without a slot'],
     [262, "with a tenant limit, an operator's verdict reaches a parked session without taking a slot"],
+    [5277, 'a turn accepted while a cancelled session settles its queue is settled too, never absorbed by the release'],
   ] as const) {
     it(`seed ${seed}: ${why}`, async () => {
       // The plan they failed on: drawn before stops of one turn were added to plans.
