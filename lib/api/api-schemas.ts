@@ -337,6 +337,14 @@ export const CancelResponse = z
   .object({ sessionId: z.string(), result: z.literal('requested') })
   .meta({ id: 'CancelResponse' });
 
+/** A turn of a session, in a path: `POST /sessions/{id}/turns/{turnId}/stop`. */
+export const TurnPathParams = SessionIdParams.extend({ turnId: z.string().min(1).max(256) });
+
+/** A stop of one turn: `requested` (it ends at its next step boundary, or without running when it still waits), or `already-ended` (nothing changed). */
+export const StopTurnResponse = z
+  .object({ sessionId: z.string(), turnId: z.string(), result: z.enum(['requested', 'already-ended']) })
+  .meta({ id: 'StopTurnResponse' });
+
 export const ErrorBody = z
   .object({
     error: z.object({

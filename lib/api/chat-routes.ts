@@ -73,6 +73,8 @@ const StreamQuery = z
   })
   .strict();
 const TenantQuery = z.object({ tenant: z.string().min(1).max(128).optional() }).strict();
+/** POST …/stop: the turn to stop (the answer's metadata `turnId`); default the running one. */
+const ChatStopQuery = TenantQuery.extend({ turn: z.string().min(1).max(256).optional() }).strict();
 
 const ChatHistoryView = z
   .object({
@@ -422,24 +424,39 @@ export const CHAT_ROUTES: readonly Route[] = [
     method: 'POST',
     path: '/agents/{agent}/chat/{chatId}/stop',
     operationId: 'chatStop',
-    role: OPERATION_ROLES.cancel,
+    role: OPERATION_ROLES.stopTurn,
     summary:
-      'Stop a chat (the page’s stop button): cancels the conversation’s running turn, which ends the conversation — the runtime’s cancel ends a session. Closing a connection cancels nothing.',
+      'Stop a chat’s answer (the page’s stop button): the running turn — or `turn`, the answer’s metadata `turnId`, which a page should send so that a stop never reaches a later turn — ends `cancelled` at its next step boundary and its stream finishes; the conversation goes on, and the next message is a new turn. With no turn running (or `turn` ended) nothing changes: `already-ended`. Closing a connection stops nothing.',
     params: ChatIdParams,
-    query: TenantQuery,
+    query: ChatStopQuery,
     responses: {
-      202: { description: 'stop requested', schema: z.object({ sessionId: z.string(), result: z.string() }) },
-      409: { description: 'the conversation has already ended', schema: ErrorBody },
+      202: {
+        description: 'stop requested',
+        schema: z.object({ sessionId: z.string(), turnId: z.string(), result: z.literal('requested') }),
+      },
+      200: {
+        description: 'no turn runs (or the one named has ended): nothing changed',
+        schema: z.object({ sessionId: z.string(), turnId: z.string().optional(), result: z.literal('already-ended') }),
+      },
       ...errors,
+      429: { description: 'the conversation’s inbox is full (`too_many_pending`)', schema: ErrorBody },
     },
     async handle(context) {
       const record = await chatSession(context);
       if (record === undefined) throw new ApiError('not_found', `chat ${context.params.chatId} has no conversation`);
-      const result = await context.services.client.cancel(record.key.id);
-      if (result === 'already-finished')
-        throw new ApiError('already_finished', `chat ${context.params.chatId} has already ended`);
-      if (result === 'not-found') throw new ApiError('not_found', `chat ${context.params.chatId} has no conversation`);
-      return { status: 202, json: { sessionId: record.key.id, result } };
+      const sessionId = record.key.id;
+      const turnId = context.query.turn ?? (await runningTurn(context, record));
+      if (turnId === undefined) return { status: 200, json: { sessionId, result: 'already-ended' } };
+      let result: Awaited<ReturnType<typeof context.services.client.stopTurnOf>>;
+      try {
+        result = await context.services.client.stopTurnOf(record, turnId);
+      } catch (error) {
+        if (error instanceof TurnRefusedError) throw new ApiError(REFUSAL_CODES[error.reason], error.message);
+        throw error;
+      }
+      if (result === 'not-found')
+        throw new ApiError('not_found', `chat ${context.params.chatId} has no turn ${turnId}`);
+      return { status: result === 'requested' ? 202 : 200, json: { sessionId, turnId, result } };
     },
   }),
 ];

@@ -26,9 +26,11 @@ import {
   SessionIdParams,
   SessionPage,
   SessionStatusView,
+  StopTurnResponse,
   SubmitBody,
   Submitted,
   TasksView,
+  TurnPathParams,
 } from './api-schemas.ts';
 import { type Caller, canSee } from './caller.ts';
 import { defineRoute, type Route, type RouteContext, type RouteResult } from './route.ts';
@@ -348,6 +350,28 @@ export const SESSION_ROUTES: readonly Route[] = [
         throw new ApiError('already_finished', `session ${record.key.id} has already finished`);
       if (result === 'not-found') throw new ApiError('not_found', `session ${record.key.id} not found`);
       return { status: 202, json: { sessionId: record.key.id, result } };
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/sessions/{id}/turns/{turnId}/stop',
+    operationId: 'stopTurn',
+    role: OPERATION_ROLES.stopTurn,
+    summary:
+      'Stop one turn, not the session: a running turn ends `cancelled` at its next step boundary, a queued one as it comes up, without running; the conversation takes its next turn. A turn that has ended is left as it is (`already-ended`, 200). The same stop sent again is one stop.',
+    params: TurnPathParams,
+    responses: {
+      202: { description: 'stop requested', schema: StopTurnResponse },
+      200: { description: 'the turn has already ended: nothing changed', schema: StopTurnResponse },
+      ...errors,
+      429: { description: 'the session’s inbox is full (`too_many_pending`)', schema: ErrorBody },
+    },
+    async handle(context) {
+      const record = await visibleSession(context);
+      const { turnId } = context.params;
+      const result = await refusalsAsErrors(() => context.services.client.stopTurnOf(record, turnId));
+      if (result === 'not-found') throw new ApiError('not_found', `session ${record.key.id} has no turn ${turnId}`);
+      return { status: result === 'requested' ? 202 : 200, json: { sessionId: record.key.id, turnId, result } };
     },
   }),
   defineRoute({

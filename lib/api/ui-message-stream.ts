@@ -29,6 +29,8 @@ export interface ChatMessageMetadata {
   readonly turnId: string;
   readonly cursor?: string | undefined;
   readonly outcome?: string | undefined;
+  /** The turn was stopped (its outcome `cancelled`); the conversation goes on. */
+  readonly stopped?: boolean | undefined;
 }
 
 /** The id of a turn's answer message: a replay of the same turn replaces it rather than adding one. */
@@ -219,7 +221,8 @@ export class TurnStreamMapper {
 
   /**
    * The turn's end: `finish` for a completed turn; a failed one says why first (`error`, which
-   * useChat shows as the chat's error); a cancelled one is an `abort`, as a stopped stream is.
+   * useChat shows as the chat's error); a stopped one (a stop of this turn alone) a `finish` whose
+   * metadata says `stopped`; a cancelled one (the conversation cancelled) an `abort`.
    */
   #outcome(event: SessionEvent): UiChunk[] {
     this.#finished = true;
@@ -227,6 +230,9 @@ export class TurnStreamMapper {
     const out = [...this.#closeText(), ...this.#closeStep()];
     const metadata = { ...this.ids, outcome: status };
     if (status === 'completed') out.push({ type: 'finish', finishReason: 'stop', messageMetadata: metadata });
+    // A turn stopped alone finishes as a stopped answer does; the conversation goes on.
+    else if (status === 'cancelled' && field(event.data, 'stopped') === true)
+      out.push({ type: 'finish', finishReason: 'other', messageMetadata: { ...metadata, stopped: true } });
     else if (status === 'cancelled') out.push({ type: 'abort', reason: 'the turn was cancelled' });
     else if (status === 'superseded') out.push({ type: 'finish', finishReason: 'other', messageMetadata: metadata });
     else {

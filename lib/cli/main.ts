@@ -138,7 +138,11 @@ const COMMANDS: Record<string, CommandEntry> = {
     summary: 'record whether a parked once-only call happened, and resume the turn',
     usage: 'baton resolve SESSION CALL_ID [--model-seq N] [--digest SHA256] (--done [--output JSON] | --not-done)',
   },
-  cancel: { run: sessionCommand('cancel'), summary: 'ask a running session to stop', usage: 'baton cancel SESSION' },
+  cancel: {
+    run: sessionCommand('cancel'),
+    summary: 'ask a running session to stop (--turn: stop that turn alone; the conversation goes on)',
+    usage: 'baton cancel SESSION [--turn TURN_ID]',
+  },
   tasks: {
     run: sessionCommand('tasks'),
     summary: "list a session's background tasks with their status, result or error",

@@ -238,9 +238,13 @@ export async function events(args: string[], io: CommandIo): Promise<number> {
   return 0;
 }
 
-/** `baton cancel SESSION` */
+/** `baton cancel SESSION [--turn TURN_ID]`: the session, or with `--turn` that turn alone (the conversation goes on). */
 export async function cancel(args: string[], io: CommandIo): Promise<number> {
-  const sessionId = onlySession(args, 'baton cancel SESSION');
+  const usage = 'baton cancel SESSION [--turn TURN_ID]';
+  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { turn: { type: 'string' } } });
+  const sessionId = positionals[0];
+  if (!sessionId || positionals.length > 1) throw new Error(`usage: ${usage}`);
+  if (values.turn !== undefined) return stopTurn(sessionId, values.turn, io);
   const result = await (await client(io)).cancel(sessionId);
   const text = {
     requested: `cancel requested for ${sessionId}`,
@@ -248,6 +252,18 @@ export async function cancel(args: string[], io: CommandIo): Promise<number> {
     'not-found': `session ${sessionId} not found`,
   }[result];
   io.out(io.json ? JSON.stringify({ sessionId, result }) : text);
+  return result === 'not-found' ? 1 : 0;
+}
+
+async function stopTurn(sessionId: string, turnId: string, io: CommandIo): Promise<number> {
+  if (turnId.trim() === '') throw new Error('--turn needs a turn id');
+  const result = await (await client(io)).stopTurn(sessionId, turnId);
+  const text = {
+    requested: `stop requested for turn ${turnId} of ${sessionId} (that turn alone)`,
+    'already-ended': `turn ${turnId} of ${sessionId} has already ended; nothing to stop`,
+    'not-found': `session ${sessionId} has no turn ${turnId}`,
+  }[result];
+  io.out(io.json ? JSON.stringify({ sessionId, turnId, result }) : text);
   return result === 'not-found' ? 1 : 0;
 }
 

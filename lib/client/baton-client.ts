@@ -14,7 +14,7 @@ import {
 } from '../core/errors.ts';
 import type { SessionView } from '../core/fold.ts';
 import { DEFAULT_TENANT, deriveSessionId, hashJson } from '../core/ids.ts';
-import { decisionItem, type InboxItem, resolveItem } from '../core/inbox.ts';
+import { decisionItem, type InboxItem, resolveItem, stopItem } from '../core/inbox.ts';
 import type { JournalEntry } from '../core/journal.ts';
 import { describeIssues, INLINE_PAYLOAD_LIMIT_BYTES } from '../core/messages.ts';
 import { nextWakeAt } from '../core/next-action.ts';
@@ -66,6 +66,7 @@ import {
   type SessionListQuery,
   type SessionStatus,
   type SpendFigures,
+  type StopTurnResult,
   type SubmitRequest,
   type Submitted,
   type TaskInfo,
@@ -375,6 +376,36 @@ export class BatonClient implements BatonTransport {
   }
 
   /**
+   * Stops one turn, not the session: one `stop` inbox item (its id from the turn's, so stops of
+   * the same turn are one) plus a kick. The owner ends the named turn `cancelled` (its result says
+   * it was stopped) at its next step boundary when it runs, or as it comes up when it waits in the
+   * queue, and the conversation goes on to its next turn. A turn that has ended, or whose session
+   * has, is `already-ended`: a stop never touches another turn.
+   */
+  async stopTurn(sessionId: string, turnId: string): Promise<StopTurnResult> {
+    this.#may('stopTurn');
+    const record = await this.deps.store.findSession(sessionId);
+    if (!record) return 'not-found';
+    return this.stopTurnOf(record, turnId);
+  }
+
+  /** A stop of a record already read (the API checked its tenant); see stopTurn. */
+  async stopTurnOf(record: SessionRecord, turnId: string): Promise<StopTurnResult> {
+    const turn = await this.deps.store.getTurn(record.key, turnId);
+    if (!turn) return 'not-found';
+    if (turn.outcome !== undefined || TERMINAL_SESSION_STATES.includes(record.state)) return 'already-ended';
+    // Neither active nor queued: it ended (its outcome not yet on the turn), or was never accepted.
+    if (record.activeTurnId !== turnId && !record.turnQueue.includes(turnId)) return 'already-ended';
+    // Never refused as full: stops are bounded by the turns (one item a turn), not by the cap.
+    const maxPending = this.#inboxCap(record) + 1;
+    const posted = await post(this.#postDeps, record.key, { kind: 'inbox', item: stopItem(turnId), maxPending });
+    if (posted.ok) return 'requested';
+    if (posted.reason === 'finished') return 'already-ended';
+    if (posted.reason === 'not-found') return 'not-found';
+    throw new TurnRefusedError(posted.reason, `stop of turn ${turnId} refused: session ${record.key.id} is full`);
+  }
+
+  /**
    * Sends an input to a session from any process: a further turn (`queue`), a message into the
    * running turn (`inject`), which the owner journals before its next model call, or a turn that
    * supersedes the running one at its next step boundary and starts at once (`steer`).
@@ -622,11 +653,22 @@ export class BatonClient implements BatonTransport {
 
   /** Posts an inbox item (the protocol's `post`); false when one of its id was posted before. */
   async #post(record: SessionRecord, item: InboxItem, what: string = item.kind): Promise<boolean> {
-    const maxPending = this.deps.maxPendingInputs ?? DEFAULT_MAX_PENDING_INPUTS;
+    const maxPending = this.#inboxCap(record);
     const posted = await post(this.#postDeps, record.key, { kind: 'inbox', item, maxPending });
     if (!posted.ok)
       throw new TurnRefusedError(posted.reason, `${what} refused: session ${record.key.id} is ${posted.reason}`);
     return posted.posted;
+  }
+
+  /**
+   * How many items an inbox post may find waiting: the cap on pending inputs, plus the stops the
+   * record holds. A stop of a queued turn waits in the inbox until its turn comes up; counted
+   * against the cap, stops of the queued turns could fill it and refuse the approval the running
+   * turn waits for, and nothing would move. Stops are bounded by the turn queue (one per turn).
+   */
+  #inboxCap(record: SessionRecord): number {
+    const max = this.deps.maxPendingInputs ?? DEFAULT_MAX_PENDING_INPUTS;
+    return max + record.inbox.filter((item) => item.kind === 'stop').length;
   }
 
   get #postDeps(): PostDeps {

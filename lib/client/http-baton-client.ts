@@ -24,6 +24,7 @@ import {
   type SessionListPage,
   type SessionListQuery,
   type SessionStatus,
+  type StopTurnResult,
   type SubmitRequest,
   type Submitted,
   type TaskInfo,
@@ -169,6 +170,13 @@ export class HttpBatonClient implements BatonTransport {
     if (answer.status === 404) return 'not-found';
     if (answer.status === 409) return 'already-finished';
     return 'requested';
+  }
+
+  async stopTurn(sessionId: string, turnId: string): Promise<StopTurnResult> {
+    const path = `/sessions/${encodeURIComponent(sessionId)}/turns/${encodeURIComponent(turnId)}/stop`;
+    const answer = await this.#call('POST', path, undefined, [404]);
+    if (answer.status === 404) return 'not-found';
+    return answer.status === 202 ? 'requested' : 'already-ended';
   }
 
   async send(sessionId: string, input: unknown, options: SendOptions = {}): Promise<Sent> {

@@ -183,6 +183,13 @@ export interface EventsOptions {
 
 export type CancelResult = 'requested' | 'already-finished' | 'not-found';
 
+/**
+ * What a stop of one turn found: `requested` (the turn runs, or waits in the queue, and ends
+ * `cancelled` at its next step boundary or as it comes up, without running), `already-ended` (it
+ * has its outcome, or the session ended: nothing changes), `not-found` (no such session or turn).
+ */
+export type StopTurnResult = 'requested' | 'already-ended' | 'not-found';
+
 /** How a sent input reaches the session: a new turn behind the active one, or a message into it. */
 export const SendMode = { queue: 'queue', inject: 'inject', steer: 'steer' } as const;
 export type SendMode = (typeof SendMode)[keyof typeof SendMode];
@@ -296,6 +303,8 @@ export interface BatonTransport {
   events(sessionId: string, options: EventsOptions & { live: true }): AsyncGenerator<FollowEvent>;
   events(sessionId: string, options?: EventsOptions): AsyncGenerator<SessionEvent>;
   cancel(sessionId: string): Promise<CancelResult>;
+  /** Stops one turn of a session (running or queued); the conversation goes on. */
+  stopTurn(sessionId: string, turnId: string): Promise<StopTurnResult>;
   /** A further turn or a message into the running turn; a refusal throws TurnRefusedError. */
   send(sessionId: string, input: unknown, options?: SendOptions): Promise<Sent>;
   /**

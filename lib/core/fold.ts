@@ -101,7 +101,13 @@ export interface SessionView {
   readonly retryAt?: number | undefined;
   readonly lastError?: string | undefined;
   readonly outcome?:
-    | { readonly status: OutcomeStatus; readonly output?: unknown; readonly error?: string | undefined }
+    | {
+        readonly status: OutcomeStatus;
+        readonly output?: unknown;
+        readonly error?: string | undefined;
+        /** A `cancelled` turn stopped alone: the conversation goes on. */
+        readonly stopped?: true | undefined;
+      }
     | undefined;
   /**
    * A `published` entry was journaled: a result given up as undelivered, or any result of an older

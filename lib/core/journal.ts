@@ -13,10 +13,11 @@ import { type EntryKind, ForkEffects, KickReason, OutcomeStatus } from './vocabu
  * The journal format this build writes and the newest it reads. Format 1 entries carry no `v`
  * (everything written before formats were numbered); format 2 adds `v`, the `upgraded` kind,
  * `agentVersion` on `input` and the `forked` kind (with its `version`); format 3 the `limited`
- * kind (a session waiting on a tenant limit). A change an older reader would refuse (a new kind,
+ * kind (a session waiting on a tenant limit); format 4 `stopped` on `outcome` (one turn stopped,
+ * the conversation going on, which an older reader would take for a cancel of the session). A change an older reader would refuse (a new kind,
  * a new field) bumps it, so an older worker meeting such an entry leaves the session to a newer one.
  */
-export const JOURNAL_FORMAT_VERSION = 3;
+export const JOURNAL_FORMAT_VERSION = 4;
 
 const agentVersion = z.number().int().positive();
 
@@ -160,10 +161,15 @@ export const EntryData = {
   released: z.object({ cancelled: z.array(z.string()), stragglers: z.array(z.string()) }),
   /** The session runs on agent version `to` from here on (its agent's upgrade policy). */
   upgraded: z.object({ from: agentVersion, to: agentVersion }),
+  /**
+   * A turn's end. `stopped`: a `cancelled` turn that was stopped alone (a `stop` inbox item): the
+   * conversation goes on, where any other `cancelled` outcome ends the session.
+   */
   outcome: z.object({
     status: z.enum(Object.values(OutcomeStatus) as [OutcomeStatus, ...OutcomeStatus[]]),
     output: z.unknown().optional(),
     error: z.string().optional(),
+    stopped: z.literal(true).optional(),
   }),
   /** The result was sent; or, with `undelivered`, given up after it kept failing (the turn keeps the outcome). */
   published: z.object({ undelivered: z.string().optional() }),

@@ -24,6 +24,8 @@ export const OPERATION_ROLES = {
   // Recording whether a parked once-only call happened is an operator's word, not an approver's.
   resolve: 'operate',
   cancel: 'operate',
+  // Stopping one turn is a cancel of that turn alone (the chat's stop needs what a cancel needs).
+  stopTurn: 'operate',
   release: 'operate',
   status: 'read',
   sessions: 'read',
@@ -40,7 +42,7 @@ const ROLE_MEANING: Record<Role, string> = {
   submit: 'submit tickets',
   converse: 'send turns, messages and steers to a conversation',
   approve: 'approve or deny a call that waits for a human',
-  operate: 'cancel, release, and resolve a parked call',
+  operate: 'cancel a session or stop a turn, release, and resolve a parked call',
   read: 'read sessions, their events and their tasks',
 };
 

@@ -10,7 +10,13 @@ import { MemorySessionStore } from '../adapters/memory/memory-session-store.ts';
 import { type AgentDefinition, type AgentRegistry, assertFitsBudget } from '../agent/define-agent.ts';
 import type { ToolContext } from '../agent/define-tool.ts';
 import { buildTranscript } from '../agent/transcript.ts';
-import { BatonClient, type SendMode, type SessionEvent, type SessionStatus } from '../client/baton-client.ts';
+import {
+  BatonClient,
+  type SendMode,
+  type SessionEvent,
+  type SessionStatus,
+  type StopTurnResult,
+} from '../client/baton-client.ts';
 import type { CallIdentity } from '../core/call-identity.ts';
 import { InvalidInputError } from '../core/errors.ts';
 import { DEFAULT_TENANT, sequentialIds } from '../core/ids.ts';
@@ -78,7 +84,7 @@ const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /**
  * Runs agents through the real runtime (intake, step runner, protocol, sweeper) on the in-memory
- * twins of the ports, with a manual clock. Every action (start, send, approve, deny, cancel,
+ * twins of the ports, with a manual clock. Every action (start, send, approve, deny, cancel, stopTurn,
  * advance) delivers what it causes until the system is at rest, then returns: a session is then
  * finished, idle or waiting for time or a human. Time moves only with `advance` — except what
  * nobody waits for in a test: a retry's backoff, and the lease TTL after a crash.
@@ -228,6 +234,13 @@ export class TestBaton {
   /** Cancels a session and runs it to rest. */
   async cancel(sessionId: string): Promise<'requested' | 'already-finished' | 'not-found'> {
     const result = await this.client.cancel(sessionId);
+    await this.#settle();
+    return result;
+  }
+
+  /** Stops one turn (the conversation goes on) and runs the session to rest. */
+  async stopTurn(sessionId: string, turnId: string): Promise<StopTurnResult> {
+    const result = await this.client.stopTurn(sessionId, turnId);
     await this.#settle();
     return result;
   }

@@ -1,4 +1,4 @@
-import type { SessionEvent, SessionStatus } from '../client/baton-client.ts';
+import type { SessionEvent, SessionStatus, StopTurnResult } from '../client/baton-client.ts';
 import type { CallIdentity } from '../core/call-identity.ts';
 import type { SessionKey } from '../core/ids.ts';
 import type { JournalEntry } from '../core/journal.ts';
@@ -71,5 +71,10 @@ export class TestRun {
 
   cancel(): Promise<'requested' | 'already-finished' | 'not-found'> {
     return this.baton.cancel(this.sessionId);
+  }
+
+  /** Stops this turn alone: it ends `cancelled` and the conversation goes on. */
+  stop(): Promise<StopTurnResult> {
+    return this.baton.stopTurn(this.sessionId, this.turnId);
   }
 }

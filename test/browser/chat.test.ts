@@ -105,7 +105,7 @@ describe('browser chat: the useChat example against a conversation on the local 
     await page.screenshot({ path: join(ARTIFACTS, 'chat-web.png'), fullPage: true });
   });
 
-  it('stops a turn on the server from the page’s stop button', async () => {
+  it('stops an answer on the server from the page’s stop button; the next message is a new turn, answered', async () => {
     // Arrange
     page = await browser.newPage();
     page.setDefaultTimeout(PAGE_WAIT_MS);
@@ -115,19 +115,24 @@ describe('browser chat: the useChat example against a conversation on the local 
     await send('stop me');
     await seenStreaming(1);
 
-    // Act
+    // Act: stop mid-answer, then send another message.
     await page.getByRole('button', { name: 'Stop' }).click();
-    await page.getByText('Stopped: this conversation has ended.').waitFor();
+    await page.getByText('Stopped: that answer ends here').waitFor();
+    await send('go on');
+    await answerText(2).filter({ hasText: '(end of answer 2)' }).waitFor();
 
-    // Assert: the turn was cancelled on the server, not only its fetch aborted.
+    // Assert: the first turn was stopped on the server, not only its fetch aborted; the
+    // conversation went on and answered the second.
     const sessions = await t.client.sessions({ agent: 'chat-web' });
     const session = sessions.sessions.find((s) => s.ticketId === chatId);
     const deadline = Date.now() + PAGE_WAIT_MS;
     let status = await t.client.status(session?.sessionId as string);
-    while (status?.status !== 'cancelled' && Date.now() < deadline) {
+    while (status?.status !== 'idle' && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 100));
       status = await t.client.status(session?.sessionId as string);
     }
-    expect(status?.status).toBe('cancelled');
+    expect(status?.status).toBe('idle');
+    expect(status?.turns?.map((turn) => turn.outcome)).toEqual(['cancelled', 'completed']);
+    await expect(answerText(2).textContent()).resolves.toBe(chatAnswer(2, 'go on'));
   });
 });

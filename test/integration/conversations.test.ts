@@ -197,6 +197,35 @@ describe('conversations on the local stack with two workers', { timeout: 180_000
     expect(workResults.length).toBeLessThan(20);
   });
 
+  it('stops one turn from the CLI: it ends cancelled, the turn queued behind it runs, and the conversation takes the next', async () => {
+    // Arrange
+    const sessionId = await start('conv-6', 'hello');
+    await t.client.send(sessionId, { text: 'work 20' }, { id: 'conv-6-work' });
+    await t.client.send(sessionId, { text: 'queued' }, { id: 'conv-6-queued' });
+    await waitFor('the work turn to run', async () => {
+      const journal = await t.store.readJournal({ tenant: 'default', agent: AGENT, id: sessionId });
+      return journal.some((e) => e.kind === 'tool' && e.turnId === 'conv-6-work') ? true : undefined;
+    });
+
+    // Act
+    const stopped = await batonOk(['cancel', sessionId, '--turn', 'conv-6-work', '--json'], t.stateDir);
+    const work = await resultOf('conv-6-work');
+    const queued = await resultOf('conv-6-queued');
+    const again = await batonOk(['cancel', sessionId, '--turn', 'conv-6-work', '--json'], t.stateDir);
+    await t.client.send(sessionId, { text: 'and then' }, { id: 'conv-6-next' });
+    const next = await resultOf('conv-6-next');
+
+    // Assert
+    expect(JSON.parse(stopped)).toEqual({ sessionId, turnId: 'conv-6-work', result: 'requested' });
+    expect(work).toMatchObject({ status: 'cancelled', error: 'turn stopped by request' });
+    expect(queued).toMatchObject({ status: 'completed', output: 'turn 3: queued' });
+    expect(JSON.parse(again).result).toBe('already-ended');
+    expect(next).toMatchObject({ status: 'completed', output: 'turn 4: and then' });
+    const status = await t.client.status(sessionId);
+    expect(status?.cancelRequested).toBe(false);
+    expect(status?.status).not.toBe('cancelled');
+  });
+
   it('resumes a turn whose approval another process answers after every worker was killed, and runs the once-only refund once', async () => {
     // Arrange
     const sessionId = await start('conv-8', 'hello');

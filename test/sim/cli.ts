@@ -32,9 +32,17 @@ const started = performance.now();
 const failed: SeedResult[] = [];
 const byInvariant = new Map<string, { seeds: number[]; example: string }>();
 let ran = 0;
+let stopsAsked = 0;
+let stopsRequested = 0;
+let stopsAlreadyEnded = 0;
+let turnsStopped = 0;
 for (let seed = first; seed < first + count; seed++) {
   const result = await runSeed(seed, { traceAll: values.verbose });
   ran++;
+  stopsAsked += result.stats.stopsAsked;
+  stopsRequested += result.stats.stopsRequested;
+  stopsAlreadyEnded += result.stats.stopsAlreadyEnded;
+  turnsStopped += result.stats.turnsStopped;
   if (values.verbose) {
     console.log(
       `seed ${seed}: ${result.ok ? 'ok' : 'FAILED'} trace ${result.traceHash} ${JSON.stringify(result.stats)}`,
@@ -65,6 +73,9 @@ const seconds = (performance.now() - started) / 1000;
 console.log(`\n${ran} seeds (${first}…${first + ran - 1}): ${ran - failed.length} passed, ${failed.length} failed`);
 for (const [invariant, { seeds, example }] of [...byInvariant].sort((a, b) => a[1].seeds[0]! - b[1].seeds[0]!))
   console.log(`  ${invariant}: ${seeds.length} seeds (first ${seeds[0]}; e.g. ${example.slice(0, 140)})`);
+console.log(
+  `stops of one turn: ${stopsAsked} asked (${stopsRequested} requested, ${stopsAlreadyEnded} already ended), ${turnsStopped} turns ended stopped`,
+);
 console.log(`${(ran / seconds).toFixed(1)} seeds/s (${seconds.toFixed(1)} s)`);
 process.exit(failed.length === 0 ? 0 : 1);
 

@@ -7,7 +7,7 @@ import { TERMINAL_SESSION_STATES } from '../../lib/core/vocabulary.ts';
 import type { SessionStore } from '../../lib/ports/session-store.ts';
 import type { Facts } from './facts.ts';
 import { isInjected } from './faults.ts';
-import type { Command } from './plan.ts';
+import type { Command, StopPick } from './plan.ts';
 import type { SimTicketQueue } from './queues.ts';
 import type { Rng } from './rng.ts';
 import { type Downstream, inputDigest, refundIdOf } from './services.ts';
@@ -53,6 +53,14 @@ export async function runCommand(ctx: ClientContext, command: Exclude<Command, {
         if (sent.mode !== 'inject') facts.acceptTurn(session.key, sent.turnId, `send/${sent.mode}`);
         return;
       }
+      case 'stop-turn': {
+        const turnId = await pickTurn(ctx, session.key, command.pick);
+        if (turnId === undefined) return;
+        const id = `${sid}/${turnId}`;
+        facts.askStop(id);
+        facts.answerStop(id, await client.stopTurn(sid, turnId));
+        return;
+      }
       case 'cancel': {
         const before = command.statusFirst ? await client.status(sid) : undefined;
         const answer = await client.cancel(sid);
@@ -82,6 +90,16 @@ export async function runCommand(ctx: ClientContext, command: Exclude<Command, {
     if (error instanceof InvalidInputError || isInjected(error)) return;
     throw error;
   }
+}
+
+/** The turn a stop names, read from the session now: its running turn, a queued one, or any of its turns. */
+async function pickTurn(ctx: ClientContext, key: SessionKey, pick: StopPick): Promise<string | undefined> {
+  const record = await ctx.store.getSession(key);
+  if (!record) return undefined;
+  if (pick === 'queued' && record.turnQueue.length > 0) return ctx.rng.pick(record.turnQueue);
+  if (pick !== 'any') return record.activeTurnId;
+  const turns = await ctx.store.listTurns(key);
+  return turns.length > 0 ? ctx.rng.pick(turns).turnId : undefined;
 }
 
 /** A human answers the first approval the session waits for. Returns the question's identity, if any. */

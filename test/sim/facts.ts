@@ -32,6 +32,11 @@ export class Facts {
   /** Every turn id a client tried to send: one never acknowledged was promised nothing (its sender retries). */
   readonly sentTurns = new Set<string>();
   readonly cancels: SessionKey[] = [];
+  /**
+   * Stops of one turn, by `session/turn`: how many were asked for (counted before the call, since
+   * one whose answer was lost may still have landed) and the answers that came back.
+   */
+  readonly stops = new Map<string, { asked: number; answers: string[] }>();
   readonly releases: { key: SessionKey; released: boolean }[] = [];
   readonly approvals: Approval[] = [];
   /** Questions a human (the operator) answered: an approval request or a parked call, by its identity. */
@@ -54,6 +59,16 @@ export class Facts {
     if (!this.turns.has(id)) this.turns.set(id, { key, turnId, via });
   }
 
+  askStop(id: string): void {
+    const stop = this.stops.get(id) ?? { asked: 0, answers: [] };
+    stop.asked++;
+    this.stops.set(id, stop);
+  }
+
+  answerStop(id: string, answer: string): void {
+    this.stops.get(id)?.answers.push(answer);
+  }
+
   /** Every item of the session expired: what users were told about its last run is settled and forgotten. */
   forgetRun(sessionId: string, cut: { executions: number; results: number }): void {
     this.expiredRuns.set(sessionId, cut);
@@ -62,6 +77,7 @@ export class Facts {
         this.turns.delete(id);
         this.verified.delete(id);
       }
+    for (const id of [...this.stops.keys()]) if (id.startsWith(`${sessionId}/`)) this.stops.delete(id);
     const others = (keys: SessionKey[]) => keys.filter((k) => k.id !== sessionId);
     this.cancels.splice(0, this.cancels.length, ...others(this.cancels));
     const releases = this.releases.filter((r) => r.key.id !== sessionId);

@@ -1,6 +1,7 @@
 import { META_SK } from '../../lib/adapters/session-item-codec.ts';
 import { CorruptStateError, errorMessage } from '../../lib/core/errors.ts';
 import { foldJournal, type SessionView } from '../../lib/core/fold.ts';
+import { TURN_STOPPED } from '../../lib/core/inbox.ts';
 import type { JournalEntry } from '../../lib/core/journal.ts';
 import { TERMINAL_SESSION_STATES } from '../../lib/core/vocabulary.ts';
 import type { SessionRecord, TurnRecord } from '../../lib/ports/session-store.ts';
@@ -92,6 +93,7 @@ async function checkQuiet(world: World, sessions: Map<string, SessionFacts>): Pr
   }
 
   checkEffects(world, sessions);
+  checkStops(world, sessions);
 
   for (const key of facts.cancels) {
     const s = sessions.get(key.id);
@@ -166,6 +168,44 @@ function checkTurn(
     facts.violate('turn-published', `${name} ended ${outcome.status} but no result was published`);
   else if (!published.has(outcome.status) || published.size > 1)
     facts.violate('one-outcome', `${name} ended ${outcome.status}; results said ${[...published].join(', ')}`);
+}
+
+/** Is this turn's outcome a stop's (its journal entry says `stopped`, or the turn the stop's reason)? */
+function stoppedTurn(s: SessionFacts, turn: TurnRecord): boolean {
+  const journaled = (s.entries ?? []).some(
+    (e) => e.kind === 'outcome' && e.turnId === turn.turnId && e.data.stopped === true,
+  );
+  return journaled || (turn.outcome?.status === 'cancelled' && turn.outcome.error === TURN_STOPPED);
+}
+
+/**
+ * Stops of one turn: a stop ends only the turn it names (never one nobody stopped, nor one it
+ * found ended), the stopped turn gets one outcome, and it never ends a conversation — only a
+ * cancel of the session does.
+ */
+function checkStops(world: World, sessions: Map<string, SessionFacts>): void {
+  const { facts } = world;
+  for (const [id, s] of sessions) {
+    let stopsHere = false;
+    for (const turn of s.turns) {
+      const name = `${id}/${turn.turnId}`;
+      const stop = facts.stops.get(name);
+      if (stop) stopsHere = true;
+      if (!stoppedTurn(s, turn)) {
+        if (stop?.answers.includes('requested') && !turn.outcome && !s.record.turnQueue.includes(turn.turnId))
+          facts.violate('stop-settles', `${name}: a stop was requested and the turn has no outcome at rest`);
+        continue;
+      }
+      if (!stop) facts.violate('stop-names-its-turn', `${name} ended stopped, and no stop named it`);
+      else if (stop.answers.length === stop.asked && stop.answers.every((a) => a === 'already-ended'))
+        facts.violate('stop-names-its-turn', `${name}: every stop of it answered already-ended, yet it ended stopped`);
+      if (turn.outcome && turn.outcome.status !== 'cancelled')
+        facts.violate('stop-settles', `${name}: stopped in the journal, ${turn.outcome.status} on the turn`);
+    }
+    // A stop alone never ends a conversation: cancelled with no cancel requested means one did.
+    if (stopsHere && s.record.conversation && s.record.state === 'cancelled' && !s.record.cancelRequested)
+      facts.violate('stop-keeps-conversation', `${id}: a conversation ended cancelled with no cancel requested`);
+  }
 }
 
 /** DESIGN 13: every item expires (no turn, entry or snapshot outlives its session's retention). */
@@ -289,6 +329,10 @@ export async function finalCheck(world: World): Promise<void> {
       for (const turn of s.turns)
         if (turn.outcome?.error && /tenant slot|rate limit/.test(turn.outcome.error))
           facts.violate('limits-never-fail-turns', `${id}/${turn.turnId} failed: ${turn.outcome.error.slice(0, 160)}`);
+      // A stopped conversation takes its next turn: at rest it is idle, unless cancelled or released.
+      const stopped = [...facts.stops.keys()].some((name) => name.startsWith(`${id}/`));
+      if (stopped && r.conversation && !r.cancelRequested && !r.releaseRequested && r.state !== 'idle')
+        facts.violate('stop-keeps-conversation', `${id}: stopped, not cancelled, and ${r.state} at rest`);
       if (r.cancelRequested && !s.terminal)
         facts.violate('cancel-carried-out', `${id}: cancelRequested, yet ${r.state} with nothing due`);
       // A session that ended (a cancel cascades to its tasks as a release would) has no holder left

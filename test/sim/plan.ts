@@ -21,6 +21,9 @@ export interface PlannedSession {
 
 export type SendMode = 'queue' | 'steer' | 'inject';
 
+/** Which turn a stop names: the running one, a queued one, or any turn of the session. */
+export type StopPick = 'running' | 'queued' | 'any';
+
 export type Command =
   | { readonly kind: 'submit'; readonly session: PlannedSession }
   /** The same ticket again, as a producer that never heard back sends it. */
@@ -34,6 +37,11 @@ export type Command =
     }
   /** A further turn as a ticket on the tickets queue, through intake. */
   | { readonly kind: 'ticket-turn'; readonly session: PlannedSession; readonly id: string; readonly input: unknown }
+  /**
+   * A stop of one turn (the chat's stop): the session's running turn, one of its queued turns, or
+   * any of its turns (ended ones too), picked when the command runs.
+   */
+  | { readonly kind: 'stop-turn'; readonly session: PlannedSession; readonly pick: StopPick }
   /** With `statusFirst`, the client reads status, then cancels: the two must agree. */
   | { readonly kind: 'cancel'; readonly session: PlannedSession; readonly statusFirst: boolean }
   | { readonly kind: 'release'; readonly session: PlannedSession; readonly timeoutS: number; readonly waitMs: number }
@@ -93,8 +101,12 @@ const AGENT_WEIGHTS: Record<Theme, readonly (readonly [AgentName, number])[]> = 
   ],
 };
 
-/** How likely each kind of command is, by theme (send, ticket-turn, resubmit, cancel, release, approve, resolve, idle-gap). */
-const COMMAND_WEIGHTS: Record<Theme, Record<Exclude<Command['kind'], 'submit'>, number>> = {
+/**
+ * How likely each kind of command is, by theme (send, ticket-turn, resubmit, cancel, release,
+ * approve, resolve, idle-gap). Stops of one turn are added afterwards from a stream of their own
+ * (addStops), so the plans drawn before they existed stay as they were.
+ */
+const COMMAND_WEIGHTS: Record<Theme, Record<Exclude<Command['kind'], 'submit' | 'stop-turn'>, number>> = {
   mixed: { send: 6, 'ticket-turn': 2, resubmit: 1, cancel: 2, release: 1.5, approve: 2, resolve: 1, 'idle-gap': 1.2 },
   effects: { send: 3, 'ticket-turn': 1, resubmit: 1, cancel: 2, release: 0.5, approve: 3, resolve: 3, 'idle-gap': 0.3 },
   conversations: {
@@ -211,6 +223,58 @@ export function makePlan(rng: Rng, theme: Theme): Plan {
     return command.kind === 'cancel' && rng.chance(0.3) ? 'effect' : 'turn-end';
   });
   return { theme, sessions, commands, at, pounce };
+}
+
+/** How likely a run is to have stops of one turn, and their theme's weight of more of them. */
+const STOP_RUNS: Record<Theme, number> = { mixed: 0.5, effects: 0.4, conversations: 0.7 };
+
+/**
+ * Adds stops of one turn (the chat's stop) to a plan, drawn from `rng` alone: half the runs or so
+ * get one to three, each between two of the plan's commands (a moment in between), naming the
+ * running turn, a queued one or any turn when it runs, some aimed at a turn's end or a once-only
+ * call; after about half of them the chat's next message follows. A plan without stops is the
+ * plan as drawn before stops existed, so its seed replays as it did.
+ */
+export function addStops(plan: Plan, rng: Rng): Plan {
+  if (!rng.chance(STOP_RUNS[plan.theme])) return plan;
+  const commands = [...plan.commands];
+  const at = [...plan.at];
+  const pounce = [...plan.pounce];
+  const conversations = plan.sessions.filter((s) => s.conversation);
+  const count = rng.int(1, 3);
+  for (let i = 0; i < count; i++) {
+    // Mostly a conversation's turn; sometimes a one-shot session's only turn.
+    const session = conversations.length && rng.chance(0.85) ? rng.pick(conversations) : rng.pick(plan.sessions);
+    const pick = rng.weighted<StopPick>([
+      ['running', 5],
+      ['queued', 2],
+      ['any', 2],
+    ]);
+    // After the sessions' submits, at a moment between two commands (times never go backwards).
+    const first = plan.sessions.length;
+    const place = rng.int(first, commands.length);
+    const from = at[place - 1] ?? 0;
+    const to = at[place] ?? from + 6_000;
+    const when = from + rng.int(0, Math.max(0, to - from));
+    const added: Command[] = [{ kind: 'stop-turn', session, pick }];
+    // A stop aims at a turn's end (it races the publish) or at a once-only call in flight.
+    const aims: (Pounce | undefined)[] = [rng.chance(0.4) ? (rng.chance(0.6) ? 'turn-end' : 'effect') : undefined];
+    // As a chat does after its stop: the next message, a new turn.
+    if (session.conversation && rng.chance(0.5)) {
+      added.push({
+        kind: 'send',
+        session,
+        id: `${session.name}-x${i + 1}`,
+        mode: 'queue',
+        input: turnInput(rng, session.agent),
+      });
+      aims.push(undefined);
+    }
+    commands.splice(place, 0, ...added);
+    at.splice(place, 0, ...added.map(() => when));
+    pounce.splice(place, 0, ...aims);
+  }
+  return { ...plan, commands, at, pounce };
 }
 
 function firstInput(rng: Rng, agent: AgentName): unknown {

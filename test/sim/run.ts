@@ -15,6 +15,11 @@ import { type RunStats, World } from './world.ts';
 export interface RunOptions {
   /** Keep every trace event (for --verbose). */
   readonly traceAll?: boolean | undefined;
+  /**
+   * Add stops of one turn to the plan (default true). Off, a seed plays the plan drawn before
+   * stops existed: the named seeds that once failed replay what they found.
+   */
+  readonly stops?: boolean | undefined;
 }
 
 export interface SeedResult {
@@ -37,7 +42,7 @@ const MAX_STEPS = 40_000;
 const MAX_DRAIN_MS = 4 * 3600 * 1000;
 
 export async function runSeed(seed: number, options: RunOptions = {}): Promise<SeedResult> {
-  const world = new World({ seed, traceAll: options.traceAll });
+  const world = new World({ seed, traceAll: options.traceAll, stops: options.stops });
   const tail = world.rng.int(0, AFTER_COMMANDS_STEPS);
   let afterCommands = 0;
   while (world.steps < MAX_CHAOS_STEPS) {

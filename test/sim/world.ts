@@ -5,6 +5,7 @@ import { agentRegistry } from '../../lib/agent/define-agent.ts';
 import { BatonClient } from '../../lib/client/baton-client.ts';
 import { errorMessage, InvalidInputError } from '../../lib/core/errors.ts';
 import { type SessionKey, sequentialIds } from '../../lib/core/ids.ts';
+import { TURN_STOPPED } from '../../lib/core/inbox.ts';
 import type { Kick, Ticket } from '../../lib/core/messages.ts';
 import type { TenantLimits } from '../../lib/core/tenant-limits.ts';
 import { SWEEP_SHARDS } from '../../lib/ports/session-store.ts';
@@ -22,7 +23,7 @@ import { Facts } from './facts.ts';
 import { drawTenantLimits, gatedFairShare, watchSteps } from './fair-share.ts';
 import { drawProfile, type FaultProfile, gateVerdict, isInjected } from './faults.ts';
 import { checkpoint, retireExpired } from './invariants.ts';
-import { type Command, drawTheme, makePlan, type Plan } from './plan.ts';
+import { addStops, type Command, drawTheme, makePlan, type Plan } from './plan.ts';
 import { gatedStore } from './ports.ts';
 import { type Message, SimResults, SimTicketQueue, SimWorkQueue } from './queues.ts';
 import { Rng } from './rng.ts';
@@ -58,6 +59,8 @@ export interface WorldOptions {
   readonly traceAll?: boolean | undefined;
   /** Scheduler steps of the fault phase, at most; the drain has its own bound. */
   readonly chaosSteps?: number;
+  /** Add stops of one turn to the plan (default true; see RunOptions.stops). */
+  readonly stops?: boolean | undefined;
 }
 
 export interface RunStats {
@@ -68,6 +71,12 @@ export interface RunStats {
   readonly sessions: number;
   readonly results: number;
   readonly crashes: number;
+  /** Stops of one turn the clients asked for, and the turns that ended stopped (by their result). */
+  readonly stopsAsked: number;
+  /** Stops answered `requested` (a turn running or queued) and `already-ended` (a no-op). */
+  readonly stopsRequested: number;
+  readonly stopsAlreadyEnded: number;
+  readonly turnsStopped: number;
 }
 
 export class World {
@@ -118,6 +127,8 @@ export class World {
     this.profile = this.chaosProfile;
     // Drawn after every older draw, so seeds without limits replay as they did.
     this.tenantLimits = drawTenantLimits(root.fork());
+    // Likewise stops of one turn: a seed without them replays as before they existed.
+    const stopRng = root.fork();
     let clock: SimClock | undefined;
     this.trace = new Trace(() => clock?.now() ?? SIM_START_MS, SIM_START_MS, { everything: options.traceAll === true });
     this.sim = new Scheduler(this.rng, this.trace);
@@ -153,7 +164,8 @@ export class World {
       maxPendingInputs: SIM_CONFIG.maxPendingInputs,
       sweepGraceMs: SIM_CONFIG.sweepGraceMs,
     });
-    this.plan = makePlan(planRng, theme);
+    const plan = makePlan(planRng, theme);
+    this.plan = options.stops === false ? plan : addStops(plan, stopRng);
   }
 
   get clientContext(): ClientContext {
@@ -486,6 +498,10 @@ export class World {
     return at;
   }
 
+  #stopAnswers(answer: string): number {
+    return [...this.facts.stops.values()].reduce((n, stop) => n + stop.answers.filter((a) => a === answer).length, 0);
+  }
+
   stats(): RunStats {
     return {
       steps: this.steps,
@@ -495,6 +511,11 @@ export class World {
       sessions: this.plan.sessions.length,
       results: this.results.published.length,
       crashes: this.crashes,
+      stopsAsked: [...this.facts.stops.values()].reduce((n, stop) => n + stop.asked, 0),
+      stopsRequested: this.#stopAnswers('requested'),
+      stopsAlreadyEnded: this.#stopAnswers('already-ended'),
+      turnsStopped: new Set(this.results.published.filter((r) => r.result.error === TURN_STOPPED).map((r) => r.id))
+        .size,
     };
   }
 }

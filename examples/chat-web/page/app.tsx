@@ -57,13 +57,19 @@ function Chat({ chatId, initial }: { chatId: string; initial: UIMessage[] }) {
   const send = (event: FormEvent) => {
     event.preventDefault();
     if (text.trim() === '' || busy) return;
+    setStopped(false);
     void sendMessage({ text });
     setText('');
   };
-  // Stop cancels the turn on the server; aborting the fetch alone would leave it running.
+  // Stop ends the answer's turn on the server (aborting the fetch alone would leave it running);
+  // the conversation goes on, and the next message is a new turn. The answer's metadata names
+  // its turn, so the stop never reaches a later one.
   const stopTurn = async () => {
+    const last = messages.at(-1);
+    const turnId = last?.role === 'assistant' ? (last.metadata as { turnId?: string } | undefined)?.turnId : undefined;
     await stop();
-    await fetch(`${API}/${encodeURIComponent(chatId)}/stop`, { method: 'POST' });
+    const turn = turnId === undefined ? '' : `?turn=${encodeURIComponent(turnId)}`;
+    await fetch(`${API}/${encodeURIComponent(chatId)}/stop${turn}`, { method: 'POST' });
     setStopped(true);
   };
 
@@ -88,25 +94,20 @@ function Chat({ chatId, initial }: { chatId: string; initial: UIMessage[] }) {
         ))}
       </ol>
       {error && <p role="alert">Error: {error.message}</p>}
-      {stopped ? (
-        <p>
-          Stopped: this conversation has ended.{' '}
-          <button type="button" onClick={newChat}>
-            New chat
-          </button>
-        </p>
-      ) : (
-        <form aria-label="Send a message" onSubmit={send}>
-          <input aria-label="Message" value={text} onChange={(event) => setText(event.target.value)} />
-          <button type="submit" disabled={busy}>
-            Send
-          </button>
-          <button type="button" onClick={stopTurn} disabled={!busy}>
-            Stop
-          </button>
-          <output aria-label="Status">{status}</output>
-        </form>
-      )}
+      {stopped && <p>Stopped: that answer ends here; send another message to go on.</p>}
+      <form aria-label="Send a message" onSubmit={send}>
+        <input aria-label="Message" value={text} onChange={(event) => setText(event.target.value)} />
+        <button type="submit" disabled={busy}>
+          Send
+        </button>
+        <button type="button" onClick={stopTurn} disabled={!busy}>
+          Stop
+        </button>
+        <output aria-label="Status">{status}</output>
+      </form>
+      <button type="button" onClick={newChat}>
+        New chat
+      </button>
     </main>
   );
 }

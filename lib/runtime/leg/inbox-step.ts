@@ -1,16 +1,16 @@
 import { LeaseLostError } from '../../core/errors.ts';
-import { type InboxItem, triageInbox } from '../../core/inbox.ts';
+import { type InboxItem, TURN_STOPPED, triageInbox } from '../../core/inbox.ts';
 import { mustReadRecord } from '../../core/lease.ts';
 import { RUNTIME_DEFAULTS } from '../../core/resources.ts';
 import type { LegContext } from './leg-context.ts';
 
 /**
  * The inbox step, at every step boundary: look at the session record, journal what the inbox
- * holds for this turn — messages before the next model call, human decisions, operator verdicts —
- * each once, then take them off. The look reads the record (one consistent read, no write when
- * nothing waits) only when the one in hand is older than `inboxLookMs` or the heartbeat is behind
- * (`mustReadRecord`); otherwise it takes the record the acquire, the last renewal (which returns
- * the whole record) or the last read brought. Steps faster than that share one read, instead of a
+ * holds for this turn — messages before the next model call, human decisions, operator verdicts,
+ * a steer or a stop that ends it — each once, then take them off. The look reads the record (one
+ * consistent read, no write when nothing waits) only when the one in hand is older than
+ * `inboxLookMs` or the heartbeat is behind (`mustReadRecord`); otherwise it takes the record the
+ * acquire, the last renewal (which returns the whole record) or the last read brought. Steps faster than that share one read, instead of a
  * read per step next to the step's one write. `inHand` always takes the record in hand: the leg's
  * first boundary comes right after its acquire returned it.
  */
@@ -24,7 +24,7 @@ export async function deliverInbox(leg: LegContext, inHand = false): Promise<voi
   }
   if (read) signals.observe(record, now);
   if (record.inbox.length === 0) return;
-  const { deliver, discard } = triageInbox(leg.journal.view, record.inbox);
+  const { deliver, discard } = triageInbox(leg.journal.view, record.inbox, record);
   if (deliver.length === 0 && discard.length === 0) return;
   for (const item of deliver) await journalItem(leg, item);
   for (const item of discard)
@@ -53,6 +53,11 @@ async function journalItem(leg: LegContext, item: InboxItem): Promise<void> {
       // The turn winds down here, its partial work kept; the steering turn heads the queue.
       await leg.journal.append('outcome', { status: 'superseded', error: `superseded by turn ${item.turnId}` });
       leg.log.info('turn superseded by a steering turn', { by: item.turnId });
+      return;
+    case 'stop':
+      // This turn alone ends, its partial work kept; the conversation goes on (exits.ts).
+      await leg.journal.append('outcome', { status: 'cancelled', error: TURN_STOPPED, stopped: true });
+      leg.log.info('turn stopped by request', { id: item.id });
       return;
     case 'resolve':
       await leg.journal.append('reconciled', {

@@ -61,9 +61,11 @@ export async function finish(
   // The release records that the result was sent: no `published` entry, one write less per turn.
   // A crash between the send and the release sends it again (same result id), as a crash before
   // the entry did. A conversation goes on after a turn, whatever its outcome; a cancel ends it,
-  // as cancelled even when it finds the last turn ended (an idle conversation). A one-shot
-  // session ends as its turn.
-  const endsSession = !record.conversation || record.cancelRequested || final === 'cancelled';
+  // as cancelled even when it finds the last turn ended (an idle conversation). A turn stopped
+  // alone (a `stop`, `stopped` on its outcome) is no cancel of the session: the conversation
+  // takes its next turn. A one-shot session ends as its turn.
+  const stopped = leg.journal.view.outcome?.stopped === true;
+  const endsSession = !record.conversation || record.cancelRequested || (final === 'cancelled' && !stopped);
   const state = record.conversation && record.cancelRequested ? 'cancelled' : terminalStateOf(final);
   const left = endsSession ? await endSession(leg, state, turnId) : await endConversationTurn(leg, turnId);
   if (!left) return undefined;
@@ -94,6 +96,9 @@ export async function finishNow(
  * accepted meanwhile refuses the release and is settled at the next try.
  */
 async function endSession(leg: LegContext, state: SessionState, publishedTurnId: string): Promise<boolean> {
+  // The queue settled and the release's fence must be one record: a renewal in between would
+  // bring a turn accepted meanwhile into the fence unsettled, and the release would absorb it.
+  await leg.signals.stopHeartbeat();
   await settleQueuedTurns(leg, state);
   return releaseUnlessEvent(leg, state, undefined, publishedTurnId);
 }

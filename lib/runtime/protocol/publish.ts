@@ -74,7 +74,9 @@ export const PUBLISH_RETRY_POLICY: RetryPolicy = {
 export async function publish(leg: LegContext): Promise<boolean> {
   await leg.deps.failpoint('between-outcome-and-publish');
   const view = leg.journal.view;
-  const outcome = view.outcome!;
+  // A stopped turn's outcome is `cancelled` on the turn as in its result; only the journal says
+  // it was stopped alone (what the session's exit reads).
+  const { stopped: _stopped, ...outcome } = view.outcome!;
   const turnId = resultTurnId(leg);
   await leg.deps.store.setTurnOutcome(leg.key, turnId, { ...outcome, at: leg.deps.clock.now() });
   await notifyParent(leg);

@@ -5,6 +5,7 @@ import { MemoryStreamSlots } from '../../../lib/adapters/memory/memory-stream-sl
 import { defineAgent } from '../../../lib/agent/define-agent.ts';
 import { defineTool } from '../../../lib/agent/define-tool.ts';
 import { scriptedModel, toolResults } from '../../../lib/agent/scripted-model.ts';
+import { UNANSWERED } from '../../../lib/agent/transcript.ts';
 import { createApiHandler } from '../../../lib/api/api-handler.ts';
 import type { Caller } from '../../../lib/api/caller.ts';
 import type { BatonClient } from '../../../lib/client/baton-client.ts';
@@ -195,25 +196,41 @@ describe('browser chat over the API (issue 25 item 7)', () => {
     expect(ownChat.metadata(0).sessionId).not.toBe(body.sessionId);
   });
 
-  it('stops a chat by cancelling its turn on the server; the ended chat refuses further messages', async () => {
-    // Arrange
+  it('stops the chat’s running turn alone: its stream finishes, and the next message is a new turn that is answered', async () => {
+    // Arrange: the turn waits for an approval, its refund call asked for and not run.
     const { call, stack } = chatApi();
     const posted = await call('POST', '/agents/approver/chat', { id: 'chat-4', messages: [user('m1', 'refund A7')] });
+    const { turnId } = posted.metadata(-1);
 
     // Act
-    const stop = await call('POST', '/agents/approver/chat/chat-4/stop');
+    const stop = await call('POST', '/agents/approver/chat/chat-4/stop', undefined, `turn=${turnId}`);
     await stack.pump();
-    const { turnId } = posted.metadata(-1);
+    const again = await call('POST', '/agents/approver/chat/chat-4/stop', undefined, `turn=${turnId}`);
+    const idle = await call('POST', '/agents/approver/chat/chat-4/stop');
     const end = await call('GET', '/agents/approver/chat/chat-4/stream', undefined, `turn=${turnId}`);
     const next = await call('POST', '/agents/approver/chat', {
       id: 'chat-4',
-      messages: [user('m1', 'refund A7'), assistant('answer-chat-4', '…'), user('m2', 'and another')],
+      messages: [user('m1', 'refund A7'), assistant(`answer-${turnId}`, '…'), user('m2', 'and another')],
     });
 
     // Assert
-    expect(stop.status).toBe(202);
-    expect(end.chunks.at(-1)).toMatchObject({ type: 'abort' });
-    expect(next.status).toBe(409);
+    expect([stop.status, JSON.parse(stop.text)]).toEqual([
+      202,
+      { sessionId: posted.metadata(0).sessionId, turnId, result: 'requested' },
+    ]);
+    expect([again.status, JSON.parse(again.text).result]).toEqual([200, 'already-ended']);
+    expect([idle.status, JSON.parse(idle.text).result]).toEqual([200, 'already-ended']);
+    expect(end.chunks.at(-1)).toMatchObject({
+      type: 'finish',
+      finishReason: 'other',
+      messageMetadata: { turnId, outcome: 'cancelled', stopped: true },
+    });
+    expect(next.status).toBe(200);
+    expect(next.chunks.at(-1)).toMatchObject({ type: 'finish' });
+    // The next turn's transcript answers the stopped turn's call: it was never run.
+    expect(answerText(next.chunks)).toBe(`Refund done: ${JSON.stringify({ error: UNANSWERED })}`);
+    const status = await stack.eager.status(posted.metadata(0).sessionId ?? '');
+    expect(status?.status).not.toBe('cancelled');
   });
 
   it('refuses what it cannot take as a turn, naming what is wrong', async () => {

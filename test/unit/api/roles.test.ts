@@ -26,6 +26,7 @@ const OPERATIONS = [
   { role: 'approve', method: 'POST', path: '/sessions/S1/approve', body: { callId: 'c1', approved: true } },
   { role: 'operate', method: 'POST', path: '/sessions/S1/resolve', body: { callId: 'c1', done: true, output: 1 } },
   { role: 'operate', method: 'POST', path: '/sessions/S1/cancel' },
+  { role: 'operate', method: 'POST', path: '/sessions/S1/turns/T1/stop' },
   { role: 'operate', method: 'POST', path: '/sessions/S1/release', body: {} },
 ] as const;
 

@@ -151,6 +151,27 @@ describe('a turn as an AI SDK UI message stream', () => {
     expect(cancelled.at(-1)).toEqual({ type: 'abort', reason: 'the turn was cancelled' });
   });
 
+  it('finishes a stopped turn (a stop of that turn alone) with what it had said, its metadata saying so', async () => {
+    // Arrange
+    const events = [
+      model(4, 'Half an'),
+      entry(5, 'outcome', { status: 'cancelled', error: 'turn stopped by request', stopped: true }),
+    ];
+
+    // Act
+    const chunks = mapAll(events);
+    const message = await asUseChatWouldRead(chunks);
+
+    // Assert
+    expect(chunks.at(-1)).toEqual({
+      type: 'finish',
+      finishReason: 'other',
+      messageMetadata: { ...ids, outcome: 'cancelled', stopped: true },
+    });
+    expect(message.parts.filter((p) => p.type === 'text').map((p) => p.text)).toEqual(['Half an']);
+    expect(message.metadata).toMatchObject({ outcome: 'cancelled', stopped: true });
+  });
+
   it('pauses with the cursor to continue from, and a continuation sends only the text the client had not', async () => {
     // Arrange: the first response saw two chunks of the response at seq 4, then paused.
     const first = new TurnStreamMapper(ids);

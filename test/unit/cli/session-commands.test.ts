@@ -84,3 +84,36 @@ describe('fork and rerun --version', () => {
     expect(r.asked).toEqual([]);
   });
 });
+
+describe('cancel --turn', () => {
+  it('stops that turn alone through the client, not the session', async () => {
+    // Arrange
+    const asked: string[] = [];
+    const client = {
+      stopTurn: async (sessionId: string, turnId: string) => {
+        asked.push(`stop ${sessionId} ${turnId}`);
+        return turnId === 'done' ? 'already-ended' : 'requested';
+      },
+      cancel: async (sessionId: string) => {
+        asked.push(`cancel ${sessionId}`);
+        return 'requested';
+      },
+    } as unknown as BatonTransport;
+    const lines: string[] = [];
+    const withClient = { ...io, client, out: (line: string) => lines.push(line) };
+
+    // Act
+    const codes = [
+      await cancel(['S-1', '--turn', 'T-2'], withClient),
+      await cancel(['S-1', '--turn', 'done'], { ...withClient, json: true }),
+    ];
+
+    // Assert
+    expect(codes).toEqual([0, 0]);
+    expect(asked).toEqual(['stop S-1 T-2', 'stop S-1 done']);
+    expect(lines).toEqual([
+      'stop requested for turn T-2 of S-1 (that turn alone)',
+      JSON.stringify({ sessionId: 'S-1', turnId: 'done', result: 'already-ended' }),
+    ]);
+  });
+});

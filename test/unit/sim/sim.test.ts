@@ -58,9 +58,27 @@ describe('deterministic simulator', () => {
     [1271, 'a ticket sent again once its session record expired is refused, not resumed over what is left'],
     [15, 'with a tenant limit, a stale owner whose step collides did no work without a slot'],
     [262, "with a tenant limit, an operator's verdict reaches a parked session without taking a slot"],
+    [5277, 'a turn accepted while a cancelled session settles its queue is settled too, never absorbed by the release'],
   ] as const) {
     it(`seed ${seed}: ${why}`, async () => {
-      expect((await runSeed(seed)).violations).toEqual([]);
+      // The plan they failed on: drawn before stops of one turn were added to plans.
+      expect((await runSeed(seed, { stops: false })).violations).toEqual([]);
+    });
+  }
+
+  it('seed 2892: stops of queued turns wait in the inbox without crowding out the approval the running turn waits for', async () => {
+    expect((await runSeed(2892)).violations).toEqual([]);
+  });
+
+  // Seeds whose stops of one turn meet the rest: each stops turns and has a stop find its turn ended.
+  for (const [seed, why] of [
+    [70, 'stops in a dispatcher, a pay desk and a support desk: two turns stopped, one stop a no-op, the chats go on'],
+    [212, 'stops of one turn beside a cancel and releases: the stopped conversations go on, the cancelled one ends'],
+  ] as const) {
+    it(`seed ${seed}: ${why}`, async () => {
+      const result = await runSeed(seed);
+      expect(result.violations).toEqual([]);
+      expect(result.stats).toMatchObject({ stopsRequested: 2, stopsAlreadyEnded: 1, turnsStopped: 2 });
     });
   }
 });
