@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import * as z from 'zod';
-import { CorruptStateError, InvalidInputError } from '../core/errors.ts';
+import { CorruptStateError, InvalidInputError, NewerRecordFormatError } from '../core/errors.ts';
 import { canonicalJson, formatSessionKey, type SessionKey } from '../core/ids.ts';
 import { InboxItem } from '../core/inbox.ts';
 import { assertReadableFormat, type JournalEntry, parseEntry } from '../core/journal.ts';
@@ -168,6 +168,17 @@ function validate<T>(schema: z.ZodType<T>, raw: unknown, what: string): T {
   return parsed.data;
 }
 
+/** One inbox item; a kind this build has never heard of is a newer build's, not corruption. */
+function inboxItemOf(text: string, what: string): InboxItem {
+  const raw = parseJson(text, what);
+  const kind = typeof raw === 'object' && raw !== null ? (raw as { kind?: unknown }).kind : undefined;
+  if (typeof kind === 'string' && !INBOX_KINDS.has(kind)) throw new NewerRecordFormatError(`${what} (${kind})`);
+  return validate(InboxItem, raw, what);
+}
+
+/** The inbox kinds this build knows, from the schema itself. */
+const INBOX_KINDS: ReadonlySet<string> = new Set(InboxItem.options.map((option) => option.shape.kind.value));
+
 function parseJson(text: string, what: string): unknown {
   try {
     return JSON.parse(text);
@@ -273,9 +284,7 @@ export function decodeSession(raw: unknown, expected?: SessionKey): SessionRecor
     turnQueue: item.turnQueue ?? [],
     ...(item.lastTurnId === undefined ? {} : { lastTurnId: item.lastTurnId }),
     ...(item.publishedTurnId === undefined ? {} : { publishedTurnId: item.publishedTurnId }),
-    inbox: (item.inbox ?? []).map((text, i) =>
-      validate(InboxItem, parseJson(text, `${where} inbox item ${i}`), `${where} inbox item ${i}`),
-    ),
+    inbox: (item.inbox ?? []).map((text, i) => inboxItemOf(text, `${where} inbox item ${i}`)),
     cancelRequested: item.cancelRequested,
     recoveries: item.recoveries,
     legs: item.legs,

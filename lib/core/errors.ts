@@ -57,6 +57,18 @@ export class NewerJournalFormatError extends BatonError {
   }
 }
 
+/**
+ * A session record holding an inbox item of a kind this build does not know (a newer API or
+ * worker posted it during a rolling deploy: a stop of one turn, say). Not corruption: the kick is
+ * left for a newer worker, as for a newer journal entry.
+ */
+export class NewerRecordFormatError extends BatonError {
+  constructor(readonly what: string) {
+    super(`${what} is of a kind this build does not know`);
+    this.name = 'NewerRecordFormatError';
+  }
+}
+
 /** Another owner holds the lease (or took it over): the caller must stop writing. */
 export class LeaseLostError extends BatonError {
   constructor(

@@ -1,8 +1,10 @@
+import { NewerRecordFormatError } from '../../core/errors.ts';
 import { leaseUntil, planAcquire } from '../../core/lease.ts';
 import type { Kick } from '../../core/messages.ts';
 import type { KickReason } from '../../core/vocabulary.ts';
 import type { SessionRecord } from '../../ports/session-store.ts';
 import { type RuntimeDeps, type RuntimeLogger, ttlSeconds } from '../deps.ts';
+import { newerFormatDelayMs } from '../protocol/newer-format.ts';
 import type { Invocation } from './invocation.ts';
 import type { KickOutcome } from './leg-context.ts';
 
@@ -23,6 +25,25 @@ export interface Acquired {
  * times) when the record moved under the write. Returns the lease, or how the kick ended.
  */
 export async function acquireForKick(
+  kick: Kick,
+  invocation: Invocation,
+  deps: RuntimeDeps,
+  log: RuntimeLogger,
+): Promise<Acquired | KickOutcome> {
+  try {
+    return await acquire(kick, invocation, deps, log);
+  } catch (error) {
+    if (!(error instanceof NewerRecordFormatError)) throw error;
+    // A newer build's record: take nothing, and come back after a lease TTL, when the newer
+    // workers of a rolling deploy have it (the sweeper is the backstop, as for a newer journal).
+    deps.telemetry.metrics.count('NewerJournalFormat');
+    log.warn('session record written by a newer build: left to a newer worker', { what: error.what });
+    await deps.workQueue.sendKick(kick, { notBefore: deps.clock.now() + newerFormatDelayMs(deps.config) });
+    return 'delayed';
+  }
+}
+
+async function acquire(
   kick: Kick,
   invocation: Invocation,
   deps: RuntimeDeps,

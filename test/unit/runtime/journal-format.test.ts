@@ -90,6 +90,30 @@ describe('journal formats', () => {
     expect(test.lines.some((l) => l.level === 'error')).toBe(false);
   });
 
+  it('leaves a record holding an inbox item of a kind it does not know to a newer worker: nothing taken, nothing failed, the kick back after a lease', async () => {
+    // Arrange: a newer build posted an item of a kind this one has never heard of.
+    const test = await conversationWithQueuedTurn();
+    const { store, clock, workQueue } = test;
+    const record = store.rawItem(key, 'META')!;
+    store.putRawItem(key, 'META', { ...record, inbox: [JSON.stringify({ kind: 'hologram', id: 'h1', turnId: 'T2' })] });
+    const [kick] = workQueue.receive().map((m) => m.body);
+
+    // Act
+    const outcome = await runKick(kick!, invocation(60_000, clock), test.deps);
+
+    // Assert
+    expect(outcome).toBe('delayed');
+    expect(store.rawItem(key, 'META')).toMatchObject({ epoch: record.epoch });
+    expect((await store.getTurn(key, 'T2'))?.outcome).toBeUndefined();
+    expect(workQueue.pendingCount).toBe(1);
+    expect(workQueue.nextVisibleAt).toBeGreaterThanOrEqual(clock.now() + newerFormatDelayMs(test.deps.config) - 1_000);
+    expect(test.total('NewerJournalFormat')).toBe(1);
+    expect(test.lines.some((l) => l.level === 'error')).toBe(false);
+    // An item of a known kind that fails its schema is still corrupt state, not a newer build's.
+    store.putRawItem(key, 'META', { ...record, inbox: [JSON.stringify({ kind: 'stop', id: 's' })] });
+    await expect(store.getSession(key)).rejects.toThrow(/inbox item 0 failed validation/);
+  });
+
   it('lets an older worker leave a newer worker’s session and the newer one finish it (a rolling deploy)', async () => {
     // Arrange: the first turn ran on the new build (format 2); an old build (format 1) runs beside it.
     const test = await conversationWithQueuedTurn();
