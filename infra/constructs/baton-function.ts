@@ -122,6 +122,9 @@ export class BatonFunction extends Construct {
 function bundledCode(projectRoot: string, input: FunctionBundleInput): Code {
   return Code.fromAsset(projectRoot, {
     assetHashType: AssetHashType.OUTPUT,
+    // CDK caches a bundling by its options, in which `tryBundle` (a function) counts for nothing:
+    // without what tells the functions apart, every function of the app would get the first's bundle.
+    extraHash: JSON.stringify(input),
     bundling: {
       // Never pulled: local bundling always answers (or throws saying what is missing).
       image: DockerImage.fromRegistry('baton-bundles-locally'),

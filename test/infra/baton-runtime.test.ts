@@ -538,6 +538,12 @@ describe("BatonRuntime with a team's props", () => {
     // The API admits inputs against the same agents (their schemas), so it bundles them too.
     const api = bundleText(synthesized.assetDir(team, logicalId(custom, 'AWS::Lambda::Function', 'TeamApiFunction')));
     expect(api).toContain(FIXTURE_AGENT_NAME);
+    // Each function its own bundle (a bundling cache keyed on too little gives every one the first's).
+    const dirs = ['Intake', 'Step', 'Sweeper', 'Api'].map((fn) =>
+      synthesized.assetDir(team, logicalId(custom, 'AWS::Lambda::Function', `Team${fn}Function`)),
+    );
+    expect(new Set(dirs).size).toBe(4);
+    expect(api).not.toEqual(bundle);
     // node:http and node:https come through CommonJS: their ESM facades load undici at cold start.
     expect(bundle).not.toMatch(/from\s*"(node:)?https?"/);
     const loaded = spawnSync(

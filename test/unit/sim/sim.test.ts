@@ -71,8 +71,10 @@ describe('deterministic simulator', () => {
   });
 
   // Seeds whose stops of one turn meet the rest: each stops turns and has a stop find its turn ended.
+  // Which seeds do that moves with any change to how a plan plays out (timings of leases, sweeps):
+  // when one stops doing it, pick another the same way (runSeed's stats), never drop the check.
   for (const [seed, why] of [
-    [70, 'stops in a dispatcher, a pay desk and a support desk: two turns stopped, one stop a no-op, the chats go on'],
+    [261, 'stops in three sessions: two turns stopped, one stop a no-op, the chats go on'],
     [212, 'stops of one turn beside a cancel and releases: the stopped conversations go on, the cancelled one ends'],
   ] as const) {
     it(`seed ${seed}: ${why}`, async () => {
