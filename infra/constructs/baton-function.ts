@@ -1,6 +1,13 @@
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { AssetHashType, DockerImage, type Duration, type RemovalPolicy, Validations } from 'aws-cdk-lib';
+import {
+  AssetHashType,
+  DockerImage,
+  type Duration,
+  type ILocalBundling,
+  type RemovalPolicy,
+  Validations,
+} from 'aws-cdk-lib';
 import { type IRole, ManagedPolicy, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import {
   ApplicationLogLevel,
@@ -122,21 +129,30 @@ export class BatonFunction extends Construct {
 function bundledCode(projectRoot: string, input: FunctionBundleInput): Code {
   return Code.fromAsset(projectRoot, {
     assetHashType: AssetHashType.OUTPUT,
-    // CDK caches a bundling by its options, in which `tryBundle` (a function) counts for nothing:
-    // without what tells the functions apart, every function of the app would get the first's bundle.
-    extraHash: JSON.stringify(input),
     bundling: {
       // Never pulled: local bundling always answers (or throws saying what is missing).
       image: DockerImage.fromRegistry('baton-bundles-locally'),
-      local: {
-        tryBundle(outputDir) {
-          const result = loadEsbuild(projectRoot).buildSync(functionBuildOptions(input, outputDir));
-          if (result.errors.length > 0) throw new Error(`esbuild failed to bundle ${input.entry}`);
-          return true;
-        },
-      },
+      local: new EsbuildBundling(projectRoot, input),
     },
   });
+}
+
+/**
+ * Bundles one function with the project's esbuild. A class with the function's input as fields,
+ * not a bare `tryBundle`: CDK caches a bundling by its options as data, in which a function counts
+ * for nothing, so without the input every function of an app would get the first one's bundle.
+ */
+class EsbuildBundling implements ILocalBundling {
+  constructor(
+    readonly projectRoot: string,
+    readonly input: FunctionBundleInput,
+  ) {}
+
+  tryBundle(outputDir: string): boolean {
+    const result = loadEsbuild(this.projectRoot).buildSync(functionBuildOptions(this.input, outputDir));
+    if (result.errors.length > 0) throw new Error(`esbuild failed to bundle ${this.input.entry}`);
+    return true;
+  }
 }
 
 /** The project's esbuild (a dev dependency, as the README says), with an error that says so. */
