@@ -52,6 +52,9 @@ export const listSessions = (query) => {
 export const getSession = (id) => call('GET', `/sessions/${encodeURIComponent(id)}`);
 export const submitTicket = (ticket) => call('POST', '/sessions', ticket);
 export const cancelSession = (id) => call('POST', `/sessions/${encodeURIComponent(id)}/cancel`);
+/** Stops one turn of a conversation (running or queued); the conversation goes on. */
+export const stopTurn = (id, turnId) =>
+  call('POST', `/sessions/${encodeURIComponent(id)}/turns/${encodeURIComponent(turnId)}/stop`);
 export const sessionTasks = (id) => call('GET', `/sessions/${encodeURIComponent(id)}/tasks`);
 /** One release request: the API waits up to 20 s; `released: false` means ask again. */
 export const releaseSession = (id, options = {}) =>

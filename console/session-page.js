@@ -1,4 +1,4 @@
-import { cancelSession, eventsUrl, getSession, whoAmI } from './api.js';
+import { cancelSession, eventsUrl, getSession, stopTurn, whoAmI } from './api.js';
 import { announce, h } from './dom.js';
 import { forkForm, mayFork } from './fork-form.js';
 import { sessionControls } from './session-controls.js';
@@ -77,6 +77,12 @@ export function renderSessionPage(main, sessionId) {
     'button',
     { type: 'button', id: 'cancel-button', class: 'danger', disabled: true, hidden: true },
     'Cancel session',
+  );
+  // A conversation's running (or next) turn can be stopped alone: the conversation goes on.
+  const stopActiveTurn = h(
+    'button',
+    { type: 'button', id: 'stop-turn-button', disabled: true, hidden: true },
+    'Stop turn',
   );
   // The operations offered are those the caller's roles allow (the API refuses the rest anyway).
   const caller = whoAmI();
@@ -172,6 +178,14 @@ export function renderSessionPage(main, sessionId) {
     controls.update(status, roles);
     cancel.hidden = !roles.includes('operate');
     cancel.disabled = TERMINAL.includes(status.status) || status.cancelRequested;
+    // An idle conversation keeps its last turn's id: only a turn that runs or waits is stoppable.
+    const stoppable =
+      status.turns !== undefined &&
+      status.activeTurnId !== undefined &&
+      status.status !== 'idle' &&
+      !TERMINAL.includes(status.status);
+    stopActiveTurn.hidden = !roles.includes('operate') || !stoppable;
+    stopActiveTurn.disabled = !stoppable || stopActiveTurn.dataset.turn === status.activeTurnId;
     clearTimeout(poll);
     if (!TERMINAL.includes(status.status)) poll = setTimeout(refreshStatus, STATUS_POLL_MS);
     if (status.cancelRequested && !TERMINAL.includes(status.status)) cancel.textContent = 'Cancel requested';
@@ -238,12 +252,27 @@ export function renderSessionPage(main, sessionId) {
     void refreshStatus();
   });
 
+  stopActiveTurn.addEventListener('click', async () => {
+    const turnId = status?.activeTurnId;
+    if (turnId === undefined) return;
+    // One stop a turn: the button stays off until another turn is active.
+    stopActiveTurn.disabled = true;
+    stopActiveTurn.dataset.turn = turnId;
+    try {
+      const { result } = await stopTurn(sessionId, turnId);
+      announce(result === 'requested' ? `Stop of turn ${turnId} requested` : `Turn ${turnId} had already ended`);
+    } catch (e) {
+      error.textContent = `${e.code}: ${e.message}`;
+    }
+    void refreshStatus();
+  });
+
   main.append(
     h('p', {}, h('a', { href: '/', 'data-nav': true }, '← All sessions')),
     h('h1', {}, 'Session ', h('code', {}, sessionId)),
     error,
     facts,
-    h('div', { class: 'actions', role: 'group', 'aria-label': 'Session operations' }, cancel),
+    h('div', { class: 'actions', role: 'group', 'aria-label': 'Session operations' }, stopActiveTurn, cancel),
     ...controls.sections,
     h(
       'section',

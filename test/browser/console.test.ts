@@ -178,7 +178,7 @@ describe('the web console in Chromium against the local stack', { timeout: 420_0
     await page.screenshot({ path: join(ARTIFACTS, 'session-cancelled.png'), fullPage: true });
   });
 
-  it('approves a waiting refund from the console, the turn resumes; then queues, injects and steers turns', async () => {
+  it('approves a waiting refund from the console, the turn resumes; then queues, injects, steers and stops turns', async () => {
     // Arrange: a support-desk conversation whose first turn asks a human to approve a refund.
     const sessionId = await submitTicket('support-desk', { text: 'refund O-7' });
     const approval = page.getByRole('listitem', { name: 'Approval of t1-refund' });
@@ -211,6 +211,20 @@ describe('the web console in Chromium against the local stack', { timeout: 420_0
     expect((await resultOf(steer.turnId))?.output).toBe('turn 4: stop');
     const status = await waitForStatus(sessionId, (s) => s.status === 'idle', 'the conversation to go idle');
     expect(status.turns?.find((turn) => turn.turnId === long.turnId)?.outcome).toBe('superseded');
+
+    // Act: a long turn stopped alone from the page's Stop turn button.
+    const stopped = await sendFromConsole({ text: 'work 50' }, 'queue');
+    await waitForStatus(sessionId, (s) => s.activeTurnId === stopped.turnId, 'the turn to stop to start');
+    await page.getByRole('button', { name: 'Stop turn' }).click();
+
+    // Assert: that turn ended cancelled, said it was stopped, and the conversation goes on.
+    expect(await resultOf(stopped.turnId)).toMatchObject({
+      status: 'cancelled',
+      error: expect.stringMatching(/stopped/),
+    });
+    const after = await waitForStatus(sessionId, (s) => s.status === 'idle', 'the conversation idle after the stop');
+    expect(after.turns?.find((turn) => turn.turnId === stopped.turnId)?.outcome).toBe('cancelled');
+    await page.getByRole('button', { name: 'Stop turn' }).waitFor({ state: 'hidden' });
   });
 
   it('forks a refunded conversation from a timeline entry: the fork’s page opens and asks before refunding again', async () => {
