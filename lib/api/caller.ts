@@ -1,6 +1,6 @@
 import type { LambdaFunctionURLEvent } from 'aws-lambda';
 import * as z from 'zod';
-import { NAME_PATTERN } from '../core/ids.ts';
+import { DEFAULT_TENANT, NAME_PATTERN } from '../core/ids.ts';
 import { API_ROLES } from '../core/resources.ts';
 import { ALL_ROLES, type Role } from '../core/roles.ts';
 import { ApiError } from './api-errors.ts';
@@ -27,6 +27,17 @@ export type CallerResolver = (event: LambdaFunctionURLEvent) => Caller;
 /** May the caller see this tenant? */
 export const canSee = (caller: Caller, tenant: string): boolean =>
   caller.tenants === 'all' || caller.tenants.includes(tenant);
+
+/** The tenant a request acts on: the one named (if the caller may), else the caller's only one. */
+export function tenantFor(caller: Caller, named: string | undefined): string {
+  if (named !== undefined) {
+    if (!canSee(caller, named)) throw new ApiError('forbidden', `tenant ${named} is not one of the caller's tenants`);
+    return named;
+  }
+  if (caller.tenants === 'all') return DEFAULT_TENANT;
+  if (caller.tenants.length === 1) return caller.tenants[0] as string;
+  throw new ApiError('tenant_required', `the caller has several tenants (${caller.tenants.join(', ')}): name one`);
+}
 
 /** `"*"` grants every tenant; otherwise a list of tenant names. */
 export const TenantGrant = z.union([z.literal('*'), z.array(z.string().regex(NAME_PATTERN)).min(1)]);

@@ -1,14 +1,14 @@
 import * as z from 'zod';
 import { type LivePosition, toModelText } from '../client/baton-client.ts';
 import { NotFoundError, TicketConflictError, TurnRefusedError } from '../core/errors.ts';
-import { DEFAULT_TENANT, deriveSessionId, NAME_PATTERN } from '../core/ids.ts';
+import { deriveSessionId, NAME_PATTERN } from '../core/ids.ts';
 import { TicketId } from '../core/messages.ts';
 import { OPERATION_ROLES, type Role, roleRefusal } from '../core/roles.ts';
 import { TERMINAL_SESSION_STATES } from '../core/vocabulary.ts';
 import type { SessionRecord } from '../ports/session-store.ts';
 import { ApiError, type ApiErrorCode } from './api-errors.ts';
 import { ErrorBody } from './api-schemas.ts';
-import { type Caller, canSee } from './caller.ts';
+import { type Caller, canSee, tenantFor } from './caller.ts';
 import { conversationMessages } from './chat-history.ts';
 import { defineRoute, type Route, type RouteContext, type RouteResult } from './route.ts';
 import { SSE_CONTENT_TYPE } from './sse.ts';
@@ -96,17 +96,6 @@ const errors = {
 
 const UI_STREAM_DESCRIPTION =
   'the turn’s answer as an AI SDK UI message stream (`data: <chunk JSON>` lines, `data: [DONE]` last; header `x-vercel-ai-ui-message-stream: v1`)';
-
-/** The tenant the chat is in: the one named (if the caller may), else the caller's only one. */
-function tenantFor(caller: Caller, named: string | undefined): string {
-  if (named !== undefined) {
-    if (!canSee(caller, named)) throw new ApiError('forbidden', `tenant ${named} is not one of the caller's tenants`);
-    return named;
-  }
-  if (caller.tenants === 'all') return DEFAULT_TENANT;
-  if (caller.tenants.length === 1) return caller.tenants[0] as string;
-  throw new ApiError('tenant_required', `the caller has several tenants (${caller.tenants.join(', ')}): name one`);
-}
 
 /** Every role of `roles` the caller holds, or a refusal naming the first it lacks. */
 function requireRoles(caller: Caller, roles: readonly Role[]): void {

@@ -1,7 +1,6 @@
 import * as z from 'zod';
 import { type LivePosition, toModelText } from '../client/baton-client.ts';
 import { NotFoundError, TurnRefusedError } from '../core/errors.ts';
-import { DEFAULT_TENANT } from '../core/ids.ts';
 import { OPERATION_ROLES, roleRefusal } from '../core/roles.ts';
 import { TERMINAL_SESSION_STATES } from '../core/vocabulary.ts';
 import type { SessionRecord } from '../ports/session-store.ts';
@@ -32,7 +31,7 @@ import {
   TasksView,
   TurnPathParams,
 } from './api-schemas.ts';
-import { type Caller, canSee } from './caller.ts';
+import { canSee, tenantFor } from './caller.ts';
 import { defineRoute, type Route, type RouteContext, type RouteResult } from './route.ts';
 import { SSE_CONTENT_TYPE, sseEvent, sseRetry } from './sse.ts';
 import { openStreamSlot } from './stream-slot.ts';
@@ -70,18 +69,6 @@ async function withStreamSlot<T>(
   }
 }
 
-/** The tenant a request acts on: the one named (if the caller may), else the caller's only one. */
-function tenantFor(caller: Caller, named: string | undefined): string {
-  if (named !== undefined) {
-    if (!canSee(caller, named)) throw new ApiError('forbidden', `tenant ${named} is not one of the caller's tenants`);
-    return named;
-  }
-  if (caller.tenants === 'all') return DEFAULT_TENANT;
-  if (caller.tenants.length === 1) return caller.tenants[0] as string;
-  throw new ApiError('tenant_required', `the caller has several tenants (${caller.tenants.join(', ')}): name one`);
-}
-
-/** A session the caller may see; another tenant's session is reported as not found, not forbidden. */
 /** The session a fork reads: the caller must also hold `read` (its history is shown in the fork). */
 async function readableOriginal(context: RouteContext<{ id: string }, unknown, unknown>): Promise<SessionRecord> {
   const { caller } = context;
@@ -90,6 +77,7 @@ async function readableOriginal(context: RouteContext<{ id: string }, unknown, u
   return visibleSession(context);
 }
 
+/** A session the caller may see; another tenant's session is reported as not found, not forbidden. */
 async function visibleSession(context: RouteContext<{ id: string }, unknown, unknown>): Promise<SessionRecord> {
   const record = await context.services.store.findSession(context.params.id);
   if (record === undefined || !canSee(context.caller, record.key.tenant))
