@@ -160,7 +160,9 @@ export async function runDemo(options: DemoOptions): Promise<DemoRun> {
     try {
       for (;;) {
         const changed = await tracker.poll();
-        const done = tracker.tickets.every((t) => t.finishedAt !== undefined) && results.bySession.size >= ticketCount;
+        // Each ticket's own result, not a count: background tasks publish results of their own, so
+        // a count could be reached while a finished ticket's result is still on its way.
+        const done = tracker.tickets.every((t) => t.finishedAt !== undefined && results.bySession.has(t.key.id));
         view.render(tracker.tickets, changed, {
           elapsedMs: Date.now() - runStarted,
           results: results.bySession.size,
