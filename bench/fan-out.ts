@@ -8,6 +8,7 @@ import type { JournalEntry } from '../lib/core/journal.ts';
 import { systemClock } from '../lib/ports/clock.ts';
 import type { SessionStore } from '../lib/ports/session-store.ts';
 import { type BenchDynamoDb, InProcessRuntime } from './in-process-runtime.ts';
+import { countByKind } from './request-meter.ts';
 
 export interface FanOutFigures {
   readonly children: number;
@@ -37,6 +38,9 @@ export interface ReleaseBreakdown {
   readonly lastChildOutcomeMs: number;
   /** The parent journaled `released`. */
   readonly releasedEntryMs: number;
+  /** DynamoDB requests from the call until it returned, by kind (`GetItem:turn`, …), and in all. */
+  readonly requests: Record<string, number>;
+  readonly requestCount: number;
 }
 
 /** The store operations that write. */
@@ -165,9 +169,11 @@ export async function measureRelease(
       );
     await systemClock.sleep(200);
   }
+  const [readsBefore, writesBefore] = [runtime.meter.readCount, runtime.meter.writeCount];
   const begun = performance.now();
   const released = await client.release(parent.id, { timeoutS: 60 });
   const ms = performance.now() - begun;
+  const during = [...runtime.meter.readsSince(readsBefore), ...runtime.meter.writesSince(writesBefore)];
   if (!released.released) throw new Error('the fan-out release was not carried out');
   await drained;
   const after = (at: number | undefined) => (at === undefined ? Number.NaN : at - begun);
@@ -179,6 +185,8 @@ export async function measureRelease(
     firstChildOutcomeMs: after(childOutcomes[0]),
     lastChildOutcomeMs: after(childOutcomes.at(-1)),
     releasedEntryMs: after(since.find(([, id, e]) => id === parent.id && e.kind === 'released')?.[0]),
+    requests: countByKind(during),
+    requestCount: during.length,
   };
   return { ms, cancelled: released.cancelled.length, stragglers: released.stragglers.length, breakdown };
 }

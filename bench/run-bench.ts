@@ -637,6 +637,15 @@ export function formatBenchReport(report: BenchReport): string[] {
       'each child sees its cancel at its next renewal (TTL/3)',
     ]);
     rows.push(['  → `released` journaled', `${int(b.releasedEntryMs)} ms`, 'then the client’s poll sees it']);
+    rows.push([
+      '  DynamoDB requests of the release',
+      int(b.requestCount),
+      Object.entries(b.requests)
+        .sort(([, x], [, y]) => y - x)
+        .slice(0, 5)
+        .map(([kind, n]) => `${kind} ${n}`)
+        .join(', '),
+    ]);
   }
   if (fairness) {
     section(

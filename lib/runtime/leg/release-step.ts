@@ -37,10 +37,17 @@ export async function releaseStep(leg: LegContext): Promise<LegExit | undefined>
   const { deps } = leg;
   const mark = leg.signals.record.releaseRequested!;
   const ledger = taskLedger(leg.journal.entries);
+  // Cancels first, each after one look at its task's turn (a finished task keeps its result):
+  // every request before the last cancel is posted delays the release by the children's renewal.
+  const ended = new Set((await tasksWithEndedTurns(deps.store, leg.key, ledger.tasks)).map((t) => t.taskId));
+  await Promise.all([
+    ...ledger.tasks
+      .filter((t) => !ended.has(t.taskId))
+      .map((t) => cancelChild(postDepsOf(deps), childKey(leg.key, t))),
+    cancelUnjournaledStarts(leg),
+  ]);
   let lines = await readTaskLines(deps.store, leg.key, ledger.tasks);
   let left = lines.filter((t) => !isTaskFinished(t.status));
-  await Promise.all(left.map((t) => cancelChild(postDepsOf(deps), childKey(leg.key, t))));
-  await cancelUnjournaledStarts(leg);
   const deadline = mark.at + mark.timeoutMs;
   const byRelease = (t: TaskLine) => releaseCancelled(t, mark.at);
   let seenVersion = leg.signals.record.pendingVersion;

@@ -1,3 +1,4 @@
+import { MAX_CLOCK_SKEW_MS } from '../../core/budget.ts';
 import type { SessionKey } from '../../core/ids.ts';
 import type { InboxItem } from '../../core/inbox.ts';
 import { childContext } from '../../core/trace-context.ts';
@@ -11,8 +12,8 @@ import type { RuntimeDeps } from '../deps.ts';
  * `post(event)`: how any process tells a session something happened — a cancel, a release, a
  * message or a human's answer (inbox), a child's outcome. One conditional write stores the event
  * and bumps pendingVersion (and keeps the sweeper watching), then one kick wakes whoever should
- * act: a free lease is taken for it; a holder drops the kick and meets the bump at its next
- * renewal or boundary, and cannot leave the session without seeing it (every exit out of
+ * act: a free lease is taken for it. A holder needs no kick (none is sent while its lease is
+ * fresh): it meets the bump at its next renewal or boundary, and cannot leave the session without seeing it (every exit out of
  * `queued` is fenced on pendingVersion). Turns are posted by acceptTurn (turn-intake.ts), which
  * queues them the same way.
  */
@@ -53,10 +54,25 @@ const KICK_REASON: Record<SessionEvent['kind'], KickReason> = {
   'slot-granted': 'wake',
 };
 
-/** Posts an event to a session: stored and bumped in one write, then a kick on the session's trace. */
+/**
+ * How long a lease must still run, past the bump, for the post to leave its holder to find it.
+ * A kick that finds a fresh lease is dropped anyway; this covers the kick's trip and the skew
+ * between the poster's clock and the holder's.
+ */
+const HELD_LEASE_MARGIN_MS = 2 * MAX_CLOCK_SKEW_MS;
+
+/**
+ * Posts an event to a session: stored and bumped in one write, then a kick on the session's
+ * trace — unless the write shows a lease that will still be held when the kick arrives. That
+ * kick would be dropped (the holder meets the bump at its next look or renewal, and cannot
+ * leave without it); sending it costs a queue request, an invocation and a record read. Should
+ * the holder die meanwhile, the bump's sweepAt has the sweeper recover the session.
+ */
 export async function post(deps: PostDeps, key: SessionKey, event: SessionEvent): Promise<Posted> {
   const stored = await store(deps, key, event);
   if (!stored.ok) return stored;
+  const { owner, until } = stored.record;
+  if (owner !== undefined && until !== undefined && until - deps.clock.now() > HELD_LEASE_MARGIN_MS) return stored;
   await deps.workQueue.sendKick(
     { v: 1, session: key, reason: KICK_REASON[event.kind] },
     { trace: childContext(stored.record.traceId) },
