@@ -37,13 +37,13 @@ export async function releaseStep(leg: LegContext): Promise<LegExit | undefined>
   const { deps } = leg;
   const mark = leg.signals.record.releaseRequested!;
   const ledger = taskLedger(leg.journal.entries);
-  // Cancels first, each after one look at its task's turn (a finished task keeps its result):
-  // every request before the last cancel is posted delays the release by the children's renewal.
-  const ended = new Set((await tasksWithEndedTurns(deps.store, leg.key, ledger.tasks)).map((t) => t.taskId));
+  // Cancels first, each right after one look at its task's turn (a finished task keeps its
+  // result): every request before a child's cancel is posted delays the release by its renewal.
   await Promise.all([
-    ...ledger.tasks
-      .filter((t) => !ended.has(t.taskId))
-      .map((t) => cancelChild(postDepsOf(deps), childKey(leg.key, t))),
+    ...ledger.tasks.map(async (t) => {
+      const ended = await tasksWithEndedTurns(deps.store, leg.key, [t]);
+      if (ended.length === 0) await cancelChild(postDepsOf(deps), childKey(leg.key, t));
+    }),
     cancelUnjournaledStarts(leg),
   ]);
   let lines = await readTaskLines(deps.store, leg.key, ledger.tasks);
