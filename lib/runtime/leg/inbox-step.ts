@@ -27,7 +27,10 @@ export async function deliverInbox(leg: LegContext, inHand = false): Promise<voi
     signals.observe(ahead.record, ahead.sentAt);
   }
   const now = deps.clock.now();
-  const read = !inHand && mustReadRecord(recordInHand(leg, now));
+  const hand = recordInHand(leg, now);
+  // A look beside the write before this boundary is this boundary's look, however long the write
+  // took (it is part of the step in flight): only a heartbeat that fell behind reads again.
+  const read = !inHand && mustReadRecord(ahead ? { ...hand, readAt: now } : hand);
   const record = read ? await deps.store.getSession(leg.key) : signals.record;
   assertStillOurs(leg, record);
   if (read) signals.observe(record, now);
