@@ -12,7 +12,6 @@ import { assertReadableFormat, type EntryDataOf, type JournalEntry } from '../..
 import { formatTraceparent, type TraceContext } from '../../core/trace-context.ts';
 import type { EntryKind, KickReason } from '../../core/vocabulary.ts';
 import { itemTtlSeconds, journalFormatOf, type RuntimeDeps, type RuntimeLogger } from '../deps.ts';
-import { lookBesideWrite } from './inbox-step.ts';
 import type { LegSignals } from './leg-signals.ts';
 
 /** How many times a new owner re-reads and retries its leg marker when a stale write won the seq. */
@@ -31,8 +30,6 @@ export class JournalWriter {
   #stepsThisLeg = 0;
   #progressed = false;
   #tokensThisLeg = 0;
-  /** How long the last append took: what the look beside the next one expects (inbox-step.ts). */
-  #writeMs = 0;
   /** The leg's marker until it is journaled (on its own, or on the turn's input). */
   #marker: EntryDataOf<'leg'> | undefined;
 
@@ -185,12 +182,8 @@ export class JournalWriter {
       throw new PayloadTooLargeError(`${kind} payload at seq ${entry.seq}`, bytes, limit);
     }
     const next = applyEntry(this.#view, entry);
-    const sentAt = this.deps.clock.now();
-    // The boundary after this write would read the record: the read goes out now, beside it.
-    lookBesideWrite(this.key, this.deps, this.signals, this.#writeMs);
     try {
-      await this.deps.store.append(this.key, entry, itemTtlSeconds(this.deps.config, sentAt));
-      this.#writeMs = this.deps.clock.now() - sentAt;
+      await this.deps.store.append(this.key, entry, itemTtlSeconds(this.deps.config, this.deps.clock.now()));
     } catch (error) {
       // Fencing and validation errors keep their meaning; anything else is the store's trouble.
       if (error instanceof BatonError) throw error;

@@ -7,9 +7,6 @@ import { FailpointCrash } from '../failpoints.ts';
 import { Heartbeat } from '../heartbeat.ts';
 import type { Invocation } from './invocation.ts';
 
-/** A look beside a write that failed: the boundary reads for itself. */
-const NOT_LOOKED: unique symbol = Symbol('not looked');
-
 /** Why the leg's work was interrupted. */
 export type AbortWhy = 'lease-lost' | 'cancel' | 'budget';
 
@@ -51,16 +48,6 @@ export class LegSignals {
   /** When the record in hand was read (as sent): the inbox step reads again once it is too old. */
   #recordReadAt: number;
   #onceOnlyInFlight = 0;
-  /** A read of the record sent beside a journal write, for the next step boundary (inbox-step.ts). */
-  #lookAhead:
-    | {
-        readonly sentAt: number;
-        readonly generation: number;
-        readonly read: Promise<SessionRecord | undefined | typeof NOT_LOOKED>;
-      }
-    | undefined;
-  /** Counts the records taken in hand: a look sent before the last of them brings an older one. */
-  #generation = 0;
   #cancelBudgetTimer: CancelTimer | undefined;
   readonly #clock: Clock;
 
@@ -83,7 +70,6 @@ export class LegSignals {
         clock: deps.clock,
         renew: (until) => deps.store.renew(key, { owner, epoch: this.epoch, until, progressed: progressed() }),
         onRenewed: (fresh, sentAt) => {
-          this.#generation++;
           this.#record = fresh;
           this.#recordReadAt = sentAt;
           if (fresh.cancelRequested && this.#onceOnlyInFlight === 0) this.abort('cancel');
@@ -144,53 +130,15 @@ export class LegSignals {
     );
   }
 
-  /** Stops every timer and awaits the renewal and the look in flight: nothing of the leg outlives it. */
+  /** Stops every timer and awaits the renewal in flight. */
   async stop(): Promise<void> {
     this.#cancelBudgetTimer?.();
     await this.#heartbeat.stop();
-    await this.takeLookAhead();
   }
 
-  /** Whether a look beside a journal write is in flight or waits to be taken. */
-  get lookingAhead(): boolean {
-    return this.#lookAhead !== undefined;
-  }
-
-  /**
-   * Keeps a read of the record (sent at `sentAt`) that went out beside a journal write, for the
-   * step boundary after the write to take instead of reading then. A read that fails is as if it
-   * was never sent: the boundary reads itself, and meets the failure there.
-   */
-  lookAhead(sentAt: number, read: Promise<SessionRecord | undefined>): void {
-    this.#lookAhead = {
-      sentAt,
-      generation: this.#generation,
-      read: read.catch((): typeof NOT_LOOKED => NOT_LOOKED),
-    };
-  }
-
-  /**
-   * The look beside a write, once it has come back; it is taken once. Undefined when there was
-   * none, it failed, or a record came in hand since it was sent (a renewal, a hand-back, the
-   * write that went on to the next turn): that one is newer, whatever the clock says.
-   */
-  async takeLookAhead(): Promise<{ readonly record: SessionRecord | undefined; readonly sentAt: number } | undefined> {
-    const look = this.#lookAhead;
-    if (!look) return undefined;
-    const record = await look.read;
-    if (this.#lookAhead === look) this.#lookAhead = undefined;
-    if (record === NOT_LOOKED || look.generation !== this.#generation) return undefined;
-    return { record, sentAt: look.sentAt };
-  }
-
-  /**
-   * Takes a record read at a step boundary (its read sent at `readAt`) as the freshest, when it is
-   * still this leg's lease and no renewal or hand-back since brought a newer one.
-   */
+  /** Takes a record read at a step boundary (its read sent at `readAt`) as the freshest, when it is still this leg's lease. */
   observe(fresh: SessionRecord, readAt: number): void {
     if (fresh.epoch !== this.#record.epoch || fresh.owner !== this.#record.owner) return;
-    if (readAt < this.#recordReadAt) return;
-    this.#generation++;
     this.#record = fresh;
     this.#recordReadAt = readAt;
   }
@@ -202,7 +150,6 @@ export class LegSignals {
 
   /** Goes on after a hand-off that did not happen: the fresher record, and renewals again. */
   resume(record: SessionRecord): void {
-    this.#generation++;
     this.#record = record;
     this.#recordReadAt = this.#clock.now();
     this.#heartbeat.start();
