@@ -49,6 +49,17 @@ const IMPORT_ENV = {
   AWS_EXECUTION_ENV: '',
 };
 
+/**
+ * This process's environment without what belongs to the machine rather than to the function:
+ * an extra CA bundle (NODE_EXTRA_CA_CERTS) is parsed whole when the SDK's HTTPS stack loads
+ * `tls` — a system bundle of ~140 certificates is ~50 M instructions — and Lambda's runtime
+ * sets its own.
+ */
+function machineEnv(): NodeJS.ProcessEnv {
+  const { NODE_EXTRA_CA_CERTS: _machineCertificates, ...env } = process.env;
+  return env;
+}
+
 /** The environment Lambda gives a function, as far as tracing looks at it. */
 const LAMBDA_TRACING_ENV = { AWS_EXECUTION_ENV: 'AWS_Lambda_nodejs24.x', AWS_LAMBDA_FUNCTION_NAME: 'bench-step' };
 
@@ -155,7 +166,7 @@ function medianImport(
     const result = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
       // Resolved from the bundle's folder: `@aws-sdk/*` left external is found in node_modules.
       cwd: OUT_DIR,
-      env: { ...process.env, ...IMPORT_ENV, ...env },
+      env: { ...machineEnv(), ...IMPORT_ENV, ...env },
       encoding: 'utf8',
     });
     if (result.status !== 0) throw new Error(`importing ${file} failed: ${result.stderr.slice(0, 500)}`);

@@ -19,6 +19,15 @@ export const AGENTS_SPECIFIER = '#agents';
 export const MAIN_FIELDS = ['module', 'main'];
 
 /**
+ * The same for packages resolved through `exports`: esbuild adds the `module` condition only while
+ * no conditions are configured, and any list (even an empty one) turns it off. Without it
+ * `@smithy/core` and `@aws-sdk/core`, whose exports name `node` (CommonJS) before `import`,
+ * came in as CommonJS: ~620 KiB wrapped whole and evaluated at every cold start, none of it
+ * tree-shaken.
+ */
+export const ESM_CONDITION = 'module';
+
+/**
  * ESM bundles still meet CommonJS dependencies that call `require()` for Node built-ins;
  * this banner gives them one.
  */
@@ -110,7 +119,7 @@ export function functionBuildOptions(input: FunctionBundleInput, outdir: string)
     minify: true,
     sourcemap: input.sourcemap,
     mainFields: MAIN_FIELDS,
-    conditions: input.fromSource ? [SOURCE_CONDITION] : [],
+    conditions: [ESM_CONDITION, ...(input.fromSource ? [SOURCE_CONDITION] : [])],
     external: [...input.external],
     alias: {
       ...builtinAliases(),
