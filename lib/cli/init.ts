@@ -56,11 +56,19 @@ export async function init(args: string[], io: CommandIo): Promise<number> {
   if (io.json) io.out(JSON.stringify({ dir, files: Object.keys(files), baton: dependency }));
   else {
     io.out(`baton init: wrote ${Object.keys(files).length} files to ${dir} (baton: ${dependency})`);
-    io.out(`  cd ${target} && npm install`);
-    io.out('  npm start    the local stack with your agents, and a sample ticket');
-    io.out('  npm test     the sample agent on the local stack');
+    for (const line of nextSteps(target)) io.out(line);
   }
   return 0;
+}
+
+/** What to run next in the new project, as printed: each script it names is one of the project's. */
+export function nextSteps(target: string): string[] {
+  return [
+    `  cd ${target} && npm install`,
+    '  npm start           the local stack with your agents, and a sample ticket',
+    '  npm test            the sample agent through the test harness, in milliseconds',
+    '  npm run test:local  the sample agent on the local stack',
+  ];
 }
 
 /** Packs the checkout at `root` into `dir` (`npm pack`, which builds it) and returns the tarball's file name. */

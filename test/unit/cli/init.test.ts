@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { AgentRegistry } from '../../../lib/agent/define-agent.ts';
-import { projectFiles } from '../../../lib/cli/init.ts';
+import { nextSteps, projectFiles } from '../../../lib/cli/init.ts';
 import { deriveSessionId } from '../../../lib/core/ids.ts';
 import { acceptTicket } from '../../../lib/runtime/intake.ts';
 import { drain, makeTestDeps, ticketBody } from '../../fixtures/runtime.ts';
@@ -50,6 +50,19 @@ describe('baton init', () => {
     const files = projectFiles('my-agents', manifest, 'file:baton-run-baton-0.1.0.tgz');
     expect(dependencies(files)[manifest.name]).toBe('file:baton-run-baton-0.1.0.tgz');
     expect(files['README.md']).not.toContain('npmjs.com/package/baton');
+  });
+
+  it("prints next steps that name the project's own scripts, each for what it does", () => {
+    const scripts = (
+      JSON.parse(projectFiles('my-agents', manifest)['package.json']!) as { scripts: Record<string, string> }
+    ).scripts;
+    const named = nextSteps('my-agents').flatMap((line) =>
+      [...line.matchAll(/npm (?:run )?([\w:]+)/g)].map((m) => m[1]),
+    );
+    expect(named).toEqual(['install', 'start', 'test', 'test:local']);
+    for (const script of named.slice(1)) expect(scripts).toHaveProperty([script as string]);
+    expect(scripts.test).toContain('greeter.test.ts'); // the harness, not the local stack
+    expect(nextSteps('my-agents').find((line) => line.includes('npm test '))).toContain('test harness');
   });
 });
 
