@@ -23,7 +23,7 @@ function batonManifest(): { manifest: BatonManifest; root: string } {
       if (manifest.name === '@baton-run/baton') return { manifest, root: dir };
     }
     const parent = dirname(dir);
-    if (parent === dir) throw new Error("baton init: cannot find Baton's package.json");
+    if (parent === dir) throw new Error("init: cannot find Baton's package.json");
     dir = parent;
   }
 }
@@ -37,7 +37,8 @@ export async function init(args: string[], io: CommandIo): Promise<number> {
   const [target, ...extra] = args;
   if (target === undefined || extra.length > 0) throw new Error('usage: baton init DIR');
   const dir = resolve(target);
-  if (existsSync(dir) && readdirSync(dir).length > 0) throw new Error(`baton init: ${dir} is not empty`);
+  if (existsSync(dir) && readdirSync(dir).length > 0)
+    throw new Error(`init: ${dir} is not empty: a new project goes into an empty or new directory`);
   const name = basename(dir)
     .toLowerCase()
     .replace(/[^a-z0-9-]/g, '-');
@@ -80,7 +81,7 @@ function packCheckout(root: string, dir: string): string {
   });
   const tarball = printed.trim().split('\n').at(-1);
   if (!tarball?.endsWith('.tgz') || !existsSync(join(dir, tarball)))
-    throw new Error(`baton init: npm pack in ${root} wrote no tarball into ${dir}`);
+    throw new Error(`init: npm pack in ${root} wrote no tarball into ${dir}`);
   return tarball;
 }
 
@@ -96,7 +97,7 @@ export function projectFiles(
   const pin = (dependency: string): string => {
     const version =
       baton.dependencies[dependency] ?? baton.devDependencies[dependency] ?? baton.peerDependencies[dependency];
-    if (version === undefined) throw new Error(`baton init: no version of ${dependency} in Baton's package.json`);
+    if (version === undefined) throw new Error(`init: no version of ${dependency} in Baton's package.json`);
     return version;
   };
   const json = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`;
