@@ -13,6 +13,7 @@ import {
   DEFAULT_COMPACTION_THRESHOLD_RATIO,
 } from './compaction.ts';
 import type { AnyTool } from './define-tool.ts';
+import { assertKnownOptions, isSchema } from './definition-checks.ts';
 import type { RetryPolicy } from './retry-policy.ts';
 
 export interface AgentLimits extends SpendLimits {
@@ -92,6 +93,26 @@ export interface DefineAgentOptions extends Omit<AgentDefinition, 'limits' | 'to
   readonly limits?: Partial<AgentLimits>;
 }
 
+/** Every option of defineAgent: another is a typo, refused at definition (lib/agent/definition-checks.ts). */
+const AGENT_OPTIONS = [
+  'name',
+  'version',
+  'upgrade',
+  'instructions',
+  'model',
+  'tools',
+  'limits',
+  'retry',
+  'input',
+  'output',
+  'conversation',
+  'delegates',
+  'taskWaitTimeoutMs',
+  'contextWindowTokens',
+  'compaction',
+  'prices',
+] as const satisfies readonly (keyof DefineAgentOptions)[];
+
 /** A turn's input as the caller writes it: what the input schema accepts (anything without one). */
 export type InputOfSchema<S> = S extends ZodType ? z.input<S> : unknown;
 /** A completed turn's output: what the output schema parses to, or the final answer's text without one. */
@@ -106,6 +127,7 @@ export function defineAgent<In extends ZodType | undefined = undefined, Out exte
 ): AgentDefinition<InputOfSchema<In>, OutputOfSchema<Out>> {
   if (!NAME_PATTERN.test(options.name))
     throw new InvalidInputError(`agent name "${options.name}" must match ${NAME_PATTERN}`);
+  checkShape(options);
   if (options.version !== undefined && !(Number.isInteger(options.version) && options.version > 0))
     throw new InvalidInputError(`agent ${options.name}: version must be a positive integer, got ${options.version}`);
   const policies = Object.values(UpgradePolicy) as string[];
@@ -133,6 +155,34 @@ export function defineAgent<In extends ZodType | undefined = undefined, Out exte
   const spend = SpendLimitsSchema.safeParse(spendPart(options.limits ?? {}));
   if (!spend.success) throw new InvalidInputError(`agent ${options.name}: limits: ${describeIssues(spend.error)}`);
   return { ...options, tools, limits: { ...DEFAULT_LIMITS, ...options.limits } };
+}
+
+/**
+ * What the compiler would check, checked again: an agents module runs with its types stripped, and a
+ * missing model would otherwise surface as "cannot read properties of undefined" in the first leg.
+ */
+function checkShape(options: DefineAgentOptions): void {
+  const where = `agent ${options.name}`;
+  assertKnownOptions(where, options, AGENT_OPTIONS);
+  if (typeof options.instructions !== 'string')
+    throw new InvalidInputError(`${where}: instructions must be a string (the system prompt)`);
+  const model = options.model as Partial<ModelClient> | undefined;
+  if (typeof model?.converse !== 'function' || typeof model.id !== 'string' || !(Number(model.maxDurationMs) > 0))
+    throw new InvalidInputError(
+      `${where}: model must be a model client with an id, a positive maxDurationMs and converse() (scriptedModel, BedrockModelClient, AiSdkModelClient), got ${model === undefined ? 'none' : typeof model}`,
+    );
+  if (options.tools !== undefined && !Array.isArray(options.tools))
+    throw new InvalidInputError(`${where}: tools must be an array of tools (defineTool)`);
+  const notTool = (options.tools ?? []).findIndex(
+    (t) => typeof t?.name !== 'string' || typeof (t as { run?: unknown }).run !== 'function',
+  );
+  if (notTool >= 0) throw new InvalidInputError(`${where}: tools[${notTool}] is not a tool (make it with defineTool)`);
+  for (const key of ['input', 'output'] as const) {
+    if (options[key] !== undefined && !isSchema(options[key]))
+      throw new InvalidInputError(
+        `${where}: ${key} must be a zod schema (z.object({ … })), got ${typeof options[key]}`,
+      );
+  }
 }
 
 /** The spend limits among an agent's limits. */

@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import { InvalidInputError } from '../core/errors.ts';
-import type { ToolEffect } from '../core/vocabulary.ts';
+import { ToolEffect } from '../core/vocabulary.ts';
+import { assertKnownOptions, assertOneOf, isSchema } from './definition-checks.ts';
 import type { RetryPolicy } from './retry-policy.ts';
 
 /** What a tool's run function receives beside its input. */
@@ -63,6 +64,21 @@ export const DEFAULT_TOOL_MAX_DURATION_MS = 30_000;
 
 const TOOL_NAME = /^[a-zA-Z][a-zA-Z0-9_-]{0,63}$/;
 
+/** Every option of defineTool: another is a typo, refused at definition (lib/agent/definition-checks.ts). */
+const TOOL_OPTIONS = [
+  'name',
+  'description',
+  'input',
+  'inputJsonSchema',
+  'effect',
+  'maxDurationMs',
+  'retry',
+  'requiresApproval',
+  'approvalTimeoutMs',
+  'run',
+  'reconcile',
+] as const satisfies readonly (keyof ToolDefinition)[];
+
 /**
  * Declares a tool: its input schema, its side-effect kind and how long it may take.
  * @example
@@ -74,6 +90,17 @@ export function defineTool<I, O>(
 ): ToolDefinition<I, O> {
   if (!TOOL_NAME.test(definition.name))
     throw new InvalidInputError(`tool name "${definition.name}" must match ${TOOL_NAME}`);
+  const where = `tool ${definition.name}`;
+  assertKnownOptions(where, definition, TOOL_OPTIONS);
+  // A misspelt effect would otherwise run a once-only call without its watermark.
+  assertOneOf(`${where}: effect`, definition.effect, Object.values(ToolEffect));
+  if (!isSchema(definition.input))
+    throw new InvalidInputError(
+      `${where}: input must be a zod schema (z.object({ … })), got ${typeof definition.input}`,
+    );
+  if (typeof definition.run !== 'function') throw new InvalidInputError(`${where}: run must be a function`);
+  if (definition.reconcile !== undefined && typeof definition.reconcile !== 'function')
+    throw new InvalidInputError(`${where}: reconcile must be a function`);
   const maxDurationMs = definition.maxDurationMs ?? DEFAULT_TOOL_MAX_DURATION_MS;
   if (!(maxDurationMs > 0)) throw new InvalidInputError(`tool ${definition.name}: maxDurationMs must be positive`);
   if (definition.approvalTimeoutMs !== undefined && !(definition.approvalTimeoutMs > 0))

@@ -10,7 +10,10 @@ async function readBody(request: IncomingMessage): Promise<string> {
   let size = 0;
   for await (const chunk of request) {
     size += (chunk as Buffer).length;
-    if (size > MAX_BODY_BYTES) throw new Error(`request body over ${MAX_BODY_BYTES} bytes`);
+    if (size > MAX_BODY_BYTES)
+      throw new Error(
+        `request body is over ${MAX_BODY_BYTES} bytes, the HTTP API's limit (a Lambda function URL's payload limit): send a larger ticket input on the tickets queue (the store-backed BatonClient, or a producer), which carries it through the payload bucket`,
+      );
     chunks.push(chunk as Buffer);
   }
   return Buffer.concat(chunks).toString('utf8');

@@ -76,6 +76,17 @@ export async function dev(args: string[], io: CommandIo): Promise<number> {
   const agentsModule = agentsModuleFor(values.agents);
   const workers = positiveNumber('--workers', values.workers) ?? DEFAULT_WORKERS;
   if (!Number.isInteger(workers)) throw new Error('--workers must be a whole number');
+  const functionTimeoutS = positiveNumber('--timeout-s', values['timeout-s']) ?? DEFAULT_FUNCTION_TIMEOUT_S;
+  const visibilityTimeoutS = positiveNumber('--visibility-s', values['visibility-s']);
+  // Lambda refuses an event source mapping whose queue hides a message for less than the function
+  // may run: the message would be delivered again while its first invocation still runs.
+  if (visibilityTimeoutS !== undefined && visibilityTimeoutS < functionTimeoutS)
+    throw new Error(
+      `--visibility-s ${visibilityTimeoutS} is shorter than the function timeout (--timeout-s ${functionTimeoutS}); Lambda refuses that (default: 6 × the timeout)`,
+    );
+  const port = positiveNumber('--port', values.port);
+  if (port !== undefined && !(Number.isInteger(port) && port < 65_536))
+    throw new Error(`--port must be a whole number below 65536, got '${values.port}'`);
   const stateDir = io.connect.stateDir ?? DEFAULT_STATE_DIR;
   // Checked here, before the stack boots: a bad spec would otherwise stop every worker at its start.
   const faultSpec = process.env[FAULTS_ENV];
@@ -93,8 +104,8 @@ export async function dev(args: string[], io: CommandIo): Promise<number> {
   const startedAt = Date.now();
   const stack = await startLocalStack({
     workers,
-    functionTimeoutS: positiveNumber('--timeout-s', values['timeout-s']) ?? DEFAULT_FUNCTION_TIMEOUT_S,
-    visibilityTimeoutS: positiveNumber('--visibility-s', values['visibility-s']),
+    functionTimeoutS,
+    visibilityTimeoutS,
     dataDir: values.data,
     stateDir,
     prefix: values.prefix,
@@ -103,7 +114,7 @@ export async function dev(args: string[], io: CommandIo): Promise<number> {
       ...(agentsModule === undefined ? {} : { [AGENTS_MODULE_ENV]: agentsModule }),
       ...(tenantLimits === undefined ? {} : { [ENV.tenantLimits]: tenantLimits }),
     },
-    console: { port: positiveNumber('--port', values.port), callers },
+    console: { port, callers },
     workerOutput: workerOutput(logFormat as LogFormat, io),
   }).catch((error: unknown) => {
     if (io.signal?.aborted) return undefined;

@@ -23,7 +23,7 @@ function batonManifest(): { manifest: BatonManifest; root: string } {
       if (manifest.name === '@baton-run/baton') return { manifest, root: dir };
     }
     const parent = dirname(dir);
-    if (parent === dir) throw new Error("baton init: cannot find Baton's package.json");
+    if (parent === dir) throw new Error("init: cannot find Baton's package.json");
     dir = parent;
   }
 }
@@ -37,7 +37,8 @@ export async function init(args: string[], io: CommandIo): Promise<number> {
   const [target, ...extra] = args;
   if (target === undefined || extra.length > 0) throw new Error('usage: baton init DIR');
   const dir = resolve(target);
-  if (existsSync(dir) && readdirSync(dir).length > 0) throw new Error(`baton init: ${dir} is not empty`);
+  if (existsSync(dir) && readdirSync(dir).length > 0)
+    throw new Error(`init: ${dir} is not empty: a new project goes into an empty or new directory`);
   const name = basename(dir)
     .toLowerCase()
     .replace(/[^a-z0-9-]/g, '-');
@@ -56,12 +57,27 @@ export async function init(args: string[], io: CommandIo): Promise<number> {
   if (io.json) io.out(JSON.stringify({ dir, files: Object.keys(files), baton: dependency }));
   else {
     io.out(`baton init: wrote ${Object.keys(files).length} files to ${dir} (baton: ${dependency})`);
-    io.out(`  cd ${target} && npm install`);
-    io.out('  npm start    the local stack with your agents, and a sample ticket');
-    io.out('  npm test     the sample agent on the local stack');
+    for (const line of nextSteps(target)) io.out(line);
   }
   return 0;
 }
+
+/** What to run next in the new project, as printed: each script it names is one of the project's. */
+export function nextSteps(target: string): string[] {
+  return [
+    `  cd ${target} && npm install`,
+    '  npm start           the local stack with your agents, and a sample ticket',
+    '  npm test            the sample agent through the test harness, in milliseconds',
+    '  npm run test:local  the sample agent on the local stack',
+  ];
+}
+
+/**
+ * `import.meta` as text for the generated files, spelt in pieces: the checkout's CLI bundle
+ * (lib/cli/checkout-bundle.ts) rewrites its `url` and `dirname` to this file's own wherever its
+ * source spells them, template strings included, which wrote the checkout's paths into projects.
+ */
+const IMPORT_META = ['import', 'meta'].join('.');
 
 /** Packs the checkout at `root` into `dir` (`npm pack`, which builds it) and returns the tarball's file name. */
 function packCheckout(root: string, dir: string): string {
@@ -72,7 +88,7 @@ function packCheckout(root: string, dir: string): string {
   });
   const tarball = printed.trim().split('\n').at(-1);
   if (!tarball?.endsWith('.tgz') || !existsSync(join(dir, tarball)))
-    throw new Error(`baton init: npm pack in ${root} wrote no tarball into ${dir}`);
+    throw new Error(`init: npm pack in ${root} wrote no tarball into ${dir}`);
   return tarball;
 }
 
@@ -88,7 +104,7 @@ export function projectFiles(
   const pin = (dependency: string): string => {
     const version =
       baton.dependencies[dependency] ?? baton.devDependencies[dependency] ?? baton.peerDependencies[dependency];
-    if (version === undefined) throw new Error(`baton init: no version of ${dependency} in Baton's package.json`);
+    if (version === undefined) throw new Error(`init: no version of ${dependency} in Baton's package.json`);
     return version;
   };
   const json = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`;
@@ -215,7 +231,7 @@ const runtime = new BatonRuntime(stack, 'Baton', {
     sweeper: 'src/functions/sweeper.ts',
     api: 'src/functions/api.ts',
   },
-  projectRoot: join(import.meta.dirname, '..'),
+  projectRoot: join(${IMPORT_META}.dirname, '..'),
   // bedrockModels: ['us.anthropic.claude-sonnet-4-20250514-v1:0'],
 });
 // Grant your producers, consumers and operators, e.g.:
@@ -229,7 +245,7 @@ import { type LocalBaton, startLocalBaton } from '@baton-run/baton/local';
 
 let baton: LocalBaton;
 before(async () => {
-  baton = await startLocalBaton({ agents: new URL('../src/agents.ts', import.meta.url), stateDir: '.baton/test' });
+  baton = await startLocalBaton({ agents: new URL('../src/agents.ts', ${IMPORT_META}.url), stateDir: '.baton/test' });
 });
 after(() => baton?.stop());
 

@@ -59,3 +59,53 @@ describe('agent definitions', () => {
     expect(second).toBe(first);
   });
 });
+
+// An agents module runs with its types stripped, so these typos reach defineAgent and defineTool.
+describe('definitions with a typo', () => {
+  // biome-ignore lint/suspicious/noExplicitAny: the point is a definition the compiler never saw
+  const untyped = (options: Record<string, unknown>): any => options;
+  const run = async () => null;
+
+  it('refuse an unknown agent option, naming it and the option it is closest to', () => {
+    expect(() => defineAgent(untyped({ name: 'typo', instructions: '', modle: model }))).toThrow(
+      /agent typo: unknown option "modle" \(did you mean "model"\?\)/,
+    );
+  });
+
+  it('refuse an agent without a model client, instead of crashing in its first leg', () => {
+    expect(() => defineAgent(untyped({ name: 'no-model', instructions: '' }))).toThrow(
+      /agent no-model: model must be a model client .* got none/,
+    );
+    expect(() => defineAgent(untyped({ name: 'no-model', instructions: '', model: 'claude' }))).toThrow(
+      /agent no-model: model must be a model client .* got string/,
+    );
+  });
+
+  it('refuse tools that are not tools, input schemas that are not schemas and instructions that are not text', () => {
+    expect(() => defineAgent(untyped({ name: 'a', instructions: '', model, tools: [{ name: 'x' }] }))).toThrow(
+      /agent a: tools\[0\] is not a tool/,
+    );
+    expect(() => defineAgent(untyped({ name: 'a', instructions: '', model, input: { orderId: 'string' } }))).toThrow(
+      /agent a: input must be a zod schema/,
+    );
+    expect(() => defineAgent(untyped({ name: 'a', model }))).toThrow(/agent a: instructions must be a string/);
+  });
+
+  it('refuse a misspelt tool effect, which would run a once-only call without its watermark', () => {
+    const tool = untyped({ name: 'pay', description: '', input: z.object({}), effect: 'onse', run });
+    expect(() => defineTool(tool)).toThrow(
+      /tool pay: effect must be one of 'pure', 'idempotent', 'once', got "onse" \(did you mean 'once'\?\)/,
+    );
+  });
+
+  it('refuse an unknown tool option, a tool without run and an input that is not a schema', () => {
+    const base = { name: 'pay', description: '', input: z.object({}), effect: 'once', run };
+    expect(() => defineTool(untyped({ ...base, maxDurationMS: 5_000 }))).toThrow(
+      /tool pay: unknown option "maxDurationMS" \(did you mean "maxDurationMs"\?\)/,
+    );
+    expect(() => defineTool(untyped({ ...base, run: undefined }))).toThrow(/tool pay: run must be a function/);
+    expect(() => defineTool(untyped({ ...base, input: { type: 'object' } }))).toThrow(
+      /tool pay: input must be a zod schema/,
+    );
+  });
+});

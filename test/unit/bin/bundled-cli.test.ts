@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
-import { readFileSync, statSync, utimesSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync, utimesSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
@@ -56,5 +56,25 @@ describe('bin/baton in a checkout: the cached bundle of the CLI', () => {
     const inputs = readFileSync(join(cacheDir(), rebuilt, 'inputs'), 'utf8').split('\n');
     expect(inputs).toContain('lib/cli/schemas.ts');
     expect(inputs).toContain('package.json');
+  }, 60_000);
+
+  it("writes a new project's files with the project's own import.meta, not the checkout's paths", async () => {
+    // Arrange: the bundle `baton init` runs from in a checkout, whose modules keep their own import.meta.
+    batonHelp();
+    const build = join(cacheDir(), currentBuild());
+    const chunk = readdirSync(build).find((file) => /^init-.*\.mjs$/.test(file));
+    expect(chunk).toBeDefined();
+    const { projectFiles } = (await import(pathToFileURL(join(build, chunk as string)).href)) as {
+      projectFiles: (name: string, manifest: unknown, dependency?: string) => Record<string, string>;
+    };
+    const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as Record<string, unknown>;
+
+    // Act
+    const files = projectFiles('my-agents', manifest, 'file:baton.tgz');
+
+    // Assert
+    expect(files['infra/app.ts']).toContain("projectRoot: join(import.meta.dirname, '..')");
+    expect(files['test/agents.test.ts']).toContain("new URL('../src/agents.ts', import.meta.url)");
+    for (const [file, text] of Object.entries(files)) expect(text, file).not.toContain(ROOT.replace(/\/$/, ''));
   }, 60_000);
 });

@@ -34,3 +34,23 @@ describe('baton dev under BATON_FAULTS', () => {
     expect(lines).toEqual([]);
   });
 });
+
+describe('baton dev flags', () => {
+  // Aborted from the start: were a flag not checked first, dev would return "stopped before the stack was up".
+  const refused = (args: string[]) =>
+    dev(args, { json: false, out: () => {}, connect: { stateDir: 'unused' }, signal: AbortSignal.abort() });
+
+  it('refuses a visibility timeout shorter than the function timeout before booting anything, as Lambda does', async () => {
+    await expect(refused(['--timeout-s', '60', '--visibility-s', '1'])).rejects.toThrow(
+      /--visibility-s 1 is shorter than the function timeout \(--timeout-s 60\)/,
+    );
+    await expect(refused(['--visibility-s', '30'])).rejects.toThrow(/--visibility-s 30 is shorter .*--timeout-s 60/);
+  });
+
+  it('refuses a port out of range or not whole before booting anything, naming --port', async () => {
+    await expect(refused(['--port', '99999'])).rejects.toThrow(
+      "--port must be a whole number below 65536, got '99999'",
+    );
+    await expect(refused(['--port', '80.5'])).rejects.toThrow(/--port must be a whole number/);
+  });
+});

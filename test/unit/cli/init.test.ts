@@ -1,10 +1,11 @@
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { AgentRegistry } from '../../../lib/agent/define-agent.ts';
-import { projectFiles } from '../../../lib/cli/init.ts';
+import { init, nextSteps, projectFiles } from '../../../lib/cli/init.ts';
 import { deriveSessionId } from '../../../lib/core/ids.ts';
 import { acceptTicket } from '../../../lib/runtime/intake.ts';
 import { drain, makeTestDeps, ticketBody } from '../../fixtures/runtime.ts';
@@ -50,6 +51,34 @@ describe('baton init', () => {
     const files = projectFiles('my-agents', manifest, 'file:baton-run-baton-0.1.0.tgz');
     expect(dependencies(files)[manifest.name]).toBe('file:baton-run-baton-0.1.0.tgz');
     expect(files['README.md']).not.toContain('npmjs.com/package/baton');
+  });
+
+  it('refuses a directory with files in it before packing anything, saying where a project goes', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'baton-init-'));
+    writeFileSync(join(dir, 'notes.txt'), 'mine');
+    const lines: string[] = [];
+    const io = { json: false, out: (line: string) => lines.push(line), connect: {} };
+
+    // The CLI prefixes `baton: `, so the message does not name the command again.
+    await expect(init([dir], io)).rejects.toThrow(
+      new RegExp(`^init: ${dir} is not empty: a new project goes into an empty`),
+    );
+    expect(lines).toEqual([]);
+    expect(readFileSync(join(dir, 'notes.txt'), 'utf8')).toBe('mine');
+    rmSync(dir, { recursive: true });
+  });
+
+  it("prints next steps that name the project's own scripts, each for what it does", () => {
+    const scripts = (
+      JSON.parse(projectFiles('my-agents', manifest)['package.json']!) as { scripts: Record<string, string> }
+    ).scripts;
+    const named = nextSteps('my-agents').flatMap((line) =>
+      [...line.matchAll(/npm (?:run )?([\w:]+)/g)].map((m) => m[1]),
+    );
+    expect(named).toEqual(['install', 'start', 'test', 'test:local']);
+    for (const script of named.slice(1)) expect(scripts).toHaveProperty([script as string]);
+    expect(scripts.test).toContain('greeter.test.ts'); // the harness, not the local stack
+    expect(nextSteps('my-agents').find((line) => line.includes('npm test '))).toContain('test harness');
   });
 });
 
