@@ -497,7 +497,7 @@ export class BatonRuntime extends Construct {
   grantReadSessions(grantee: IGrantable, options: { readonly tenant?: string } = {}): void {
     const tableArn = this.table.tableArn;
     const { bySessionId, byTenant } = SESSION_TABLE.indexes;
-    allow(grantee, ['dynamodb:GetItem', 'dynamodb:Query'], [tableArn]);
+    allow(grantee, ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query'], [tableArn]);
     allow(grantee, ['dynamodb:Query'], [`${tableArn}/index/${bySessionId.name}`, `${tableArn}/index/${byTenant.name}`]);
     if (options.tenant !== undefined) checkTenant(options.tenant, 'grantReadSessions');
     this.#grantReadObjects(grantee, options.tenant);
@@ -654,7 +654,12 @@ export class BatonRuntime extends Construct {
     payloads(intake);
 
     const step = this.stepFunction.function;
-    allow(step, ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Query'], [tableArn]);
+    // BatchGetItem: a parent reads its tasks' records and turns in batches (read-tasks.ts).
+    allow(
+      step,
+      ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Query'],
+      [tableArn],
+    );
     allow(step, ['sqs:SendMessage'], sendTo([this.workQueue, this.resultsQueue]));
     payloads(step);
 
@@ -667,7 +672,11 @@ export class BatonRuntime extends Construct {
     // Status, events, tasks, cancel and release read the record, the turn and the journal (tasks
     // and release the children's too), and bump the record (release marks it, and cancels the
     // children); send puts a turn and queues it, approve and resolve post to the inbox.
-    allow(api, ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:PutItem', 'dynamodb:UpdateItem'], [tableArn]);
+    allow(
+      api,
+      ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
+      [tableArn],
+    );
     allow(api, ['dynamodb:Query'], [`${tableArn}/index/${bySessionId.name}`, `${tableArn}/index/${byTenant.name}`]);
     // Submit sends tickets; cancel and release send kicks (to the session and its children).
     allow(api, ['sqs:SendMessage'], sendTo([this.ticketsQueue, this.workQueue]));

@@ -366,14 +366,28 @@ export function journalReadLimit(options: JournalReadOptions | undefined): numbe
  * Durable session state: records, turns, the journal. Every write that an owner makes is fenced
  * (session record by epoch and owner, journal entries by seq) and recognises its own retried write.
  */
+/** One turn of one session, as `getTurns` is asked for it. */
+export interface TurnRead {
+  readonly key: SessionKey;
+  readonly turnId: string;
+}
+
 export interface SessionStore {
   /** Conditional create; an existing session is returned unchanged. */
   createSession(session: NewSession): Promise<{ created: boolean; record: SessionRecord }>;
   getSession(key: SessionKey): Promise<SessionRecord | undefined>;
+  /**
+   * Many records at once, in the order asked (undefined where none), each read as `getSession`
+   * reads it; not a snapshot across them. What a parent reads of its tasks: a few requests for a
+   * hundred children instead of a hundred.
+   */
+  getSessions(keys: readonly SessionKey[]): Promise<(SessionRecord | undefined)[]>;
 
   /** Conditional create; an existing turn is returned unchanged (the caller compares hashes). */
   putTurn(key: SessionKey, turn: TurnRecord, ttlSeconds?: number): Promise<{ created: boolean; turn: TurnRecord }>;
   getTurn(key: SessionKey, turnId: string): Promise<TurnRecord | undefined>;
+  /** Many turns at once, in the order asked (undefined where none), as `getSessions` reads records. */
+  getTurns(reads: readonly TurnRead[]): Promise<(TurnRecord | undefined)[]>;
   /** Write-once: a second outcome is ignored and the first returned. */
   setTurnOutcome(key: SessionKey, turnId: string, outcome: TurnOutcome): Promise<TurnOutcome>;
 

@@ -941,6 +941,45 @@ export function describeSessionStoreContract(name: string, makeHarness: MakeHarn
       });
     });
 
+    describe('batch reads', () => {
+      it('reads many records and turns in the order asked, undefined where none, past one request’s 100 keys', async () => {
+        // Arrange: 120 sessions with a turn each, and keys that exist nowhere mixed in.
+        const harness = await makeHarness();
+        const now = Date.now();
+        const keys = Array.from({ length: 120 }, newKey);
+        for (const [i, key] of keys.entries()) {
+          await harness.store.createSession(newSession(key, now + i));
+          await harness.store.putTurn(key, {
+            turnId: `t-${i}`,
+            ticketId: `t-${i}`,
+            input: { i },
+            inputHash: 'h',
+            createdAt: i,
+          });
+        }
+        const missing = newKey();
+        const asked = [missing, ...keys.toReversed(), keys[0]!];
+
+        // Act
+        const records = await harness.store.getSessions(asked);
+        const turns = await harness.store.getTurns([
+          { key: keys[7]!, turnId: 't-7' },
+          { key: keys[7]!, turnId: 't-8' },
+          ...keys.map((key, i) => ({ key, turnId: `t-${i}` })),
+        ]);
+
+        // Assert
+        expect(records).toHaveLength(asked.length);
+        expect(records[0]).toBeUndefined();
+        expect(records.slice(1).map((r) => r?.key)).toEqual(asked.slice(1));
+        expect(records.at(-1)?.createdAt).toBe(now);
+        expect(turns[0]?.input).toEqual({ i: 7 });
+        expect(turns[1]).toBeUndefined();
+        expect(turns.slice(2).map((t) => t?.turnId)).toEqual(keys.map((_, i) => `t-${i}`));
+        expect(await harness.store.getSessions([])).toEqual([]);
+      });
+    });
+
     describe('turns', () => {
       it('creates a turn once and returns the existing turn unchanged to a second put', async () => {
         // Arrange

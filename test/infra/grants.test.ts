@@ -162,6 +162,8 @@ describe('BatonRuntime grant helpers', () => {
     const { bySessionId, byTenant } = SESSION_TABLE.indexes;
 
     expect(grants.get('dynamodb:GetItem')).toEqual([tableArn()]);
+    // A session's tasks are read in batches.
+    expect(grants.get('dynamodb:BatchGetItem')).toEqual([tableArn()]);
     const queried = grants.get('dynamodb:Query')?.join() ?? '';
     expect(queried).toContain(`/index/${bySessionId.name}`);
     expect(queried).toContain(`/index/${byTenant.name}`);

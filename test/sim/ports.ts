@@ -1,4 +1,5 @@
-import type { SessionStore } from '../../lib/ports/session-store.ts';
+import type { SessionKey } from '../../lib/core/ids.ts';
+import type { SessionStore, TurnRead } from '../../lib/ports/session-store.ts';
 import { lostResponseError, throttleError } from './faults.ts';
 import type { GateFault, OpKind, Scheduler } from './scheduler.ts';
 
@@ -11,8 +12,10 @@ import type { GateFault, OpKind, Scheduler } from './scheduler.ts';
 const STORE_OPS: Record<keyof SessionStore, OpKind> = {
   createSession: 'write',
   getSession: 'read',
+  getSessions: 'read',
   putTurn: 'write',
   getTurn: 'read',
+  getTurns: 'read',
   setTurnOutcome: 'write',
   listTurns: 'read',
   enqueueTurn: 'write',
@@ -72,7 +75,12 @@ export function gatedStore(real: SessionStore, sim: Scheduler): SessionStore {
       return underFault(fault, () => method(...args));
     };
   }
-  return gated as unknown as SessionStore;
+  // A batch read is one request, but not a snapshot: DynamoDB reads each item on its own, so the
+  // world gates (and may fault, or interleave) each item as the single read it stands for.
+  const store = gated as unknown as SessionStore;
+  gated.getSessions = (keys: readonly SessionKey[]) => Promise.all(keys.map((key) => store.getSession(key)));
+  gated.getTurns = (reads: readonly TurnRead[]) => Promise.all(reads.map((r) => store.getTurn(r.key, r.turnId)));
+  return store;
 }
 
 /** A short, stable description of a call's subject for the trace: the session's id and the seq or turn. */

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import {
+  BatchGetCommand,
   type DynamoDBDocumentClient,
   GetCommand,
   PutCommand,
@@ -43,6 +44,7 @@ import type {
   SessionSummary,
   TakeInboxRequest,
   TurnOutcome,
+  TurnRead,
   TurnRecord,
 } from '../../ports/session-store.ts';
 import { type JournalReadOptions, journalReadLimit } from '../../ports/session-store.ts';
@@ -125,6 +127,19 @@ async function conditional<T>(write: () => Promise<T>): Promise<Conditional<T>> 
   }
 }
 
+/** BatchGetItem's limit of keys per request. */
+const BATCH_GET_MAX_KEYS = 100;
+const BATCH_GET_ATTEMPTS = 8;
+const BATCH_GET_FIRST_PAUSE_MS = 25;
+const BATCH_GET_MAX_PAUSE_MS = 1_000;
+
+interface ItemKey {
+  readonly pk: string;
+  readonly sk: string;
+}
+
+const itemId = (key: ItemKey) => `${key.pk}\u0000${key.sk}`;
+
 /**
  * The session store on DynamoDB, one table (lib/core/resources.ts). Every write an owner makes is
  * a single-item conditional write fenced by epoch and owner (records) or by seq (journal), and
@@ -156,6 +171,43 @@ export class DynamoDbSessionStore implements SessionStore {
       new GetCommand({ TableName: this.#table, Key: { pk: pkOf(key), sk: META_SK }, ConsistentRead: true }),
     );
     return Item === undefined ? undefined : decodeSession(Item, key);
+  }
+
+  async getSessions(keys: readonly SessionKey[]): Promise<(SessionRecord | undefined)[]> {
+    const items = await this.#batchGet(keys.map((key) => ({ pk: pkOf(key), sk: META_SK })));
+    return items.map((item, i) => (item === undefined ? undefined : decodeSession(item, keys[i]!)));
+  }
+
+  async getTurns(reads: readonly TurnRead[]): Promise<(TurnRecord | undefined)[]> {
+    const items = await this.#batchGet(reads.map(({ key, turnId }) => ({ pk: pkOf(key), sk: turnSk(turnId) })));
+    return Promise.all(
+      items.map((item, i) => (item === undefined ? undefined : decodeTurn(item, reads[i]!.key, this.#offload))),
+    );
+  }
+
+  /**
+   * Consistent reads of many items in BatchGetItem's requests of up to 100 keys, in the order
+   * asked. Keys DynamoDB leaves unprocessed (throttling) are asked again after a growing pause,
+   * as AWS advises; a batch still unprocessed after BATCH_GET_ATTEMPTS throws, as a throttled
+   * GetItem past its retries would.
+   */
+  async #batchGet(keys: readonly ItemKey[]): Promise<(Record<string, unknown> | undefined)[]> {
+    const found = new Map<string, Record<string, unknown>>();
+    const unique = [...new Map(keys.map((key) => [itemId(key), key])).values()];
+    for (let start = 0; start < unique.length; start += BATCH_GET_MAX_KEYS) {
+      let pending: ItemKey[] = unique.slice(start, start + BATCH_GET_MAX_KEYS);
+      for (let attempt = 1; pending.length > 0; attempt++) {
+        if (attempt > BATCH_GET_ATTEMPTS)
+          throw new Error(`BatchGetItem left ${pending.length} keys unprocessed after ${BATCH_GET_ATTEMPTS} attempts`);
+        if (attempt > 1) await sleep(Math.min(BATCH_GET_MAX_PAUSE_MS, BATCH_GET_FIRST_PAUSE_MS * 2 ** (attempt - 2)));
+        const { Responses, UnprocessedKeys } = await this.#db.send(
+          new BatchGetCommand({ RequestItems: { [this.#table]: { Keys: pending, ConsistentRead: true } } }),
+        );
+        for (const item of Responses?.[this.#table] ?? []) found.set(itemId(item as ItemKey), item);
+        pending = (UnprocessedKeys?.[this.#table]?.Keys ?? []) as ItemKey[];
+      }
+    }
+    return keys.map((key) => found.get(itemId(key)));
   }
 
   async putTurn(

@@ -30,6 +30,7 @@ import type {
   SessionStore,
   TakeInboxRequest,
   TurnOutcome,
+  TurnRead,
   TurnRecord,
 } from '../../ports/session-store.ts';
 import { type JournalReadOptions, journalReadLimit } from '../../ports/session-store.ts';
@@ -239,6 +240,14 @@ export class MemorySessionStore implements SessionStore {
       this.#setMeta(session.key, item);
       return { created: true, record: decodeSession(item, session.key) };
     });
+  }
+
+  getSessions(keys: readonly SessionKey[]): Promise<(SessionRecord | undefined)[]> {
+    return Promise.all(keys.map((key) => this.getSession(key)));
+  }
+
+  getTurns(reads: readonly TurnRead[]): Promise<(TurnRecord | undefined)[]> {
+    return Promise.all(reads.map((read) => this.getTurn(read.key, read.turnId)));
   }
 
   async getSession(key: SessionKey): Promise<SessionRecord | undefined> {

@@ -29,21 +29,19 @@ export function releasePending(leg: LegContext): boolean {
  *
  * Its requests are what bound it under load (docs/PERFORMANCE.md, fan-out): the wait reads this
  * session's record — which every child's outcome bumps — rather than every task, and reads the
- * tasks only when it moved (and each RELEASE_FULL_LOOK_MS regardless). On a bump it reads each
- * waiting task's turn (one request, not two), and in full only the tasks whose turn ended: while
+ * tasks only when it moved (and each RELEASE_FULL_LOOK_MS regardless). On a bump it reads the
+ * waiting tasks' turns (one batch request), and in full only the tasks whose turn ended: while
  * 100 children finish, their bumps come every poll.
  */
 export async function releaseStep(leg: LegContext): Promise<LegExit | undefined> {
   const { deps } = leg;
   const mark = leg.signals.record.releaseRequested!;
   const ledger = taskLedger(leg.journal.entries);
-  // Cancels first, each right after one look at its task's turn (a finished task keeps its
-  // result): every request before a child's cancel is posted delays the release by its renewal.
+  // Cancels first, after one batch read of the tasks' turns (a finished task keeps its result):
+  // every request before a child's cancel is posted delays the release by its renewal.
+  const ended = new Set((await tasksWithEndedTurns(deps.store, leg.key, ledger.tasks)).map((t) => t.taskId));
   await Promise.all([
-    ...ledger.tasks.map(async (t) => {
-      const ended = await tasksWithEndedTurns(deps.store, leg.key, [t]);
-      if (ended.length === 0) await cancelChild(postDepsOf(deps), childKey(leg.key, t));
-    }),
+    ...ledger.tasks.filter((t) => !ended.has(t.taskId)).map((t) => cancelChild(postDepsOf(deps), childKey(leg.key, t))),
     cancelUnjournaledStarts(leg),
   ]);
   let lines = await readTaskLines(deps.store, leg.key, ledger.tasks);

@@ -5,40 +5,40 @@ import { type PostDeps, post } from '../protocol/post.ts';
 
 /**
  * Reads what the store holds about each task (its child's record and current turn) and reports
- * it: the same answer on every worker, whoever runs the child. A store error is thrown, never
- * turned into a status.
+ * it: the same answer on every worker, whoever runs the child. Two batch reads, whatever the
+ * number of tasks (up to 100 each per request). A store error is thrown, never turned into a status.
  */
 export async function readTaskLines(
-  store: Pick<SessionStore, 'getSession' | 'getTurn'>,
+  store: Pick<SessionStore, 'getSessions' | 'getTurns'>,
   parent: SessionKey,
   tasks: readonly LedgerTask[],
 ): Promise<(TaskLine & { readonly endedAt?: number | undefined })[]> {
-  return Promise.all(
-    tasks.map(async (task) => {
-      const key = childKey(parent, task);
-      const [record, turn] = await Promise.all([store.getSession(key), store.getTurn(key, task.turnId)]);
-      const report = reportTask(task, {
-        state: record?.state,
-        turnExists: turn !== undefined,
-        outcome: turn?.outcome,
-      });
-      // When the task's turn got its outcome: a release tells the tasks it cancelled by it.
-      return { ...task, ...report, ...(turn?.outcome ? { endedAt: turn.outcome.at } : {}) };
-    }),
-  );
+  if (tasks.length === 0) return [];
+  const keys = tasks.map((task) => childKey(parent, task));
+  const [records, turns] = await Promise.all([
+    store.getSessions(keys),
+    store.getTurns(tasks.map((task, i) => ({ key: keys[i]!, turnId: task.turnId }))),
+  ]);
+  return tasks.map((task, i) => {
+    const [record, turn] = [records[i], turns[i]];
+    const report = reportTask(task, { state: record?.state, turnExists: turn !== undefined, outcome: turn?.outcome });
+    // When the task's turn got its outcome: a release tells the tasks it cancelled by it.
+    return { ...task, ...report, ...(turn?.outcome ? { endedAt: turn.outcome.at } : {}) };
+  });
 }
 
 /**
- * The tasks whose turn item shows an end (an outcome, or no turn at all), read one request each
- * where `readTaskLines` sends two: a cheap look for a wait that many bumps wake. A task whose
+ * The tasks whose turn item shows an end (an outcome, or no turn at all), in one batch read of
+ * their turns where `readTaskLines` reads records too: a cheap look for a wait that many bumps wake. A task whose
  * record ended without its turn's outcome, or vanished, still looks open here; a full read tells.
  */
 export async function tasksWithEndedTurns<T extends LedgerTask>(
-  store: Pick<SessionStore, 'getTurn'>,
+  store: Pick<SessionStore, 'getTurns'>,
   parent: SessionKey,
   tasks: readonly T[],
 ): Promise<T[]> {
-  const turns = await Promise.all(tasks.map((task) => store.getTurn(childKey(parent, task), task.turnId)));
+  if (tasks.length === 0) return [];
+  const turns = await store.getTurns(tasks.map((task) => ({ key: childKey(parent, task), turnId: task.turnId })));
   return tasks.filter((_, i) => turns[i] === undefined || turns[i]?.outcome !== undefined);
 }
 

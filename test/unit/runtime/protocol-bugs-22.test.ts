@@ -92,11 +92,20 @@ function throttledChildReads(store: SessionStore, armed: () => Promise<boolean>)
   return new Proxy(store, {
     get(target, property, receiver) {
       const value = Reflect.get(target, property, receiver);
+      const call = (args: unknown[]) => (value as (...args: unknown[]) => unknown).call(target, ...args);
+      if (property === 'getSessions' || property === 'getTurns')
+        // A batch read of tasks: the first item names the child (a session key, or a turn's).
+        return async (items: readonly unknown[], ...rest: unknown[]) => {
+          const first = items[0] as { agent?: string; key?: SessionKey } | undefined;
+          const agent = first?.key?.agent ?? first?.agent;
+          if (agent === 'lookup-agent' && (await armed())) throw throttled();
+          return call([items, ...rest]);
+        };
       if (property !== 'getSession' && property !== 'getTurn')
         return typeof value === 'function' ? value.bind(target) : value;
       return async (key: SessionKey, ...rest: unknown[]) => {
         if (key.agent === 'lookup-agent' && (await armed())) throw throttled();
-        return (value as (...args: unknown[]) => unknown).call(target, key, ...rest);
+        return call([key, ...rest]);
       };
     },
   });

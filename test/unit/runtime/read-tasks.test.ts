@@ -13,25 +13,25 @@ const task = (taskId: string): LedgerTask => ({
 });
 const turn = (t: LedgerTask) => ({ turnId: t.turnId, ticketId: t.turnId, input: {}, inputHash: 'h', createdAt: 1 });
 
-/** A memory store that counts the reads a look sends, by method. */
+/** A memory store that counts the requests a look sends, by method (a batch read is one request). */
 function countingStore() {
   const store = new MemorySessionStore();
-  const reads = { getTurn: 0, getSession: 0 };
+  const reads = { getTurns: 0, getSessions: 0 };
   const counted = {
-    getTurn: (...args: Parameters<MemorySessionStore['getTurn']>) => {
-      reads.getTurn++;
-      return store.getTurn(...args);
+    getTurns: (...args: Parameters<MemorySessionStore['getTurns']>) => {
+      reads.getTurns++;
+      return store.getTurns(...args);
     },
-    getSession: (...args: Parameters<MemorySessionStore['getSession']>) => {
-      reads.getSession++;
-      return store.getSession(...args);
+    getSessions: (...args: Parameters<MemorySessionStore['getSessions']>) => {
+      reads.getSessions++;
+      return store.getSessions(...args);
     },
   };
   return { store, counted, reads };
 }
 
 describe('the turn-only look of a release waiting for its tasks', () => {
-  it('returns the tasks whose turn has an outcome or is gone, reading one turn item per task and no record', async () => {
+  it('returns the tasks whose turn has an outcome or is gone, in one batch read of their turns and no record', async () => {
     // Arrange: one task still on an open turn, one whose turn ended cancelled, one whose turn is gone.
     const { store, counted, reads } = countingStore();
     const [open, ended, gone] = [task('open'), task('ended'), task('gone')] as [LedgerTask, LedgerTask, LedgerTask];
@@ -44,7 +44,7 @@ describe('the turn-only look of a release waiting for its tasks', () => {
 
     // Assert
     expect(found.map((t) => t.taskId)).toEqual(['ended', 'gone']);
-    expect(reads).toEqual({ getTurn: 3, getSession: 0 });
+    expect(reads).toEqual({ getTurns: 1, getSessions: 0 });
   });
 
   it('leaves open a task a full read reports finished without its turn’s outcome (its record is gone)', async () => {

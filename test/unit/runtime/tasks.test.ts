@@ -11,6 +11,7 @@ import { TurnRefusedError } from '../../../lib/core/errors.ts';
 import { deriveSessionId, type SessionKey } from '../../../lib/core/ids.ts';
 import { RELEASED_STRAGGLER_ERROR, TaskTool } from '../../../lib/core/tasks.ts';
 import type { ModelRequest } from '../../../lib/ports/model-client.ts';
+import type { TurnRead } from '../../../lib/ports/session-store.ts';
 import type { RuntimeDeps } from '../../../lib/runtime/deps.ts';
 import { acceptTicket } from '../../../lib/runtime/intake.ts';
 import { type KickOutcome, runKick } from '../../../lib/runtime/step-runner.ts';
@@ -411,12 +412,12 @@ describe('background tasks', () => {
     const store = new Proxy(deps.store, {
       get(target, property, receiver) {
         const value = Reflect.get(target, property, receiver);
-        if (property === 'getTurn')
-          return async (key: SessionKey, turnId: string) => {
-            const turn = await target.getTurn(key, turnId);
-            if (key.agent === 'worker' && turn?.outcome && failures-- > 0)
-              throw new Error('ThrottlingException: slow down');
-            return turn;
+        if (property === 'getTurns')
+          return async (reads: readonly TurnRead[]) => {
+            const turns = await target.getTurns(reads);
+            const finished = reads.some((read, i) => read.key.agent === 'worker' && turns[i]?.outcome);
+            if (finished && failures-- > 0) throw new Error('ThrottlingException: slow down');
+            return turns;
           };
         return typeof value === 'function' ? value.bind(target) : value;
       },
