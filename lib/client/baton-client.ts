@@ -143,10 +143,14 @@ export class BatonClient implements BatonTransport {
     admitInput(request.input, agent, `ticket ${ticketId} input`);
     const limits = admitLimits(request.limits, agent);
     const sessionId = deriveSessionId(tenant, request.agent, ticketId);
+    let traceId: string | undefined;
     if (request.ticketId !== undefined) {
       // Intake would refuse it anyway; refusing here gives the producer the error, not the results queue.
-      const turn = await this.deps.store.getTurn({ tenant, agent: request.agent, id: sessionId }, ticketId);
+      const key = { tenant, agent: request.agent, id: sessionId };
+      const turn = await this.deps.store.getTurn(key, ticketId);
       if (turn && turn.inputHash !== hashJson(request.input)) throw new TicketConflictError(ticketId);
+      // A resubmission joins its session: it reports, and sends under, the trace the session has.
+      if (turn) traceId = (await this.deps.store.getSession(key))?.traceId;
     }
     let input = request.input;
     const bytes = Buffer.byteLength(JSON.stringify(input));
@@ -160,7 +164,7 @@ export class BatonClient implements BatonTransport {
       await this.deps.blobs.put(key, text);
       input = { $blob: key, ...digest };
     }
-    const traceId = newTraceId();
+    traceId ??= newTraceId();
     await this.deps.tickets.submit(
       { v: 1, ticketId, agent: request.agent, tenant, input, ...(limits === undefined ? {} : { limits }) },
       { trace: childContext(traceId) },

@@ -170,7 +170,9 @@ describe('hostile tickets on the local stack', () => {
     });
     expect(byId('h-oversize-step')).toMatchObject({
       status: 'failed',
-      error: expect.stringMatching(/tool payload at seq \d+ is \d+ bytes, over the hard cap of 8388608 bytes/),
+      error: expect.stringMatching(
+        /result of tool fetchChunk at seq \d+ \(the agent's limits.maxPayloadBytes\) is \d+ bytes, over the hard cap of 8388608 bytes/,
+      ),
     });
     expect(byId('h-good-beside-oversize')?.status).toBe('completed');
     const journal = await t.store.readJournal({ tenant: DEFAULT_TENANT, agent: 'long-haul', id: inSession.sessionId });

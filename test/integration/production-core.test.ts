@@ -193,7 +193,9 @@ describe('the production-grade core on the local stack', { timeout: 180_000 }, (
     // Assert
     expect(result.status).toBe('failed');
     expect(result.error).toMatch(
-      new RegExp(`tool payload at seq \\d+ is 200\\d{3} bytes, over the hard cap of ${CAPPED_PAYLOAD_BYTES} bytes`),
+      new RegExp(
+        `result of tool dump at seq \\d+ \\(the agent's limits.maxPayloadBytes\\) is 200\\d{3} bytes, over the hard cap of ${CAPPED_PAYLOAD_BYTES} bytes`,
+      ),
     );
     const journal = await journalOf('capped-result', s.sessionId);
     expect(ofKind(journal, 'outcome')).toHaveLength(1);

@@ -179,7 +179,10 @@ export class JournalWriter {
     const bytes = Buffer.byteLength(JSON.stringify(data));
     const limit = this.maxPayloadBytes;
     if (limit !== undefined && bytes > limit && kind !== 'outcome') {
-      throw new PayloadTooLargeError(`${kind} payload at seq ${entry.seq}`, bytes, limit);
+      // Name what made it (the tool, the model) and the limit an operator can raise.
+      const tool = kind === 'tool' ? (data as { tool?: unknown }).tool : undefined;
+      const what = typeof tool === 'string' ? `result of tool ${tool}` : `${kind} payload`;
+      throw new PayloadTooLargeError(`${what} at seq ${entry.seq} (the agent's limits.maxPayloadBytes)`, bytes, limit);
     }
     const next = applyEntry(this.#view, entry);
     try {

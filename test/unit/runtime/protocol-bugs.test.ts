@@ -397,4 +397,23 @@ describe('protocol regressions (issue 13)', () => {
     await client.submit({ agent: 'lookup-agent', ticketId: 'T-b4c', input: { ids: ['a'] } });
     expect(tickets.sent.map((m) => m.body.input)).toEqual([{ ids: ['a'] }, { ids: ['a'] }]);
   });
+
+  it('a resubmitted ticket reports, and is sent under, the trace of the session it joins', async () => {
+    const { deps, store, workQueue, blobs } = makeTestDeps([lookupAgent()]);
+    const tickets = new MemoryTicketQueue();
+    const client = new BatonClient({ store, tickets, workQueue, blobs, clock: deps.clock });
+    const first = await client.submit({ agent: 'lookup-agent', ticketId: 'T-trace', input: { ids: ['a'] } });
+    const [sent] = tickets.receive();
+    await acceptTicket(JSON.stringify(sent?.body), sent?.trace, deps);
+
+    const again = await client.submit({ agent: 'lookup-agent', ticketId: 'T-trace', input: { ids: ['a'] } });
+
+    const session = await store.getSession(keyOf('lookup-agent', 'T-trace'));
+    expect(session?.traceId).toBe(first.traceId);
+    expect(again.traceId).toBe(first.traceId);
+    expect(tickets.receive()[0]?.trace?.traceId).toBe(first.traceId);
+    // A fresh ticket id is a new session, on a trace of its own.
+    const other = await client.submit({ agent: 'lookup-agent', ticketId: 'T-trace-2', input: { ids: ['a'] } });
+    expect(other.traceId).not.toBe(first.traceId);
+  });
 });
