@@ -64,20 +64,20 @@ export const DEFAULT_TOOL_MAX_DURATION_MS = 30_000;
 
 const TOOL_NAME = /^[a-zA-Z][a-zA-Z0-9_-]{0,63}$/;
 
-/** Every option of defineTool: another is a typo, refused at definition (lib/agent/definition-checks.ts). */
-const TOOL_OPTIONS = [
-  'name',
-  'description',
-  'input',
-  'inputJsonSchema',
-  'effect',
-  'maxDurationMs',
-  'retry',
-  'requiresApproval',
-  'approvalTimeoutMs',
-  'run',
-  'reconcile',
-] as const satisfies readonly (keyof ToolDefinition)[];
+/** Every option of defineTool (the compiler keeps the list whole): another is a typo, refused at definition. */
+const TOOL_OPTIONS = Object.keys({
+  name: true,
+  description: true,
+  input: true,
+  inputJsonSchema: true,
+  effect: true,
+  maxDurationMs: true,
+  retry: true,
+  requiresApproval: true,
+  approvalTimeoutMs: true,
+  run: true,
+  reconcile: true,
+} satisfies Record<keyof ToolDefinition, true>);
 
 /**
  * Declares a tool: its input schema, its side-effect kind and how long it may take.
