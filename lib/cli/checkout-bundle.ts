@@ -15,7 +15,7 @@ import { mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } f
 import { readFile } from 'node:fs/promises';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { build, type Plugin } from 'esbuild';
+import { build, type Plugin, transform } from 'esbuild';
 
 const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 const ENTRY = 'lib/cli/main.ts';
@@ -27,18 +27,28 @@ const OLD_BUILD_AGE_MS = 60 * 60_000;
 /**
  * Each module keeps its own `import.meta.url` (and dirname, filename) in the bundle: the CLI
  * finds the files next to its sources through them (the worker script, the console, the example
- * agents, the checkout-only commands), and those stay where they are.
+ * agents, the checkout-only commands), and those stay where they are. Replaced by esbuild's
+ * `define`, on the syntax tree: the same words inside a string (a template `baton init` writes)
+ * stay as they are.
  */
 const ownImportMeta: Plugin = {
   name: 'own-import-meta',
   setup(builder) {
     builder.onLoad({ filter: /\.ts$/ }, async ({ path }) => {
-      const source = await readFile(path, 'utf8');
-      const contents = source
-        .replaceAll(/\bimport\.meta\.url\b/g, JSON.stringify(pathToFileURL(path).href))
-        .replaceAll(/\bimport\.meta\.dirname\b/g, JSON.stringify(dirname(path)))
-        .replaceAll(/\bimport\.meta\.filename\b/g, JSON.stringify(path));
-      return { contents, loader: 'ts' };
+      const { code } = await transform(await readFile(path, 'utf8'), {
+        loader: 'ts',
+        format: 'esm',
+        target: 'node24',
+        sourcefile: path,
+        // As the build would read it from tsconfig.json: imports are kept as written.
+        tsconfigRaw: { compilerOptions: { verbatimModuleSyntax: true } },
+        define: {
+          'import.meta.url': JSON.stringify(pathToFileURL(path).href),
+          'import.meta.dirname': JSON.stringify(dirname(path)),
+          'import.meta.filename': JSON.stringify(path),
+        },
+      });
+      return { contents: code, loader: 'js' };
     });
   },
 };

@@ -72,13 +72,6 @@ export function nextSteps(target: string): string[] {
   ];
 }
 
-/**
- * `import.meta` as text for the generated files, spelt in pieces: the checkout's CLI bundle
- * (lib/cli/checkout-bundle.ts) rewrites its `url` and `dirname` to this file's own wherever its
- * source spells them, template strings included, which wrote the checkout's paths into projects.
- */
-const IMPORT_META = ['import', 'meta'].join('.');
-
 /** Packs the checkout at `root` into `dir` (`npm pack`, which builds it) and returns the tarball's file name. */
 function packCheckout(root: string, dir: string): string {
   const printed = execFileSync('npm', ['pack', '--silent', '--pack-destination', dir], {
@@ -231,7 +224,7 @@ const runtime = new BatonRuntime(stack, 'Baton', {
     sweeper: 'src/functions/sweeper.ts',
     api: 'src/functions/api.ts',
   },
-  projectRoot: join(${IMPORT_META}.dirname, '..'),
+  projectRoot: join(import.meta.dirname, '..'),
   // bedrockModels: ['us.anthropic.claude-sonnet-4-20250514-v1:0'],
 });
 // Grant your producers, consumers and operators, e.g.:
@@ -245,7 +238,7 @@ import { type LocalBaton, startLocalBaton } from '@baton-run/baton/local';
 
 let baton: LocalBaton;
 before(async () => {
-  baton = await startLocalBaton({ agents: new URL('../src/agents.ts', ${IMPORT_META}.url), stateDir: '.baton/test' });
+  baton = await startLocalBaton({ agents: new URL('../src/agents.ts', import.meta.url), stateDir: '.baton/test' });
 });
 after(() => baton?.stop());
 
