@@ -56,6 +56,7 @@ export async function sweep(
     let stalled = 0;
     const seen = new Map<string, { at: number; gapMs: number }>();
     let watched = 0;
+    let kickedThisPoll = 0;
     for (let shard = 0; shard < SWEEP_SHARDS; shard++) {
       // Oldest first: the due sessions head the page, and the stalled ones are counted from it.
       const page = await deps.store.findDue(shard, Math.max(now, horizon), SWEEP_PAGE);
@@ -71,14 +72,17 @@ export async function sweep(
         }
         seen.set(id, { at: now, gapMs: last ? Math.min(last.gapMs * 2, firstGapMs * MAX_REKICK_BACKOFF) : firstGapMs });
         await deps.workQueue.sendKick({ v: 1, session: key, reason: 'recovery' });
-        kicked++;
+        kickedThisPoll++;
       }
     }
     // A session that left the due set (acquired, finished) starts afresh when it is due again.
     kickedBefore = seen;
+    kicked += kickedThisPoll;
     polls++;
     deps.telemetry.metrics.count('StalledSessions', stalled);
-    if (kicked > 0 || stalled > 0) deps.telemetry.logger.info('sweep', { kicked, stalled });
+    // This poll's figures, not the invocation's running total: a log line per poll that repeated
+    // an earlier kick read as a session kicked every interval.
+    if (kickedThisPoll > 0 || stalled > 0) deps.telemetry.logger.info('sweep', { kicked: kickedThisPoll, stalled });
     // Nothing leased, pending or due within the window: the next scheduled invocation looks again.
     if (watched === 0) {
       idle = true;

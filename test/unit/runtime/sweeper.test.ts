@@ -80,7 +80,7 @@ describe('the sweeper', () => {
 
   it('keeps polling for a session that comes due within its window, and kicks it when it does', async () => {
     // Arrange: a ticket whose kick is lost, due after the grace.
-    const { deps, clock, workQueue } = makeTestDeps([lookupAgent()]);
+    const { deps, clock, workQueue, lines } = makeTestDeps([lookupAgent()]);
     const { key } = await acceptTicket(ticketBody('lookup-agent', 'S-5', { ids: [] }), undefined, deps);
     workQueue.receive();
     const started = clock.now();
@@ -96,5 +96,8 @@ describe('the sweeper', () => {
     expect(swept.polls).toBeGreaterThan(deps.config.sweepGraceMs / 100);
     expect(clock.now() - started).toBeGreaterThanOrEqual(4_900);
     expect(workQueue.receive()[0]?.body).toMatchObject({ reason: 'recovery', session: key });
+    // Each log line counts its own poll's kicks: one kick, then polls that kicked nothing.
+    const sweepLines = lines.filter((l) => l.message === 'sweep');
+    expect(sweepLines.map((l) => l.kicked)).toEqual([1]);
   });
 });
