@@ -116,3 +116,73 @@ export async function measureRawConditionalWrites(options: {
   const cpuMsPerWrite = (processCpuMs() - cpuBefore) / writes;
   return { concurrency: options.concurrency, writes, seconds, writesPerSecond: writes / seconds, cpuMsPerWrite };
 }
+
+/** Writes per second of several runs together. */
+export const meanRate = (runs: readonly RawWriteFigures[]): number =>
+  runs.reduce((n, r) => n + r.writes, 0) / runs.reduce((s, r) => s + r.seconds, 0);
+
+/** The median of a non-empty list. */
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+/** Several rounds of the throughput sessions as one: totals over all of them. */
+export function combineThroughput(rounds: readonly ThroughputFigures[]): ThroughputFigures {
+  const steps = rounds.reduce((n, r) => n + r.steps, 0);
+  const seconds = rounds.reduce((n, r) => n + r.seconds, 0);
+  const perStep = (f: (r: ThroughputFigures) => number) => rounds.reduce((n, r) => n + f(r) * r.steps, 0) / steps;
+  const kinds = new Set(rounds.flatMap((r) => Object.keys(r.requestsPerStepByKind)));
+  return {
+    concurrency: rounds[0]!.concurrency,
+    steps,
+    seconds,
+    stepsPerSecond: steps / seconds,
+    writesPerStep: perStep((r) => r.writesPerStep),
+    requestsPerStep: perStep((r) => r.requestsPerStep),
+    requestsPerStepByKind: Object.fromEntries(
+      [...kinds].map((kind) => [kind, perStep((r) => r.requestsPerStepByKind[kind] ?? 0)]),
+    ),
+    cpuMsPerStep: perStep((r) => r.cpuMsPerStep),
+  };
+}
+
+/** Several runs of raw writes as one. */
+export function combineRawWrites(runs: readonly RawWriteFigures[]): RawWriteFigures {
+  const writes = runs.reduce((n, r) => n + r.writes, 0);
+  return {
+    concurrency: runs[0]!.concurrency,
+    writes,
+    seconds: runs.reduce((n, r) => n + r.seconds, 0),
+    writesPerSecond: meanRate(runs),
+    cpuMsPerWrite: runs.reduce((n, r) => n + r.cpuMsPerWrite * r.writes, 0) / writes,
+  };
+}
+
+/**
+ * Raw writes in one-second runs until DynamoDB Local's rate stops climbing: its JVM keeps
+ * compiling hot paths for 20–30 s of writes here (the rate goes from ~150 to ~1,500 writes/s),
+ * and a ratio taken while it climbs says more about when each side ran than about either.
+ * Steady: `minMs` spent (its rate plateaus for a while before it climbs again), then the last
+ * three runs' rate within 10 % of the three before them, or `maxMs` spent.
+ */
+export async function warmUntilSteady(options: {
+  db: BenchDynamoDb;
+  concurrency: number;
+  itemBytes: number;
+  minMs: number;
+  maxMs: number;
+}): Promise<{ seconds: number; rates: number[] }> {
+  const started = performance.now();
+  const rates: number[] = [];
+  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  for (;;) {
+    const run = await measureRawConditionalWrites({ ...options, durationMs: 1_000 });
+    rates.push(run.writesPerSecond);
+    const seconds = (performance.now() - started) / 1000;
+    const steady =
+      seconds * 1000 >= options.minMs && rates.length >= 6 && mean(rates.slice(-3)) < 1.1 * mean(rates.slice(-6, -3));
+    if (steady || seconds * 1000 >= options.maxMs) return { seconds, rates };
+  }
+}

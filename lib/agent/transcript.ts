@@ -9,33 +9,67 @@ import type { AssistantContent, ChatMessage, UserContent } from '../ports/model-
  * call that was replaced).
  */
 export function buildTranscript(entries: readonly JournalEntry[]): ChatMessage[] {
-  const compaction = latestCompaction(entries);
-  const messages: ChatMessage[] = compaction
-    ? [{ role: 'user', content: [{ type: 'text', text: summaryText(compaction.data.summary) }] }]
-    : [];
-  const from = compaction?.data.throughSeq ?? 0;
-  const pushUser = (content: UserContent) => {
+  return new TranscriptBuilder().extend(entries);
+}
+
+/**
+ * The transcript of a journal that only grows (a leg's), built once and extended by the entries
+ * appended since: a model step costs the entries since the last step, not the whole journal
+ * again. A new compaction starts it afresh from its summary. Messages already built are never
+ * changed (the last one is replaced when content joins it), so a caller may keep what it got.
+ */
+export class TranscriptBuilder {
+  #messages: ChatMessage[] = [];
+  /** Entries of the journal taken in so far. */
+  #taken = 0;
+  /** Calls asked for and not yet answered: a turn that ended early (superseded, cancelled, failed)
+   * leaves some, and models refuse a transcript with a call that has no result. */
+  readonly #unanswered = new Set<string>();
+  /** Once-only calls reconciled as unknown (parked): they may have run, so "not run" would be a lie. */
+  readonly #maybeRan = new Set<string>();
+
+  /** The transcript of `entries`, which hold every entry taken before and may have more after them. */
+  extend(entries: readonly JournalEntry[]): ChatMessage[] {
+    const fresh = entries.slice(this.#taken);
+    if (entries.length < this.#taken || fresh.some((e) => e.kind === 'compaction')) this.#restart(entries);
+    else for (const entry of fresh) this.#take(entry);
+    this.#taken = entries.length;
+    return [...this.#messages];
+  }
+
+  #restart(entries: readonly JournalEntry[]): void {
+    const compaction = latestCompaction(entries);
+    this.#messages = compaction
+      ? [{ role: 'user', content: [{ type: 'text', text: summaryText(compaction.data.summary) }] }]
+      : [];
+    this.#unanswered.clear();
+    this.#maybeRan.clear();
+    const from = compaction?.data.throughSeq ?? 0;
+    for (const entry of entries) if (entry.seq > from) this.#take(entry);
+  }
+
+  #pushUser(content: UserContent): void {
+    const messages = this.#messages;
     const last = messages.at(-1);
     if (last?.role === 'user') messages[messages.length - 1] = { role: 'user', content: [...last.content, content] };
     else messages.push({ role: 'user', content: [content] });
-  };
-  const pushAssistant = (content: AssistantContent[]) => {
+  }
+
+  #pushAssistant(content: AssistantContent[]): void {
+    const messages = this.#messages;
     const last = messages.at(-1);
     if (last?.role === 'assistant')
       messages[messages.length - 1] = { role: 'assistant', content: [...last.content, ...content] };
     else messages.push({ role: 'assistant', content });
-  };
-  // Calls asked for and not yet answered: a turn that ended early (superseded, cancelled, failed)
-  // leaves some, and models refuse a transcript with a call that has no result.
-  const unanswered = new Set<string>();
-  // Once-only calls reconciled as unknown (parked): they may have run, so "not run" would be a lie.
-  const maybeRan = new Set<string>();
-  for (const entry of entries) {
-    if (entry.seq <= from) continue;
+  }
+
+  #take(entry: JournalEntry): void {
+    const unanswered = this.#unanswered;
+    const maybeRan = this.#maybeRan;
     switch (entry.kind) {
       case 'input':
         for (const toolCallId of unanswered)
-          pushUser({
+          this.#pushUser({
             type: 'toolResult',
             toolCallId,
             ok: false,
@@ -43,10 +77,10 @@ export function buildTranscript(entries: readonly JournalEntry[]): ChatMessage[]
           });
         unanswered.clear();
         maybeRan.clear();
-        pushUser({ type: 'text', text: asText(entry.data.input) });
+        this.#pushUser({ type: 'text', text: asText(entry.data.input) });
         break;
       case 'message':
-        pushUser({ type: 'text', text: entry.data.text });
+        this.#pushUser({ type: 'text', text: entry.data.text });
         break;
       case 'model': {
         const content: AssistantContent[] = [];
@@ -55,12 +89,12 @@ export function buildTranscript(entries: readonly JournalEntry[]): ChatMessage[]
           content.push({ type: 'toolUse', toolCallId: call.id, name: call.name, input: call.input });
           unanswered.add(call.id);
         }
-        if (content.length > 0) pushAssistant(content);
+        if (content.length > 0) this.#pushAssistant(content);
         break;
       }
       case 'tool':
         unanswered.delete(entry.data.callId);
-        pushUser({
+        this.#pushUser({
           type: 'toolResult',
           toolCallId: entry.data.callId,
           ok: entry.data.ok,
@@ -72,13 +106,12 @@ export function buildTranscript(entries: readonly JournalEntry[]): ChatMessage[]
         else maybeRan.delete(entry.data.callId);
         if (entry.data.verdict === 'done') unanswered.delete(entry.data.callId);
         if (entry.data.verdict === 'done')
-          pushUser({ type: 'toolResult', toolCallId: entry.data.callId, ok: true, output: entry.data.output });
+          this.#pushUser({ type: 'toolResult', toolCallId: entry.data.callId, ok: true, output: entry.data.output });
         break;
       default:
         break;
     }
   }
-  return messages;
 }
 
 /** The latest compaction entry of a journal, if any. */

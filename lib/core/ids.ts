@@ -1,4 +1,5 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
+import { randomHex } from './random-hex.ts';
 
 /** The identity of a session: one conversation or one job. */
 export interface SessionKey {
@@ -66,15 +67,15 @@ export function canonicalJson(value: unknown): string {
 
 /** A leg's owner id: the invocation id plus a random suffix, unique even when Lambda reuses ids. */
 export function newOwnerId(invocationId: string): string {
-  return `${invocationId}:${randomBytes(6).toString('hex')}`;
+  return `${invocationId}:${randomHex(6)}`;
 }
 
 /** The nonce a yielding leg stores and puts in its continuation: 128 random bits, hex. */
-export const newHandoffNonce = (): string => randomBytes(16).toString('hex');
+export const newHandoffNonce = (): string => randomHex(16);
 export const HANDOFF_PATTERN = /^[0-9a-f]{32}$/;
 
 /** A unique write id, stamped on journal entries to recognise one's own retried write. */
-export const newWriteId = (): string => randomBytes(8).toString('hex');
+export const newWriteId = (): string => randomHex(8);
 
 /** Where the runtime gets the ids it mints, injected so tests can make them predictable. */
 export interface IdSource {

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomHex } from './random-hex.ts';
 
 /** W3C trace context: one trace id per session, a new span id per leg. */
 export interface TraceContext {
@@ -19,8 +19,8 @@ export function parseTraceparent(header: string | undefined): TraceContext | und
 export const formatTraceparent = (ctx: TraceContext): string =>
   `00-${ctx.traceId}-${ctx.spanId}-${ctx.sampled ? '01' : '00'}`;
 
-export const newTraceId = (): string => randomBytes(16).toString('hex');
-export const newSpanId = (): string => randomBytes(8).toString('hex');
+export const newTraceId = (): string => randomHex(16);
+export const newSpanId = (): string => randomHex(8);
 
 /** A child span of the same trace: what a leg sends on with its continuation. */
 export const childContext = (traceId: string, sampled = true): TraceContext => ({

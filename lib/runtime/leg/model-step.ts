@@ -2,7 +2,8 @@ import { checkedModelResponse } from '../../agent/checked-model-response.ts';
 import type { AgentDefinition } from '../../agent/define-agent.ts';
 import { toolInputSchema } from '../../agent/define-tool.ts';
 import { taskToolSpecs } from '../../agent/task-tools.ts';
-import { buildTranscript } from '../../agent/transcript.ts';
+import { TranscriptBuilder } from '../../agent/transcript.ts';
+import type { JournalEntry } from '../../core/journal.ts';
 import { costOf } from '../../core/spend.ts';
 import { formatTaskBlock, taskLedger } from '../../core/tasks.ts';
 import type { ChatMessage, ModelRequest, ModelResponse } from '../../ports/model-client.ts';
@@ -34,11 +35,26 @@ export async function modelStep(leg: LegContext, agent: AgentDefinition): Promis
   return outcome === 'waiting' ? WAIT_RETRY : undefined;
 }
 
+/**
+ * Each leg's transcript, kept between its model steps: keyed by the journal's entries, which a
+ * leg only appends to (a reload is a new array, and a new transcript).
+ */
+const transcripts = new WeakMap<readonly JournalEntry[], TranscriptBuilder>();
+
+function transcriptOf(entries: readonly JournalEntry[]): ChatMessage[] {
+  let builder = transcripts.get(entries);
+  if (!builder) {
+    builder = new TranscriptBuilder();
+    transcripts.set(entries, builder);
+  }
+  return builder.extend(entries);
+}
+
 async function modelRequest(leg: LegContext, agent: AgentDefinition): Promise<ModelRequest> {
   const tools = agent.tools.map((t) => ({ name: t.name, description: t.description, inputSchema: toolInputSchema(t) }));
   return {
     system: agent.instructions,
-    messages: await withTaskStatus(leg, buildTranscript(leg.journal.entries)),
+    messages: await withTaskStatus(leg, transcriptOf(leg.journal.entries)),
     tools: agent.delegates ? [...tools, ...taskToolSpecs(agent.delegates)] : tools,
   };
 }

@@ -31,4 +31,14 @@ describe('the scripted model', () => {
     expect(deltas).toEqual([]);
     expect(response.text).toBe('done');
   });
+
+  it('estimates input tokens from the transcript’s JSON, the same for messages it has seen before', async () => {
+    const model = scriptedModel({ script: () => ({ final: 'done' }) });
+    const first = { role: 'user' as const, content: [{ type: 'text' as const, text: 'look up a, b and c' }] };
+    const second = { role: 'assistant' as const, content: [{ type: 'text' as const, text: 'ok, ünïcode too' }] };
+    for (const messages of [[], [first], [first, second], [first, second, first]]) {
+      const { usage } = await model.converse({ ...request, messages }, new AbortController().signal);
+      expect(usage.inputTokens).toBe(Math.ceil(JSON.stringify(messages).length / 4));
+    }
+  });
 });
