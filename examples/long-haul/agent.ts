@@ -1,4 +1,4 @@
-import { defineAgent, defineTool, scriptedModel, systemClock, transcriptStats } from '@baton-run/baton';
+import { type ChatMessage, defineAgent, defineTool, scriptedModel, systemClock } from '@baton-run/baton';
 import * as z from 'zod';
 
 /** `steps` tool calls returning about `payloadBytes` each, then done: the benchmark workload. */
@@ -20,6 +20,18 @@ export const LongHaulInput = z.object({
     .max(4 * 1024 * 1024)
     .default(0),
 });
+
+/**
+ * Chunks fetched so far: the last result answers `chunk-<n>`, and the calls go one at a time.
+ * Read off the last message, not counted over the transcript: this model stands in for a remote
+ * one, and a scan that grows with the session would charge its own cost to the runtime it measures.
+ */
+function chunksFetched(messages: readonly ChatMessage[]): number {
+  const last = messages.at(-1);
+  if (last?.role !== 'user') return 0;
+  const result = last.content.findLast((c) => c.type === 'toolResult');
+  return result?.type === 'toolResult' ? Number(result.toolCallId.slice('chunk-'.length)) + 1 : 0;
+}
 
 const fetchChunk = defineTool({
   name: 'fetchChunk',
@@ -43,7 +55,7 @@ export const longHaul = defineAgent({
     script: (messages) => {
       const first = messages[0]?.content[0];
       const input = LongHaulInput.parse(JSON.parse(first?.type === 'text' ? first.text : '{}'));
-      const { toolResults } = transcriptStats(messages);
+      const toolResults = chunksFetched(messages);
       if (toolResults >= input.steps) {
         const answer = `fetched ${toolResults} chunks`;
         return { final: input.answerBytes > answer.length ? answer.padEnd(input.answerBytes, '.') : answer };
