@@ -49,11 +49,20 @@ export interface RequestRecord {
   readonly units: number;
 }
 
-/** The item a request names: a Get/UpdateItem's key, a PutItem's item, a Query's sort-key bound (marshalled input). */
+/**
+ * The item a request names: a Get/UpdateItem's key, a PutItem's item, a Query's sort-key bound, a
+ * BatchGetItem's keys (all of one kind, as the session store asks them) (marshalled input).
+ */
 export function readTarget(input: Record<string, unknown>): ReadTarget {
   const keyed = (input.Key ?? input.Item) as Record<string, unknown> | undefined;
+  const batch = input.RequestItems as Record<string, { Keys?: Record<string, unknown>[] }> | undefined;
+  const batchKeys = batch === undefined ? undefined : Object.values(batch).flatMap((r) => r.Keys ?? []);
   const text =
-    keyed !== undefined ? JSON.stringify(keyed.sk ?? '') : JSON.stringify(input.ExpressionAttributeValues ?? {});
+    keyed !== undefined
+      ? JSON.stringify(keyed.sk ?? '')
+      : batchKeys !== undefined
+        ? JSON.stringify(batchKeys.map((k) => k.sk ?? ''))
+        : JSON.stringify(input.ExpressionAttributeValues ?? {});
   if (input.IndexName !== undefined) return 'other';
   if (text.includes('"META"')) return 'record';
   if (text.includes('"SNAP#')) return 'snapshot';
