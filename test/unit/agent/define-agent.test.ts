@@ -108,4 +108,19 @@ describe('definitions with a typo', () => {
       /tool pay: input must be a zod schema/,
     );
   });
+
+  it('refuse a tool input that is not an object: models take a tool’s arguments as one JSON object', () => {
+    const base = { name: 'echo', description: '', effect: 'pure', run } as const;
+    for (const input of [z.string(), z.array(z.number()), z.enum(['a', 'b']), z.string().optional()])
+      expect(() => defineTool({ ...base, input })).toThrow(/tool echo: input must describe an object/);
+    // Objects, also wrapped, refined or in a union of objects, are what models take.
+    for (const input of [
+      z.object({ a: z.string() }),
+      z.object({ a: z.string() }).optional(),
+      z.object({ a: z.string() }).refine(() => true),
+      z.union([z.object({ a: z.string() }), z.object({ b: z.number() })]),
+      z.record(z.string(), z.number()),
+    ])
+      expect(() => defineTool({ ...base, input })).not.toThrow();
+  });
 });
