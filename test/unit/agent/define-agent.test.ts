@@ -111,16 +111,17 @@ describe('definitions with a typo', () => {
 
   it('refuse a tool input that is not an object: models take a tool’s arguments as one JSON object', () => {
     const base = { name: 'echo', description: '', effect: 'pure', run } as const;
-    for (const input of [z.string(), z.array(z.number()), z.enum(['a', 'b']), z.string().optional()])
+    const inputs: z.ZodType[] = [z.string(), z.array(z.number()), z.enum(['a', 'b']), z.string().optional()];
+    for (const input of inputs)
       expect(() => defineTool({ ...base, input })).toThrow(/tool echo: input must describe an object/);
     // Objects, also wrapped, refined or in a union of objects, are what models take.
-    for (const input of [
+    const objects: z.ZodType[] = [
       z.object({ a: z.string() }),
       z.object({ a: z.string() }).optional(),
       z.object({ a: z.string() }).refine(() => true),
       z.union([z.object({ a: z.string() }), z.object({ b: z.number() })]),
       z.record(z.string(), z.number()),
-    ])
-      expect(() => defineTool({ ...base, input })).not.toThrow();
+    ];
+    for (const input of objects) expect(() => defineTool({ ...base, input })).not.toThrow();
   });
 });
