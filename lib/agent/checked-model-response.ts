@@ -14,13 +14,31 @@ function withDefaults(response: unknown, seq: number): unknown {
     ...(text === null || text === undefined ? {} : { text }),
     toolCalls: Array.isArray(toolCalls)
       ? withDistinctIds(
-          toolCalls.map((call: unknown) =>
-            isObject(call) && call.input === undefined ? { ...call, input: null } : call,
-          ),
+          toolCalls.map((call: unknown) => (isObject(call) ? { ...call, input: asJournaled(call.input) } : call)),
           seq,
         )
       : toolCalls,
   };
+}
+
+/** A value JSON cannot carry (a BigInt, a cycle): refused by the check, naming the call. */
+class NotJson {
+  constructor(readonly reason: string) {}
+}
+
+/**
+ * A call's arguments as the journal gives them back: the tool's schema, the approval rule and the
+ * digest judge the same input on the leg that got the response and on any leg that reads it back
+ * (a field set to undefined is absent on both, a NaN null). Arguments left out are null.
+ */
+function asJournaled(input: unknown): unknown {
+  if (input === undefined) return null;
+  try {
+    const text = JSON.stringify(input);
+    return text === undefined ? null : JSON.parse(text);
+  } catch (error) {
+    return new NotJson(error instanceof Error ? error.message : String(error));
+  }
 }
 
 /** A call id the model left out (an adapter may pass it on as ''). A non-string id is left for the check to refuse. */
@@ -59,10 +77,20 @@ function withDistinctIds(calls: readonly unknown[], seq: number): unknown[] {
  * what is wrong.
  */
 export function checkedModelResponse(modelId: string, response: unknown, seq: number): ModelResponse {
-  const parsed = EntryData.model.safeParse(withDefaults(response, seq));
+  const checked = withDefaults(response, seq);
+  const notJson = isObject(checked) && Array.isArray(checked.toolCalls) ? unjournalable(checked.toolCalls) : undefined;
+  if (notJson) throw new StepError(`model ${modelId} returned an invalid response: ${notJson}`, { retryable: false });
+  const parsed = EntryData.model.safeParse(checked);
   if (!parsed.success)
     throw new StepError(`model ${modelId} returned an invalid response: ${describeIssues(parsed.error)}`, {
       retryable: false,
     });
   return parsed.data;
+}
+
+/** The first call whose arguments JSON cannot carry, as `toolCalls.N.input: not JSON: why`. */
+function unjournalable(calls: readonly unknown[]): string | undefined {
+  const index = calls.findIndex((call) => isObject(call) && call.input instanceof NotJson);
+  if (index < 0) return undefined;
+  return `toolCalls.${index}.input: not JSON: ${(calls[index] as { input: NotJson }).input.reason}`;
 }

@@ -98,6 +98,10 @@ export function defineTool<I, O>(
     throw new InvalidInputError(
       `${where}: input must be a zod schema (z.object({ … })), got ${typeof definition.input}`,
     );
+  if (definition.inputJsonSchema === undefined && !describesObject(definition.input))
+    throw new InvalidInputError(
+      `${where}: input must describe an object (z.object({ … })): models pass a tool's arguments as one JSON object, got ${rootKind(definition.input)}`,
+    );
   if (typeof definition.run !== 'function') throw new InvalidInputError(`${where}: run must be a function`);
   if (definition.reconcile !== undefined && typeof definition.reconcile !== 'function')
     throw new InvalidInputError(`${where}: reconcile must be a function`);
@@ -107,6 +111,27 @@ export function defineTool<I, O>(
     throw new InvalidInputError(`tool ${definition.name}: approvalTimeoutMs must be positive`);
   return { ...definition, maxDurationMs };
 }
+
+/** Root kinds whose JSON Schema is (or may be) an object; anything else no model provider accepts as tool input. */
+const OBJECT_KINDS = new Set(['object', 'record', 'union', 'intersection', 'lazy', 'any', 'unknown', 'custom']);
+
+/** The zod kind at the schema's root, wrappers (optional, default, transform's input…) looked through. */
+function rootKind(schema: unknown): string {
+  let def = (schema as { _zod?: { def?: ZodDefLike } })._zod?.def;
+  for (let depth = 0; def && depth < 16; depth++) {
+    const inner = def.innerType ?? def.in;
+    if (inner === undefined) return def.type;
+    def = (inner as { _zod?: { def?: ZodDefLike } })._zod?.def;
+  }
+  return 'unknown';
+}
+type ZodDefLike = { type: string; innerType?: unknown; in?: unknown };
+
+/**
+ * A zod schema at load, with no JSON Schema built: a scalar or array input would run under a
+ * scripted model and be refused by Bedrock, Anthropic and OpenAI at the first real model call.
+ */
+const describesObject = (schema: unknown): boolean => OBJECT_KINDS.has(rootKind(schema));
 
 /** Each tool's input schema as JSON, built once: a tool is code, and every model call sends it. */
 const inputSchemas = new WeakMap<AnyTool, Record<string, unknown>>();

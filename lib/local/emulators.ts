@@ -1,10 +1,14 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, readdirSync } from 'node:fs';
+import { Server as HttpServer } from 'node:http';
 import { createRequire } from 'node:module';
 import { createServer, Server } from 'node:net';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { SQSClient } from '@aws-sdk/client-sqs';
 import { startFauxqs } from 'fauxqs';
+import { releaseAbandonedReceives } from './abandoned-receives.ts';
+import { LOCAL_CREDENTIALS } from './aws-clients.ts';
 
 /** The oldest Java that DynamoDB Local (2025+) runs on. */
 export const MIN_JAVA_MAJOR = 17;
@@ -94,16 +98,27 @@ export async function startEmulators(options: EmulatorOptions = {}): Promise<Emu
     if (external.sqs === undefined || external.s3 === undefined) {
       const dataDir = options.dataDir === undefined ? undefined : join(options.dataDir, 'fauxqs');
       if (dataDir !== undefined) mkdirSync(dataDir, { recursive: true });
-      const server = await listeningOnLoopback(() =>
-        startFauxqs({
-          port: options.sqsPort ?? 0,
-          logger: false,
-          defaultRegion: region,
-          ...(dataDir === undefined ? {} : { dataDir }),
-        }),
+      const httpServers: Server[] = [];
+      const server = await listeningOnLoopback(
+        () =>
+          startFauxqs({
+            port: options.sqsPort ?? 0,
+            logger: false,
+            defaultRegion: region,
+            ...(dataDir === undefined ? {} : { dataDir }),
+          }),
+        httpServers,
       );
       stops.push(() => server.stop());
-      fauxqsEndpoint = `http://${LOOPBACK}:${server.port}`;
+      const endpoint = `http://${LOOPBACK}:${server.port}`;
+      fauxqsEndpoint = endpoint;
+      let sqs: SQSClient | undefined;
+      const client = () => {
+        sqs ??= new SQSClient({ region, endpoint, credentials: LOCAL_CREDENTIALS });
+        return sqs;
+      };
+      stops.push(async () => sqs?.destroy());
+      for (const http of httpServers) if (http instanceof HttpServer) releaseAbandonedReceives(http, client);
     }
 
     const endpoints: Endpoints = {
@@ -236,11 +251,12 @@ function dynamoDbLocalHome(): string {
 
 /**
  * Runs `start` with every server it opens on a wildcard address (fauxqs listens on 0.0.0.0 and
- * takes no bind address) bound to the loopback interface instead.
+ * takes no bind address) bound to the loopback interface instead; `opened` gets each server.
  */
-async function listeningOnLoopback<T>(start: () => Promise<T>): Promise<T> {
+async function listeningOnLoopback<T>(start: () => Promise<T>, opened: Server[] = []): Promise<T> {
   const listen = Server.prototype.listen;
   Server.prototype.listen = function (this: Server, ...args: unknown[]) {
+    opened.push(this);
     const [options] = args;
     if (options !== null && typeof options === 'object' && 'port' in options) {
       const host = (options as { host?: unknown }).host;

@@ -56,8 +56,8 @@ describe('baton dev --watch', () => {
       '--watch',
       '--workers',
       '1',
-      // A short visibility timeout: a message a retired worker's last long poll took (fauxqs
-      // answers a poll whose client has gone) is back well within --wait's minute.
+      // A short visibility timeout: should a message a retired worker's last long poll took not be
+      // given back at once (lib/local/abandoned-receives.ts), it is still back within --wait's minute.
       '--timeout-s',
       String(FUNCTION_TIMEOUT_S),
       '--visibility-s',

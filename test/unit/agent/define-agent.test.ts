@@ -108,4 +108,20 @@ describe('definitions with a typo', () => {
       /tool pay: input must be a zod schema/,
     );
   });
+
+  it('refuse a tool input that is not an object: models take a tool’s arguments as one JSON object', () => {
+    const base = { name: 'echo', description: '', effect: 'pure', run } as const;
+    const inputs: z.ZodType[] = [z.string(), z.array(z.number()), z.enum(['a', 'b']), z.string().optional()];
+    for (const input of inputs)
+      expect(() => defineTool({ ...base, input })).toThrow(/tool echo: input must describe an object/);
+    // Objects, also wrapped, refined or in a union of objects, are what models take.
+    const objects: z.ZodType[] = [
+      z.object({ a: z.string() }),
+      z.object({ a: z.string() }).optional(),
+      z.object({ a: z.string() }).refine(() => true),
+      z.union([z.object({ a: z.string() }), z.object({ b: z.number() })]),
+      z.record(z.string(), z.number()),
+    ];
+    for (const input of objects) expect(() => defineTool({ ...base, input })).not.toThrow();
+  });
 });

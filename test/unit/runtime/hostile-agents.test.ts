@@ -60,6 +60,11 @@ describe('an agent whose model or tools misbehave', () => {
       /invalid response: toolCalls\.0\.id: /,
     ],
     [
+      'a tool call whose arguments JSON cannot carry',
+      { toolCalls: [{ id: 'c1', name: 'double', input: { n: 10n } }], stopReason: 'tool_use', usage },
+      /model raw-model returned an invalid response: toolCalls\.0\.input: not JSON: .*BigInt/,
+    ],
+    [
       'usage that is not token counts',
       { text: 'ok', toolCalls: [], stopReason: 'end_turn', usage: { inputTokens: Number.NaN, outputTokens: -1 } },
       /invalid response: usage\.inputTokens: .*; usage\.outputTokens: /,
@@ -83,6 +88,26 @@ describe('an agent whose model or tools misbehave', () => {
 
     expect(outcome?.status).toBe('completed');
     expect(outcome?.output).toMatch(/invalid input for double: .*expected object, received null/);
+  });
+
+  it('judges a call by the arguments the journal gives back: an undefined field is absent on every leg', async () => {
+    // The tool's schema (and an approval rule) sees `{ w: 1 }`, as a recovered leg reads it, not
+    // a `v` key the first leg alone had: the same call must not pass on one leg and fail on the next.
+    const strict = defineTool({
+      name: 'strict',
+      description: 'Needs v.',
+      input: z.object({ v: z.unknown() }),
+      effect: 'pure',
+      run: async (input) => input,
+    });
+    const { outcome } = await runOne(
+      'undefined-field',
+      { toolCalls: [{ id: 'c1', name: 'strict', input: { v: undefined, w: 1 } }], stopReason: 'tool_use', usage },
+      [strict],
+    );
+
+    expect(outcome?.status).toBe('completed');
+    expect(outcome?.output).toMatch(/invalid input for strict: v: /);
   });
 
   it.each([
