@@ -115,17 +115,22 @@ export function defineTool<I, O>(
 /** Root kinds whose JSON Schema is (or may be) an object; anything else no model provider accepts as tool input. */
 const OBJECT_KINDS = new Set(['object', 'record', 'union', 'intersection', 'lazy', 'any', 'unknown', 'custom']);
 
-/** The zod kind at the schema's root, wrappers (optional, default, transform's input…) looked through. */
+/**
+ * The zod kind at the schema's root, wrappers (optional, default, transform's input…) looked
+ * through. A preprocess (a pipe from a transform) is judged by what it pipes into, as its JSON
+ * Schema is.
+ */
 function rootKind(schema: unknown): string {
-  let def = (schema as { _zod?: { def?: ZodDefLike } })._zod?.def;
+  let def = defOf(schema);
   for (let depth = 0; def && depth < 16; depth++) {
-    const inner = def.innerType ?? def.in;
+    const inner = def.type === 'pipe' && defOf(def.in)?.type === 'transform' ? def.out : (def.innerType ?? def.in);
     if (inner === undefined) return def.type;
-    def = (inner as { _zod?: { def?: ZodDefLike } })._zod?.def;
+    def = defOf(inner);
   }
   return 'unknown';
 }
-type ZodDefLike = { type: string; innerType?: unknown; in?: unknown };
+type ZodDefLike = { type: string; innerType?: unknown; in?: unknown; out?: unknown };
+const defOf = (schema: unknown): ZodDefLike | undefined => (schema as { _zod?: { def?: ZodDefLike } })._zod?.def;
 
 /**
  * A zod schema at load, with no JSON Schema built: a scalar or array input would run under a

@@ -111,7 +111,13 @@ describe('definitions with a typo', () => {
 
   it('refuse a tool input that is not an object: models take a tool’s arguments as one JSON object', () => {
     const base = { name: 'echo', description: '', effect: 'pure', run } as const;
-    const inputs: z.ZodType[] = [z.string(), z.array(z.number()), z.enum(['a', 'b']), z.string().optional()];
+    const inputs: z.ZodType[] = [
+      z.string(),
+      z.array(z.number()),
+      z.enum(['a', 'b']),
+      z.string().optional(),
+      z.string().transform((s) => s.length),
+    ];
     for (const input of inputs)
       expect(() => defineTool({ ...base, input })).toThrow(/tool echo: input must describe an object/);
     // Objects, also wrapped, refined or in a union of objects, are what models take.
@@ -121,6 +127,9 @@ describe('definitions with a typo', () => {
       z.object({ a: z.string() }).refine(() => true),
       z.union([z.object({ a: z.string() }), z.object({ b: z.number() })]),
       z.record(z.string(), z.number()),
+      // A preprocess is judged by the schema it feeds, as its JSON Schema is.
+      z.preprocess((v) => v, z.object({ a: z.string() })),
+      z.object({ a: z.string() }).transform((o) => o.a),
     ];
     for (const input of objects) expect(() => defineTool({ ...base, input })).not.toThrow();
   });
