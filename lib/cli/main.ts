@@ -193,6 +193,13 @@ Global options:
 
 Commands:`;
 
+/** Below the usage of a command that takes an input: what its input flags send. */
+const INPUT_HELP =
+  'Input: --text TEXT sends {"text": TEXT}; --input JSON sends the JSON as given; --file F reads it from a file (- for stdin).';
+/** Below every command's usage: the global options it also takes. */
+const GLOBALS_HELP =
+  'Global options, anywhere on the line: --json, --api URL, --stack NAME [--region R], --state-dir DIR (baton --help).';
+
 interface GlobalOptions {
   json: boolean;
   help: boolean;
@@ -246,7 +253,10 @@ export async function main(argv: readonly string[], out = printLine): Promise<nu
     return 2;
   }
   if (globals.help) {
-    out(`usage: ${typeof command.usage === 'string' ? command.usage : await command.usage()}`);
+    const usage = typeof command.usage === 'string' ? command.usage : await command.usage();
+    out(`usage: ${usage}\n`);
+    if (usage.includes('--text TEXT')) out(INPUT_HELP);
+    out(GLOBALS_HELP);
     return 0;
   }
   // First Ctrl-C asks the command to stop cleanly; another one, later, exits at once.

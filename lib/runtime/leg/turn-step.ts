@@ -44,6 +44,8 @@ export async function startTurn(leg: LegContext): Promise<LegExit | undefined> {
 /** The turn's outcome from the final answer: structured when the agent declares an output schema. */
 export function finalOutcome(agent: AgentDefinition, text: string): EntryDataOf<'outcome'> {
   if (!agent.output) return { status: 'completed', output: text };
+  if (text.trim() === '')
+    return { status: 'failed', error: `final answer is empty: agent ${agent.name} declares a JSON output schema` };
   let json: unknown;
   try {
     json = JSON.parse(unfenced(text));

@@ -30,4 +30,12 @@ describe("a typed agent's final answer", () => {
       error: expect.stringContaining('final answer is not the JSON that agent typed declares'),
     });
   });
+
+  it('fails the turn saying so when it is empty, rather than quoting nothing', () => {
+    for (const text of ['', '  \n '])
+      expect(finalOutcome(typed, text)).toEqual({
+        status: 'failed',
+        error: 'final answer is empty: agent typed declares a JSON output schema',
+      });
+  });
 });
