@@ -286,3 +286,14 @@ export function agentRegistry(agents: readonly AgentDefinition[]): AgentRegistry
   REGISTRY_VERSIONS.set(registry, versions);
   return registry;
 }
+
+/**
+ * The delegates the newest version of each agent names and the registry does not host: its
+ * `start_task` with one of them can only fail ("not deployed here"). Older versions are left out:
+ * one kept for pinned sessions may name an agent since removed, on purpose.
+ */
+export function undeployedDelegates(registry: AgentRegistry): Array<{ agent: string; delegate: string }> {
+  return [...registry.values()].flatMap((agent) =>
+    (agent.delegates ?? []).filter((d) => !registry.has(d)).map((delegate) => ({ agent: agent.name, delegate })),
+  );
+}

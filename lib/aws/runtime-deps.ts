@@ -8,7 +8,7 @@ import { S3BlobStore } from '../adapters/s3/s3-blob-store.ts';
 import { loadS3Client } from '../adapters/s3/s3-sdk.ts';
 import { SqsResultPublisher, SqsWorkQueue } from '../adapters/sqs/sqs-queues.ts';
 import { TenantResults } from '../adapters/tenant-results.ts';
-import { type AgentRegistry, assertFitsBudget } from '../agent/define-agent.ts';
+import { type AgentRegistry, assertFitsBudget, undeployedDelegates } from '../agent/define-agent.ts';
 import { type IdSource, randomIds } from '../core/ids.ts';
 import { type Clock, systemClock } from '../ports/clock.ts';
 import type { RuntimeDeps } from '../runtime/deps.ts';
@@ -69,6 +69,15 @@ export function createRuntimeDeps(config: FunctionConfig, overrides: RuntimeDeps
       });
   }
   const telemetry = overrides.telemetry ?? createPowertoolsTelemetry({ serviceName: config.serviceName });
+  // Said at cold start, where an operator reads it, rather than first as a task tool's error mid-turn.
+  for (const { agent, delegate } of undeployedDelegates(agents))
+    telemetry.logger.warn(
+      'an agent delegates to an agent this function does not host: its start_task of it will fail',
+      {
+        agent,
+        delegate,
+      },
+    );
   const aws = { region: config.region };
   const sqs = createSqsClient(aws);
   const documents = createDocumentClient(aws);
