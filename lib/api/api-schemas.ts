@@ -41,7 +41,8 @@ export const ForkBody = z
     at: z.number().int().nonnegative(),
     input: z.unknown().optional(),
     text: z.string().optional(),
-    id: z.string().min(1).max(256).optional(),
+    /** The fork's ticket id, which names its session: checked as a ticket's. */
+    id: Ticket.shape.ticketId.optional(),
     effects: effects.optional(),
     version: version.optional(),
   })
@@ -52,7 +53,7 @@ export const ForkBody = z
 export const RerunBody = z
   .object({
     turn: z.string().min(1),
-    id: z.string().min(1).max(256).optional(),
+    id: Ticket.shape.ticketId.optional(),
     effects: effects.optional(),
     version: version.optional(),
   })

@@ -298,7 +298,14 @@ async function acceptMessage(
         'not_found',
         `chat ${body.id} has no conversation with ${agent}: its first message starts one`,
       );
-    // The message's id is the turn's: a retried POST converges on the turn it started.
+    // The message's id is the turn's: a retried POST converges on the turn it started. It is
+    // checked as a send's turn id is, so a stored key never differs from the id given.
+    const turnId = TicketId.safeParse(message.id);
+    if (!turnId.success)
+      throw new ApiError(
+        'invalid_request',
+        `message ${JSON.stringify(message.id)} cannot be a turn id: ${turnId.error.issues.map((issue) => issue.message).join('; ')}`,
+      );
     const sent = await services.client.sendTo(record, input, { id: message.id });
     return { sessionId: sent.sessionId, turnId: sent.turnId, from: positionOf(undefined) };
   } catch (error) {

@@ -5,6 +5,7 @@ import { GoneError, InvalidInputError, SeqTakenError } from '../core/errors.ts';
 import { planFork, turnStartOf } from '../core/fork.ts';
 import { deriveSessionId, hashJson, type SessionKey } from '../core/ids.ts';
 import { JOURNAL_FORMAT_VERSION } from '../core/journal.ts';
+import { TicketId } from '../core/messages.ts';
 import { childContext, newTraceId } from '../core/trace-context.ts';
 import { ForkEffects } from '../core/vocabulary.ts';
 import type { Clock } from '../ports/clock.ts';
@@ -87,6 +88,10 @@ export async function forkSession(deps: ForkDeps, request: ForkRequest): Promise
     );
   if (original.expiresAt !== undefined && original.expiresAt <= now)
     throw new GoneError(`session ${original.key.id} is past its retention`);
+  // The fork's id names its session as a ticket id does: checked as strictly, or two ids could share one.
+  const id = request.ticketId === undefined ? undefined : TicketId.safeParse(request.ticketId);
+  if (id?.success === false)
+    throw new InvalidInputError(`fork id: ${id.error.issues.map((issue) => issue.message).join('; ')}`);
   const { version } = request;
   if (version !== undefined) {
     if (deps.agents === undefined)
