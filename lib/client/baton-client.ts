@@ -475,7 +475,9 @@ export class BatonClient implements BatonTransport {
     const awaited = (await this.#view(record)).awaitingApproval.find((a) => matchesRef(a, ref));
     if (!awaited)
       throw new InvalidInputError(`session ${sessionId} has no pending approval for call ${describeRef(ref)}`);
-    await this.#post(record, decisionItem(awaited, decision));
+    await this.#postAnswer(record, decisionItem(awaited, decision), (waiting) =>
+      waiting.kind === 'decision' && waiting.approved ? 'approved' : 'denied',
+    );
     return identityOf(awaited);
   }
 
@@ -496,7 +498,9 @@ export class BatonClient implements BatonTransport {
       throw new InvalidInputError(
         `session ${sessionId} has no parked call ${describeRef(ref)}${parked ? ` (parked: ${parked.callId})` : ''}`,
       );
-    await this.#post(record, resolveItem(parked, verdict));
+    await this.#postAnswer(record, resolveItem(parked, verdict), (waiting) =>
+      waiting.kind === 'resolve' && waiting.done ? 'done' : 'not done',
+    );
     return identityOf(parked);
   }
 
@@ -657,11 +661,33 @@ export class BatonClient implements BatonTransport {
 
   /** Posts an inbox item (the protocol's `post`); false when one of its id was posted before. */
   async #post(record: SessionRecord, item: InboxItem, what: string = item.kind): Promise<boolean> {
+    return (await this.#postItem(record, item, what)).posted;
+  }
+
+  async #postItem(
+    record: SessionRecord,
+    item: InboxItem,
+    what: string = item.kind,
+  ): Promise<{ posted: boolean; record: SessionRecord }> {
     const maxPending = this.#inboxCap(record);
     const posted = await post(this.#postDeps, record.key, { kind: 'inbox', item, maxPending });
     if (!posted.ok)
       throw new TurnRefusedError(posted.reason, `${what} refused: session ${record.key.id} is ${posted.reason}`);
-    return posted.posted;
+    return posted;
+  }
+
+  /**
+   * Posts a human's decision or an operator's verdict. The inbox keeps one item per call (by id),
+   * so another answer to a call whose first one still waits would be dropped while the first
+   * stands: it is refused, naming the answer that waits. The same answer again is the same post.
+   */
+  async #postAnswer(record: SessionRecord, item: InboxItem, describe: (waiting: InboxItem) => string): Promise<void> {
+    const posted = await this.#postItem(record, item);
+    const waiting = posted.posted ? undefined : posted.record.inbox.find((i) => i.id === item.id);
+    if (waiting !== undefined && hashJson(waiting) !== hashJson(item))
+      throw new InvalidInputError(
+        `session ${record.key.id}: call ${'callId' in item ? item.callId : item.id} already has a ${item.kind === 'resolve' ? 'verdict' : 'decision'} waiting (${describe(waiting)}); the first answer stands`,
+      );
   }
 
   /**

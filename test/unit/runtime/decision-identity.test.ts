@@ -253,6 +253,37 @@ describe('decisions and inbox items are identified by the journal (issue 22: 6, 
     ]);
   });
 
+  it('refuses a decision that contradicts one already waiting for the same call, rather than answer it was posted', async () => {
+    // Arrange: a payment waits for a human, and one approver has approved it (not yet taken by a leg).
+    const paid: number[] = [];
+    const agent = defineAgent({
+      name: 'payer',
+      instructions: 'Pay.',
+      tools: [payTool(paid)],
+      model: payEachWithOneId([50]),
+    });
+    const { deps, store } = makeTestDeps([agent]);
+    const client = clientOf(deps);
+    const key = keyOf('payer', 'C2');
+    await acceptTicket(ticketBody('payer', 'C2', 'pay'), undefined, deps);
+    await drain(deps);
+    await client.approve(key.id, 'p1', { approved: true });
+
+    // Act: the same approval again, then a denial of the same call.
+    const again = await client.approve(key.id, 'p1', { approved: true });
+    const denial = await client.approve(key.id, 'p1', { approved: false, reason: 'too much' }).catch((e: unknown) => e);
+    await drain(deps);
+
+    // Assert: a repeat is the same decision; the denial is refused, naming the decision that stands.
+    expect(again).toMatchObject({ callId: 'p1', modelSeq: 2 });
+    expect(denial).toMatchObject({
+      name: 'InvalidInputError',
+      message: expect.stringContaining('call p1 already has a decision waiting (approved)'),
+    });
+    expect(paid).toEqual([50]);
+    expect((await store.getSession(key))?.state).toBe('completed');
+  });
+
   it('issue 23 item 2: an approval holds only for the input it was given for: a changed parse asks again', async () => {
     // Arrange: the region default changes (a redeploy) between the request and the decision.
     let region = 'prod-eu';
