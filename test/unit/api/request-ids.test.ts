@@ -1,39 +1,21 @@
-import type { LambdaFunctionURLEvent } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
-import { MemoryStreamSlots } from '../../../lib/adapters/memory/memory-stream-slots.ts';
-import { createApiHandler } from '../../../lib/api/api-handler.ts';
 import type { BatonClient } from '../../../lib/client/baton-client.ts';
 import { InvalidInputError } from '../../../lib/core/errors.ts';
 import { deriveSessionId } from '../../../lib/core/ids.ts';
 import { ALL_ROLES } from '../../../lib/core/roles.ts';
+import { memoryApi } from '../../fixtures/memory-api.ts';
 import { chatter, memoryStack } from '../../fixtures/memory-stack.ts';
 
 /** The API over the in-memory runtime: a submit or send runs to its end before it answers. */
 function api() {
   const stack = memoryStack([chatter]);
-  const handler = createApiHandler({
-    services: {
-      client: stack.eager as BatonClient,
-      store: stack.store,
-      clock: stack.clock,
-      eventsWaitMs: 0,
-      eventsPollMs: 10,
-      streams: new MemoryStreamSlots(),
-      streamsPerCaller: 4,
-    },
+  const { call: request } = memoryApi({
+    over: { client: stack.eager as BatonClient, store: stack.store, clock: stack.clock },
     resolveCaller: () => ({ principal: 'test', tenants: ['acme'], roles: ALL_ROLES }),
   });
   const call = async (method: string, path: string, body: unknown) => {
-    const answer = await handler({
-      requestContext: { http: { method } },
-      rawPath: path,
-      rawQueryString: '',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    } as unknown as LambdaFunctionURLEvent);
-    if (typeof answer === 'string') throw new Error('the API answered a bare string');
-    const text = answer.body ?? '';
-    return { status: answer.statusCode, error: text.startsWith('{') ? JSON.parse(text).error : undefined };
+    const { status, json } = await request(method, path, { body });
+    return { status, error: json.error };
   };
   return { stack, call };
 }

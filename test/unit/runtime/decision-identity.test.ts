@@ -65,6 +65,21 @@ const payEachWithOneId = (amounts: readonly number[]) =>
     },
   });
 
+/** A payer session whose one payment (50, call p1) waits for a human's decision. */
+async function paymentWaiting(ticket: string) {
+  const paid: number[] = [];
+  const agent = defineAgent({
+    name: 'payer',
+    instructions: 'Pay.',
+    tools: [payTool(paid)],
+    model: payEachWithOneId([50]),
+  });
+  const { deps, store } = makeTestDeps([agent]);
+  await acceptTicket(ticketBody('payer', ticket, 'pay'), undefined, deps);
+  await drain(deps);
+  return { paid, deps, store, client: clientOf(deps), key: keyOf('payer', ticket) };
+}
+
 describe('decisions and inbox items are identified by the journal (issue 22: 6, 7; issue 23: 1, 2)', () => {
   it('issue 22 bug 6: resolves a once-only call parked a second time (each park has its own resolution)', async () => {
     // Arrange: every attempt dies between its watermark and its result, and reconcile cannot tell.
@@ -209,18 +224,7 @@ describe('decisions and inbox items are identified by the journal (issue 22: 6, 
 
   it('issue 23 item 1: the client posts the whole identity of the call it approves, and refuses a pin that names another', async () => {
     // Arrange
-    const paid: number[] = [];
-    const agent = defineAgent({
-      name: 'payer',
-      instructions: 'Pay.',
-      tools: [payTool(paid)],
-      model: payEachWithOneId([50]),
-    });
-    const { deps, store } = makeTestDeps([agent]);
-    const client = clientOf(deps);
-    const key = keyOf('payer', 'C1');
-    await acceptTicket(ticketBody('payer', 'C1', 'pay'), undefined, deps);
-    await drain(deps);
+    const { store, client, key } = await paymentWaiting('C1');
     const [waiting] = (await client.status(key.id))?.pendingApprovals ?? [];
 
     // Act
@@ -255,18 +259,7 @@ describe('decisions and inbox items are identified by the journal (issue 22: 6, 
 
   it('refuses a decision that contradicts one already waiting for the same call, rather than answer it was posted', async () => {
     // Arrange: a payment waits for a human, and one approver has approved it (not yet taken by a leg).
-    const paid: number[] = [];
-    const agent = defineAgent({
-      name: 'payer',
-      instructions: 'Pay.',
-      tools: [payTool(paid)],
-      model: payEachWithOneId([50]),
-    });
-    const { deps, store } = makeTestDeps([agent]);
-    const client = clientOf(deps);
-    const key = keyOf('payer', 'C2');
-    await acceptTicket(ticketBody('payer', 'C2', 'pay'), undefined, deps);
-    await drain(deps);
+    const { paid, deps, store, client, key } = await paymentWaiting('C2');
     await client.approve(key.id, 'p1', { approved: true });
 
     // Act: the same approval again, then a denial of the same call.
